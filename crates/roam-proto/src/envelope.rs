@@ -1,0 +1,172 @@
+//! The envelope: what travels between publishers and subscribers through routers.
+//!
+//! ```text
+//! offset size field
+//!  0      1   version (1)
+//!  1      1   flags   (bit 0 signed, bit 1 best effort; other bits must be zero)
+//!  2      2   reserved, zero
+//!  4     32   name
+//! 36      8   sender session (random per sealer)
+//! 44      8   sequence (starts at 1, strictly increasing per session)
+//! 52      8   send time, microseconds since the Unix epoch (sender's clock)
+//! 60      n   AEAD ciphertext of the payload
+//! 60+n   16   AEAD tag
+//! [if signed]
+//!        32   signer Ed25519 public key
+//!        64   Ed25519 signature over every preceding byte
+//! ```
+//!
+//! The 60-byte header (plus the signer key when signed) is the AEAD's associated data, so it
+//! cannot be altered without detection. Routers read only the name and flags.
+
+use crate::codec::{CodecError, Reader};
+use crate::name::Name;
+
+pub const VERSION: u8 = 1;
+pub const HEADER_LEN: usize = 60;
+pub const TAG_LEN: usize = 16;
+pub const SIGNER_LEN: usize = 32;
+pub const SIGNATURE_LEN: usize = 64;
+/// The smallest valid envelope: a header and the tag of an empty payload.
+pub const MIN_LEN: usize = HEADER_LEN + TAG_LEN;
+
+/// Envelope flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EnvelopeFlags(pub u8);
+
+impl EnvelopeFlags {
+    pub const SIGNED: u8 = 0x01;
+    pub const BEST_EFFORT: u8 = 0x02;
+    const KNOWN: u8 = Self::SIGNED | Self::BEST_EFFORT;
+
+    pub fn signed(self) -> bool {
+        self.0 & Self::SIGNED != 0
+    }
+
+    pub fn best_effort(self) -> bool {
+        self.0 & Self::BEST_EFFORT != 0
+    }
+}
+
+/// The parsed, still unauthenticated header of an envelope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnvelopeHeader {
+    pub flags: EnvelopeFlags,
+    pub name: Name,
+    pub session: u64,
+    pub seq: u64,
+    pub send_time_us: u64,
+}
+
+/// Why an envelope could not even be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnvelopeError {
+    #[error("malformed envelope: {0}")]
+    Codec(#[from] CodecError),
+    #[error("unsupported envelope version {0}")]
+    Version(u8),
+    #[error("unknown envelope flags {0:#04x}")]
+    Flags(u8),
+    #[error("reserved envelope bytes are not zero")]
+    Reserved,
+    #[error("envelope shorter than its trailer")]
+    TooShort,
+}
+
+impl EnvelopeHeader {
+    /// Parses the header at the front of `bytes` and checks that the whole envelope is long
+    /// enough for its tag (and signature). This is all a router ever does with an envelope.
+    pub fn parse(bytes: &[u8]) -> Result<Self, EnvelopeError> {
+        let mut r = Reader::new(bytes);
+        let version = r.u8()?;
+        if version != VERSION {
+            return Err(EnvelopeError::Version(version));
+        }
+        let flags = r.u8()?;
+        if flags & !EnvelopeFlags::KNOWN != 0 {
+            return Err(EnvelopeError::Flags(flags));
+        }
+        if r.u16()? != 0 {
+            return Err(EnvelopeError::Reserved);
+        }
+        let header = EnvelopeHeader {
+            flags: EnvelopeFlags(flags),
+            name: Name(r.array()?),
+            session: r.u64()?,
+            seq: r.u64()?,
+            send_time_us: r.u64()?,
+        };
+        if bytes.len() < header.trailer_len() + HEADER_LEN {
+            return Err(EnvelopeError::TooShort);
+        }
+        Ok(header)
+    }
+
+    /// Bytes after the ciphertext: the tag, plus signer key and signature when signed.
+    pub fn trailer_len(&self) -> usize {
+        TAG_LEN + if self.flags.signed() { SIGNER_LEN + SIGNATURE_LEN } else { 0 }
+    }
+
+    pub fn write(&self, out: &mut Vec<u8>) {
+        out.push(VERSION);
+        out.push(self.flags.0);
+        out.extend_from_slice(&[0, 0]);
+        out.extend_from_slice(self.name.as_bytes());
+        out.extend_from_slice(&self.session.to_be_bytes());
+        out.extend_from_slice(&self.seq.to_be_bytes());
+        out.extend_from_slice(&self.send_time_us.to_be_bytes());
+    }
+}
+
+/// Reads only the name of an envelope (router fast path), after the version check.
+pub fn peek_name(bytes: &[u8]) -> Option<Name> {
+    if bytes.len() < MIN_LEN || bytes[0] != VERSION {
+        return None;
+    }
+    let mut n = [0u8; 32];
+    n.copy_from_slice(&bytes[4..36]);
+    Some(Name(n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_round_trips() {
+        let h = EnvelopeHeader {
+            flags: EnvelopeFlags(EnvelopeFlags::BEST_EFFORT),
+            name: Name([7; 32]),
+            session: 0x0102030405060708,
+            seq: 9,
+            send_time_us: 10,
+        };
+        let mut b = Vec::new();
+        h.write(&mut b);
+        assert_eq!(b.len(), HEADER_LEN);
+        b.extend_from_slice(&[0; TAG_LEN]);
+        assert_eq!(EnvelopeHeader::parse(&b).unwrap(), h);
+        assert_eq!(peek_name(&b), Some(Name([7; 32])));
+    }
+
+    #[test]
+    fn rejects_bad_headers() {
+        let h = EnvelopeHeader { flags: EnvelopeFlags(0), name: Name([1; 32]), session: 1, seq: 1, send_time_us: 1 };
+        let mut b = Vec::new();
+        h.write(&mut b);
+        assert_eq!(EnvelopeHeader::parse(&b), Err(EnvelopeError::TooShort));
+        b.extend_from_slice(&[0; TAG_LEN]);
+        let mut v = b.clone();
+        v[0] = 2;
+        assert_eq!(EnvelopeHeader::parse(&v), Err(EnvelopeError::Version(2)));
+        let mut f = b.clone();
+        f[1] = 0x80;
+        assert_eq!(EnvelopeHeader::parse(&f), Err(EnvelopeError::Flags(0x80)));
+        let mut s = b.clone();
+        s[1] = EnvelopeFlags::SIGNED;
+        assert_eq!(EnvelopeHeader::parse(&s), Err(EnvelopeError::TooShort));
+        for len in 0..MIN_LEN {
+            assert!(EnvelopeHeader::parse(&b[..len]).is_err());
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! The roam wire protocol: topic names, sealed envelopes and link frames.
+//!
+//! This crate holds no I/O, no clock and no async code. Callers pass in the current time and
+//! the bytes they received; every parser checks bounds before reading and returns an error,
+//! never panics, on malformed input.
+//!
+//! ```text
+//!  proxy/pub ──seal──> Envelope ──Frame::Data──> router ──Frame::Data──> ... ──open──> proxy/sub
+//!                      (name, session, seq,       routers read only the header:
+//!                       sealed CDR payload)       name and flags; the payload is opaque
+//! ```
+//!
+//! - [`name`]: 256-bit topic names, `HMAC-SHA256(realm secret, canonical descriptor)`.
+//! - [`envelope`]: the envelope header, and [`seal`]: sealing, opening, replay protection.
+//! - [`frame`]: frames exchanged on links between routers and clients.
+//!
+//! The constructions and their reasoning are in `docs/security.md` and `docs/protocol.md`.
+
+pub mod codec;
+pub mod envelope;
+pub mod frame;
+pub mod name;
+pub mod realm;
+pub mod replay;
+pub mod seal;
+
+pub use envelope::{EnvelopeFlags, EnvelopeHeader};
+pub use frame::{Frame, FrameError, RouterId};
+pub use name::{Kind, Name, TopicDescriptor};
+pub use realm::RealmSecret;
+pub use seal::{OpenError, Opened, Opener, OpenerConfig, SealError, Sealer, SigningIdentity};

@@ -1,0 +1,400 @@
+//! Sealing and opening envelopes.
+//!
+//! Key schedule (ring's HKDF-SHA256 and AES-256-GCM):
+//!
+//! ```text
+//! prk         = HKDF-Extract(salt = "roam-v1 envelope", ikm = realm secret)
+//! session key = HKDF-Expand(prk, info = name (32) | session (u64 BE), 32 bytes)
+//! nonce       = 0x00000000 | sequence (u64 BE)
+//! ```
+//!
+//! Every sealer draws a fresh random 64-bit session, so each (name, session) pair has its own
+//! key and the sequence, which starts at 1 and only grows, never repeats a nonce under a key,
+//! across restarts too (a restart is a new session). The receiver keeps one replay window per
+//! (name, session) in a bounded LRU.
+
+use std::collections::HashMap;
+use std::num::NonZeroUsize;
+
+use lru::LruCache;
+use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM};
+use ring::hkdf;
+use ring::rand::{SecureRandom, SystemRandom};
+use ring::signature::{self, Ed25519KeyPair, KeyPair};
+
+use crate::envelope::{
+    EnvelopeError, EnvelopeFlags, EnvelopeHeader, HEADER_LEN, SIGNATURE_LEN, SIGNER_LEN, TAG_LEN,
+};
+use crate::name::Name;
+use crate::realm::RealmSecret;
+use crate::replay::{ReplayVerdict, ReplayWindow};
+
+const SALT: &[u8] = b"roam-v1 envelope";
+
+struct KeyLen;
+
+impl hkdf::KeyType for KeyLen {
+    fn len(&self) -> usize {
+        32
+    }
+}
+
+fn realm_prk(realm: &RealmSecret) -> hkdf::Prk {
+    hkdf::Salt::new(hkdf::HKDF_SHA256, SALT).extract(realm.as_bytes())
+}
+
+fn session_key(prk: &hkdf::Prk, name: &Name, session: u64) -> LessSafeKey {
+    let session = session.to_be_bytes();
+    let info = [name.as_bytes().as_slice(), session.as_slice()];
+    let mut raw = [0u8; 32];
+    // Expanding 32 bytes from SHA-256 cannot fail (the limit is 255 * 32).
+    let okm = prk.expand(&info, KeyLen).expect("32-byte HKDF output is within limits");
+    okm.fill(&mut raw).expect("32-byte HKDF output is within limits");
+    let key = UnboundKey::new(&AES_256_GCM, &raw).expect("AES-256 key is 32 bytes");
+    raw.fill(0);
+    LessSafeKey::new(key)
+}
+
+fn nonce(seq: u64) -> Nonce {
+    let mut n = [0u8; 12];
+    n[4..].copy_from_slice(&seq.to_be_bytes());
+    Nonce::assume_unique_for_key(n)
+}
+
+/// The Ed25519 key an identity signs envelopes with (the key of its certificate).
+pub struct SigningIdentity {
+    key: Ed25519KeyPair,
+}
+
+impl SigningIdentity {
+    /// From a PKCS#8 v1 or v2 document, as `roam pki issue` writes.
+    pub fn from_pkcs8(der: &[u8]) -> Result<Self, String> {
+        Ed25519KeyPair::from_pkcs8_maybe_unchecked(der)
+            .map(|key| Self { key })
+            .map_err(|e| format!("not an Ed25519 PKCS#8 key: {e}"))
+    }
+
+    pub fn from_seed(seed: &[u8; 32]) -> Self {
+        // A 32-byte seed always makes a valid key pair.
+        Self { key: Ed25519KeyPair::from_seed_unchecked(seed).expect("32-byte seed") }
+    }
+
+    pub fn public_key(&self) -> [u8; 32] {
+        let mut pk = [0u8; 32];
+        pk.copy_from_slice(self.key.public_key().as_ref());
+        pk
+    }
+}
+
+/// Why sealing failed: only when the sequence space of a session is exhausted or the OS RNG
+/// fails, both effectively never.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SealError {
+    #[error("the operating system's random source failed")]
+    Random,
+    #[error("sequence numbers exhausted for this session; create a new sealer")]
+    Exhausted,
+    #[error("encryption failed")]
+    Crypto,
+}
+
+/// Seals payloads for one name, as one session.
+pub struct Sealer {
+    name: Name,
+    session: u64,
+    next_seq: u64,
+    key: LessSafeKey,
+    flags: EnvelopeFlags,
+    signer: Option<std::sync::Arc<SigningIdentity>>,
+}
+
+impl Sealer {
+    /// A sealer with a fresh random session.
+    pub fn new(
+        realm: &RealmSecret,
+        name: Name,
+        best_effort: bool,
+        signer: Option<std::sync::Arc<SigningIdentity>>,
+    ) -> Result<Self, SealError> {
+        let mut s = [0u8; 8];
+        SystemRandom::new().fill(&mut s).map_err(|_| SealError::Random)?;
+        Ok(Self::with_session(realm, name, u64::from_be_bytes(s), best_effort, signer))
+    }
+
+    /// A sealer with a chosen session. The caller must never reuse a session with the same
+    /// realm and name: only tests and test vectors should call this.
+    pub fn with_session(
+        realm: &RealmSecret,
+        name: Name,
+        session: u64,
+        best_effort: bool,
+        signer: Option<std::sync::Arc<SigningIdentity>>,
+    ) -> Self {
+        let mut flags = 0;
+        if best_effort {
+            flags |= EnvelopeFlags::BEST_EFFORT;
+        }
+        if signer.is_some() {
+            flags |= EnvelopeFlags::SIGNED;
+        }
+        Self {
+            name,
+            session,
+            next_seq: 1,
+            key: session_key(&realm_prk(realm), &name, session),
+            flags: EnvelopeFlags(flags),
+            signer,
+        }
+    }
+
+    pub fn name(&self) -> Name {
+        self.name
+    }
+
+    pub fn session(&self) -> u64 {
+        self.session
+    }
+
+    /// The sequence number the next envelope will carry.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// The envelope size for a payload of `len` bytes.
+    pub fn sealed_len(&self, len: usize) -> usize {
+        let sig = if self.flags.signed() { SIGNER_LEN + SIGNATURE_LEN } else { 0 };
+        HEADER_LEN + len + TAG_LEN + sig
+    }
+
+    /// Seals `payload` into `out` (cleared first). The payload is copied once, into `out`,
+    /// and encrypted there.
+    pub fn seal(&mut self, payload: &[u8], send_time_us: u64, out: &mut Vec<u8>) -> Result<(), SealError> {
+        if self.next_seq == u64::MAX {
+            return Err(SealError::Exhausted);
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        out.clear();
+        out.reserve(self.sealed_len(payload.len()));
+        let header = EnvelopeHeader { flags: self.flags, name: self.name, session: self.session, seq, send_time_us };
+        header.write(out);
+        out.extend_from_slice(payload);
+        let signer_pk = self.signer.as_ref().map(|s| s.public_key());
+        let (head, body) = out.split_at_mut(HEADER_LEN);
+        let tag = match &signer_pk {
+            Some(pk) => {
+                let mut aad = [0u8; HEADER_LEN + SIGNER_LEN];
+                aad[..HEADER_LEN].copy_from_slice(head);
+                aad[HEADER_LEN..].copy_from_slice(pk);
+                self.key.seal_in_place_separate_tag(nonce(seq), Aad::from(&aad[..]), body)
+            }
+            None => self.key.seal_in_place_separate_tag(nonce(seq), Aad::from(&*head), body),
+        }
+        .map_err(|_| SealError::Crypto)?;
+        out.extend_from_slice(tag.as_ref());
+        if let (Some(signer), Some(pk)) = (&self.signer, signer_pk) {
+            out.extend_from_slice(&pk);
+            let sig = signer.key.sign(out);
+            out.extend_from_slice(sig.as_ref());
+        }
+        Ok(())
+    }
+
+    pub fn seal_to_vec(&mut self, payload: &[u8], send_time_us: u64) -> Result<Vec<u8>, SealError> {
+        let mut out = Vec::new();
+        self.seal(payload, send_time_us, &mut out)?;
+        Ok(out)
+    }
+}
+
+/// How an [`Opener`] judges envelopes.
+#[derive(Debug, Clone)]
+pub struct OpenerConfig {
+    /// How many (name, session) replay windows to keep; least recently used are forgotten.
+    pub max_sessions: usize,
+    /// Refuse envelopes that carry no signature.
+    pub require_signed: bool,
+    /// Signers accepted in signed envelopes: Ed25519 public key -> member name.
+    pub members: HashMap<[u8; 32], String>,
+    /// When set, the first envelope of an unknown session must carry a send time within this
+    /// many microseconds of the receiver's clock. Off by default: robots often lack a set clock.
+    pub max_new_session_skew_us: Option<u64>,
+}
+
+impl Default for OpenerConfig {
+    fn default() -> Self {
+        Self { max_sessions: 4096, require_signed: false, members: HashMap::new(), max_new_session_skew_us: None }
+    }
+}
+
+/// Why an envelope was dropped. Each is counted in [`OpenStats`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OpenError {
+    #[error(transparent)]
+    Malformed(#[from] EnvelopeError),
+    #[error("authentication failed: forged, corrupted, or sealed with another realm's secret")]
+    Forged,
+    #[error("replayed envelope (sequence {0} already seen)")]
+    Replayed(u64),
+    #[error("envelope too old for the replay window (sequence {0})")]
+    TooOld(u64),
+    #[error("unsigned envelope where signatures are required")]
+    Unsigned,
+    #[error("signature by a key that is not a realm member")]
+    UnknownSigner,
+    #[error("bad signature")]
+    BadSignature,
+    #[error("new session whose send time is {0} s away from this clock")]
+    ClockSkew(u64),
+}
+
+/// Counters of what an opener accepted and refused.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpenStats {
+    pub opened: u64,
+    pub malformed: u64,
+    pub forged: u64,
+    pub replayed: u64,
+    pub unsigned: u64,
+    pub bad_signer: u64,
+    pub clock_skew: u64,
+}
+
+/// An authenticated, decrypted envelope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Opened {
+    pub header: EnvelopeHeader,
+    /// The realm member that signed it, in signed mode.
+    pub signer: Option<String>,
+}
+
+struct SessionState {
+    key: LessSafeKey,
+    window: ReplayWindow,
+}
+
+/// Opens envelopes sealed with one realm's secret, dropping forgeries and replays.
+pub struct Opener {
+    prk: hkdf::Prk,
+    sessions: LruCache<(Name, u64), SessionState>,
+    config: OpenerConfig,
+    stats: OpenStats,
+}
+
+impl Opener {
+    pub fn new(realm: &RealmSecret, config: OpenerConfig) -> Self {
+        let cap = NonZeroUsize::new(config.max_sessions.max(1)).unwrap_or(NonZeroUsize::MIN);
+        Self { prk: realm_prk(realm), sessions: LruCache::new(cap), config, stats: OpenStats::default() }
+    }
+
+    pub fn stats(&self) -> OpenStats {
+        self.stats
+    }
+
+    /// Authenticates and decrypts `envelope`, writing the payload to `out` (cleared first).
+    /// `now_us` is the receiver's clock in Unix microseconds.
+    pub fn open(&mut self, envelope: &[u8], now_us: u64, out: &mut Vec<u8>) -> Result<Opened, OpenError> {
+        let r = self.open_inner(envelope, now_us, out);
+        match &r {
+            Ok(_) => self.stats.opened += 1,
+            Err(OpenError::Malformed(_)) => self.stats.malformed += 1,
+            Err(OpenError::Forged) => self.stats.forged += 1,
+            Err(OpenError::Replayed(_)) | Err(OpenError::TooOld(_)) => self.stats.replayed += 1,
+            Err(OpenError::Unsigned) => self.stats.unsigned += 1,
+            Err(OpenError::UnknownSigner) | Err(OpenError::BadSignature) => self.stats.bad_signer += 1,
+            Err(OpenError::ClockSkew(_)) => self.stats.clock_skew += 1,
+        }
+        r
+    }
+
+    fn open_inner(&mut self, envelope: &[u8], now_us: u64, out: &mut Vec<u8>) -> Result<Opened, OpenError> {
+        let header = EnvelopeHeader::parse(envelope)?;
+        let signed = header.flags.signed();
+        if self.config.require_signed && !signed {
+            return Err(OpenError::Unsigned);
+        }
+        let sig_len = if signed { SIGNER_LEN + SIGNATURE_LEN } else { 0 };
+        let sealed_end = envelope.len() - sig_len;
+        let id = (header.name, header.session);
+
+        if let Some(state) = self.sessions.get_mut(&id) {
+            let signer = open_checked(state, &self.config, &header, envelope, sealed_end, out)?;
+            return Ok(Opened { header, signer });
+        }
+        // A new session's key is derived here but remembered only once an envelope
+        // authenticates, so forgeries cannot push real sessions out of the cache.
+        if let Some(max) = self.config.max_new_session_skew_us {
+            let skew = now_us.abs_diff(header.send_time_us);
+            if skew > max {
+                return Err(OpenError::ClockSkew(skew / 1_000_000));
+            }
+        }
+        let mut state = SessionState {
+            key: session_key(&self.prk, &header.name, header.session),
+            window: ReplayWindow::default(),
+        };
+        let signer = open_checked(&mut state, &self.config, &header, envelope, sealed_end, out)?;
+        self.sessions.put(id, state);
+        Ok(Opened { header, signer })
+    }
+}
+
+/// Replay check, authentication and decryption; records the sequence only on success.
+fn open_checked(
+    state: &mut SessionState,
+    config: &OpenerConfig,
+    header: &EnvelopeHeader,
+    envelope: &[u8],
+    sealed_end: usize,
+    out: &mut Vec<u8>,
+) -> Result<Option<String>, OpenError> {
+    match state.window.check(header.seq) {
+        ReplayVerdict::Fresh => {}
+        ReplayVerdict::Duplicate => return Err(OpenError::Replayed(header.seq)),
+        ReplayVerdict::TooOld => return Err(OpenError::TooOld(header.seq)),
+    }
+    let signer = open_body(&state.key, config, header, envelope, sealed_end, out)?;
+    state.window.record(header.seq);
+    Ok(signer)
+}
+
+/// Decrypts and, when signed, verifies. Returns the signer's member name.
+fn open_body(
+    key: &LessSafeKey,
+    config: &OpenerConfig,
+    header: &EnvelopeHeader,
+    envelope: &[u8],
+    sealed_end: usize,
+    out: &mut Vec<u8>,
+) -> Result<Option<String>, OpenError> {
+    let mut signer = None;
+    let mut aad_buf = [0u8; HEADER_LEN + SIGNER_LEN];
+    let aad: &[u8] = if header.flags.signed() {
+        let pk: [u8; 32] = envelope[sealed_end..sealed_end + SIGNER_LEN]
+            .try_into()
+            .map_err(|_| OpenError::Malformed(EnvelopeError::TooShort))?;
+        let member = config.members.get(&pk).ok_or(OpenError::UnknownSigner)?;
+        signature::UnparsedPublicKey::new(&signature::ED25519, &pk)
+            .verify(&envelope[..sealed_end + SIGNER_LEN], &envelope[sealed_end + SIGNER_LEN..])
+            .map_err(|_| OpenError::BadSignature)?;
+        signer = Some(member.clone());
+        aad_buf[..HEADER_LEN].copy_from_slice(&envelope[..HEADER_LEN]);
+        aad_buf[HEADER_LEN..].copy_from_slice(&pk);
+        &aad_buf[..]
+    } else {
+        &envelope[..HEADER_LEN]
+    };
+    out.clear();
+    out.extend_from_slice(&envelope[HEADER_LEN..sealed_end]);
+    let plain_len = key
+        .open_in_place(nonce(header.seq), Aad::from(aad), out)
+        .map_err(|_| OpenError::Forged)?
+        .len();
+    out.truncate(plain_len);
+    Ok(signer)
+}
+
+
+#[cfg(test)]
+#[path = "seal_tests.rs"]
+mod tests;

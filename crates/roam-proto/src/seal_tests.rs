@@ -1,0 +1,155 @@
+use std::sync::Arc;
+
+use super::*;
+use crate::name::TopicDescriptor;
+
+fn realm(b: u8) -> RealmSecret {
+    RealmSecret::from_bytes([b; 32])
+}
+
+fn name() -> Name {
+    TopicDescriptor::topic("/chatter", "std_msgs/msg/String").name(&realm(1))
+}
+
+#[test]
+fn seal_open_round_trip_all_sizes() {
+    let mut s = Sealer::new(&realm(1), name(), false, None).unwrap();
+    let mut o = Opener::new(&realm(1), OpenerConfig::default());
+    let mut out = Vec::new();
+    for len in [0usize, 1, 64, 1024, 65536, 1 << 20] {
+        let payload: Vec<u8> = (0..len).map(|i| i as u8).collect();
+        let env = s.seal_to_vec(&payload, 5).unwrap();
+        assert_eq!(env.len(), s.sealed_len(len));
+        // The payload never appears in the clear (checked on a distinctive prefix).
+        if len >= 64 {
+            assert!(!env.windows(32).any(|w| w == &payload[..32]));
+        }
+        let opened = o.open(&env, 5, &mut out).unwrap();
+        assert_eq!(out, payload);
+        assert_eq!(opened.header.name, name());
+        assert_eq!(opened.signer, None);
+    }
+    assert_eq!(o.stats().opened, 6);
+}
+
+#[test]
+fn test_vector_matches_docs() {
+    // Published in docs/protocol.md: a fixed session makes the envelope deterministic.
+    let mut s = Sealer::with_session(&realm(0x42), Name([0x11; 32]), 0x0102030405060708, false, None);
+    let env = s.seal_to_vec(b"hello roam", 1_700_000_000_000_000).unwrap();
+    assert_eq!(hex::encode(&env), include_str!("../testdata/envelope_hello.hex").trim());
+}
+
+#[test]
+fn wrong_realm_is_forged() {
+    let mut s = Sealer::new(&realm(2), name(), false, None).unwrap();
+    let mut o = Opener::new(&realm(1), OpenerConfig::default());
+    let env = s.seal_to_vec(b"secret", 0).unwrap();
+    assert_eq!(o.open(&env, 0, &mut Vec::new()), Err(OpenError::Forged));
+    assert_eq!(o.stats().forged, 1);
+}
+
+#[test]
+fn any_bit_flip_is_refused() {
+    let mut s = Sealer::new(&realm(1), name(), false, None).unwrap();
+    let env = s.seal_to_vec(b"0123456789abcdef", 0).unwrap();
+    for i in 0..env.len() {
+        for bit in [0x01u8, 0x80] {
+            let mut o = Opener::new(&realm(1), OpenerConfig::default());
+            let mut bad = env.clone();
+            bad[i] ^= bit;
+            assert!(o.open(&bad, 0, &mut Vec::new()).is_err(), "flip at byte {i} accepted");
+        }
+    }
+}
+
+#[test]
+fn replays_are_dropped_and_counted() {
+    let mut s = Sealer::new(&realm(1), name(), false, None).unwrap();
+    let mut o = Opener::new(&realm(1), OpenerConfig::default());
+    let a = s.seal_to_vec(b"a", 0).unwrap();
+    let b = s.seal_to_vec(b"b", 0).unwrap();
+    let mut out = Vec::new();
+    o.open(&b, 0, &mut out).unwrap();
+    o.open(&a, 0, &mut out).unwrap(); // reordered, inside the window
+    assert_eq!(o.open(&a, 0, &mut out), Err(OpenError::Replayed(1)));
+    assert_eq!(o.open(&b, 0, &mut out), Err(OpenError::Replayed(2)));
+    assert_eq!(o.stats().replayed, 2);
+}
+
+#[test]
+fn forgeries_do_not_evict_sessions() {
+    let mut s = Sealer::new(&realm(1), name(), false, None).unwrap();
+    let mut o = Opener::new(&realm(1), OpenerConfig { max_sessions: 2, ..Default::default() });
+    let first = s.seal_to_vec(b"x", 0).unwrap();
+    o.open(&first, 0, &mut Vec::new()).unwrap();
+    // Many forged sessions: none is remembered.
+    for session in 0..100 {
+        let mut f = Sealer::with_session(&realm(9), name(), session, false, None);
+        let env = f.seal_to_vec(b"x", 0).unwrap();
+        assert_eq!(o.open(&env, 0, &mut Vec::new()), Err(OpenError::Forged));
+    }
+    assert_eq!(o.open(&first, 0, &mut Vec::new()), Err(OpenError::Replayed(1)));
+}
+
+#[test]
+fn signed_mode_names_the_member() {
+    let alice = Arc::new(SigningIdentity::from_seed(&[1; 32]));
+    let mallory = Arc::new(SigningIdentity::from_seed(&[2; 32]));
+    let mut members = HashMap::new();
+    members.insert(alice.public_key(), "alice".to_string());
+    let cfg = OpenerConfig { require_signed: true, members, ..Default::default() };
+    let mut o = Opener::new(&realm(1), cfg);
+    let mut out = Vec::new();
+
+    let mut s = Sealer::new(&realm(1), name(), false, Some(alice.clone())).unwrap();
+    let env = s.seal_to_vec(b"from alice", 0).unwrap();
+    let opened = o.open(&env, 0, &mut out).unwrap();
+    assert_eq!(opened.signer.as_deref(), Some("alice"));
+    assert_eq!(out, b"from alice");
+
+    // A member without a signature is refused when signatures are required.
+    let mut u = Sealer::new(&realm(1), name(), false, None).unwrap();
+    assert_eq!(o.open(&u.seal_to_vec(b"x", 0).unwrap(), 0, &mut out), Err(OpenError::Unsigned));
+
+    // A realm member that is not in the member list cannot sign.
+    let mut m = Sealer::new(&realm(1), name(), false, Some(mallory.clone())).unwrap();
+    assert_eq!(o.open(&m.seal_to_vec(b"x", 0).unwrap(), 0, &mut out), Err(OpenError::UnknownSigner));
+
+    // Swapping in alice's key without her private key fails the signature.
+    let mut forged = m.seal_to_vec(b"pretending", 0).unwrap();
+    let pk_at = forged.len() - 96;
+    forged[pk_at..pk_at + 32].copy_from_slice(&alice.public_key());
+    assert_eq!(o.open(&forged, 0, &mut out), Err(OpenError::BadSignature));
+}
+
+#[test]
+fn clock_skew_check_applies_to_new_sessions_only() {
+    let cfg = OpenerConfig { max_new_session_skew_us: Some(60_000_000), ..Default::default() };
+    let mut o = Opener::new(&realm(1), cfg);
+    let mut s = Sealer::new(&realm(1), name(), false, None).unwrap();
+    let old = s.seal_to_vec(b"x", 0).unwrap();
+    assert_eq!(o.open(&old, 3_600_000_000, &mut Vec::new()), Err(OpenError::ClockSkew(3600)));
+    let ok = s.seal_to_vec(b"x", 3_600_000_000).unwrap();
+    o.open(&ok, 3_600_000_000, &mut Vec::new()).unwrap();
+}
+
+#[test]
+fn garbage_never_panics() {
+    let mut o = Opener::new(&realm(1), OpenerConfig::default());
+    let mut x: u32 = 7;
+    for len in 0..400 {
+        let mut buf = vec![0u8; len];
+        for b in buf.iter_mut() {
+            x = x.wrapping_mul(1664525).wrapping_add(1013904223);
+            *b = (x >> 24) as u8;
+        }
+        if len > 4 {
+            buf[0] = 1;
+            buf[1] &= 3;
+            buf[2] = 0;
+            buf[3] = 0;
+        }
+        assert!(o.open(&buf, 0, &mut Vec::new()).is_err());
+    }
+}
