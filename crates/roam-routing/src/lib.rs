@@ -1,1 +1,17 @@
-//! placeholder
+//! The roam routing core: sans-IO, deterministic, driven with an injected clock.
+//!
+//! A [`Router`] holds all routing state of one roam router: the link-state database of the
+//! router mesh, the RIB (name -> origin routers that can deliver it), per-link subscriptions,
+//! pending interest, and the forwarding decision for data. It performs no I/O: the shell feeds
+//! it link events, frames and the current time, and drains what it wants sent.
+//!
+//! Poll order for the shell, after any `handle_*` call or when the timer fires:
+//! 1. `poll_transmit()` until `None`: frames to send on links;
+//! 2. `poll_event()` until `None`: deliveries and demand changes for in-process endpoints;
+//! 3. `poll_timeout()`: when to call `handle_timeout` next.
+//!
+//! Algorithm and guarantees are documented in `docs/architecture.md` (routing section).
+
+mod router;
+
+pub use router::{Config, Event, LinkId, Router, Stats, Transmit};
