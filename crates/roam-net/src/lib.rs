@@ -1,2 +1,3 @@
 //! placeholder
 pub mod pki;
+pub mod tls;
