@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what building and testing roam needs on Debian 12. Idempotent; run as root or
+# with sudo available. Safe to run on every `make` invocation: it skips what is present.
+set -euo pipefail
+
+need_apt=()
+for pkg in build-essential pkg-config openssl ca-certificates; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
+if [ ${#need_apt[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
+fi
+
+# Rust: roam needs 1.80 or newer (Debian 12's own rustc is 1.63, too old for quinn/rustls).
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+  export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: no Rust toolchain found. Install Rust 1.80+ with rustup (https://rustup.rs), then re-run." >&2
+  exit 1
+fi
+ver=$(rustc --version | awk '{print $2}')
+if [ "$(printf '%s\n1.80.0\n' "$ver" | sort -V | head -n1)" != "1.80.0" ]; then
+  echo "setup: rustc $ver is older than 1.80; run 'rustup update stable'." >&2
+  exit 1
+fi
