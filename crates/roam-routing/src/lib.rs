@@ -10,8 +10,23 @@
 //! 2. `poll_event()` until `None`: deliveries and demand changes for in-process endpoints;
 //! 3. `poll_timeout()`: when to call `handle_timeout` next.
 //!
+//! ```text
+//!  LSAs ──> lsdb (graph, per-origin shortest-path trees) ─┐
+//!  Advertise ──> rib (name -> origins) ───────────────────┼─> interest: Subscribe towards
+//!  Subscribe ──> subs (who wants a name, where we asked) ─┘   each origin's tree parent
+//!  Data ──> RPF check against the origin's tree ──> subscribed tree children, clients, local
+//! ```
+//!
 //! Algorithm and guarantees are documented in `docs/architecture.md` (routing section).
 
+mod control;
+mod forward;
+mod hash;
+mod interest;
+mod lsdb;
+mod outbox;
+mod rib;
 mod router;
+mod subs;
 
 pub use router::{Config, Event, LinkId, Router, Stats, Transmit};
