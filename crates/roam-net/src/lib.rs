@@ -1,3 +1,19 @@
-//! placeholder
+//! roam links and the async shell around the routing core.
+//!
+//! - [`pki`]: the deployment CA and identities; [`tls`]: mutual-TLS configurations.
+//! - [`link`]: one authenticated connection to a peer (QUIC, or TCP+TLS where UDP is blocked):
+//!   frame I/O, per-topic lanes, bounded queues.
+//! - [`runtime`]: a router process: drives `roam_routing::Router` from link events and a timer.
+//! - [`client`]: a client link for programs that publish or subscribe through a router.
+//!
+//! This crate never looks inside envelopes beyond the header; sealing happens at the edges.
+
+pub mod client;
+pub mod framing;
+pub mod lane;
+pub mod link;
 pub mod pki;
+pub mod quic;
+pub mod runtime;
+pub mod tcp;
 pub mod tls;

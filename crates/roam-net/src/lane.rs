@@ -1,0 +1,193 @@
+//! A lane: the bounded queue in front of one writer (one QUIC stream, or the TCP writer).
+//!
+//! Drop policy (stated in docs/operations.md):
+//! - reliable lanes refuse a message when over their message or byte bound; the router drops
+//!   it for that link only and counts it, so one slow subscriber never stalls the others nor
+//!   grows memory without bound;
+//! - best-effort lanes drop their oldest message to make room: fresh data beats stale data.
+//!
+//! A lane always admits one message when empty, whatever its size, so a single large message
+//! (tens of MB) is never refused by the byte bound.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+use tokio::sync::Notify;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    Reliable,
+    BestEffort,
+}
+
+/// Bounds of one lane.
+#[derive(Debug, Clone, Copy)]
+pub struct LaneLimits {
+    pub max_messages: usize,
+    pub max_bytes: usize,
+}
+
+/// What happened to a pushed message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pushed {
+    Queued,
+    /// Best effort: queued after dropping this many older messages.
+    DroppedOldest(usize),
+    /// Reliable and full: the message was not queued.
+    Refused,
+    /// The lane's writer is gone.
+    Closed,
+}
+
+/// Anything with a size that can sit in a lane.
+pub trait Weighted {
+    fn size(&self) -> usize;
+}
+
+struct State<T> {
+    queue: VecDeque<T>,
+    bytes: usize,
+    closed: bool,
+}
+
+pub struct Lane<T> {
+    state: Mutex<State<T>>,
+    notify: Notify,
+    policy: Policy,
+    limits: LaneLimits,
+}
+
+impl<T: Weighted> Lane<T> {
+    pub fn new(policy: Policy, limits: LaneLimits) -> Self {
+        Self {
+            state: Mutex::new(State { queue: VecDeque::new(), bytes: 0, closed: false }),
+            notify: Notify::new(),
+            policy,
+            limits,
+        }
+    }
+
+    pub fn push(&self, item: T) -> Pushed {
+        let size = item.size();
+        let mut s = match self.state.lock() {
+            Ok(s) => s,
+            Err(p) => p.into_inner(),
+        };
+        if s.closed {
+            return Pushed::Closed;
+        }
+        let over = |s: &State<T>| {
+            !s.queue.is_empty() && (s.queue.len() >= self.limits.max_messages || s.bytes + size > self.limits.max_bytes)
+        };
+        let mut dropped = 0;
+        while over(&s) {
+            match self.policy {
+                Policy::Reliable => return Pushed::Refused,
+                Policy::BestEffort => {
+                    if let Some(old) = s.queue.pop_front() {
+                        s.bytes -= old.size();
+                        dropped += 1;
+                    }
+                }
+            }
+        }
+        s.bytes += size;
+        s.queue.push_back(item);
+        drop(s);
+        self.notify.notify_one();
+        if dropped > 0 {
+            Pushed::DroppedOldest(dropped)
+        } else {
+            Pushed::Queued
+        }
+    }
+
+    /// Waits for the next message; `None` once closed and drained.
+    pub async fn pop(&self) -> Option<T> {
+        loop {
+            {
+                let mut s = match self.state.lock() {
+                    Ok(s) => s,
+                    Err(p) => p.into_inner(),
+                };
+                if let Some(item) = s.queue.pop_front() {
+                    s.bytes -= item.size();
+                    return Some(item);
+                }
+                if s.closed {
+                    return None;
+                }
+            }
+            self.notify.notified().await;
+        }
+    }
+
+    /// Takes whatever is queued without waiting (for batching writes).
+    pub fn try_pop(&self) -> Option<T> {
+        let mut s = match self.state.lock() {
+            Ok(s) => s,
+            Err(p) => p.into_inner(),
+        };
+        let item = s.queue.pop_front()?;
+        s.bytes -= item.size();
+        Some(item)
+    }
+
+    pub fn close(&self) {
+        match self.state.lock() {
+            Ok(mut s) => s.closed = true,
+            Err(p) => p.into_inner().closed = true,
+        }
+        self.notify.notify_one();
+    }
+
+    pub fn queued_bytes(&self) -> usize {
+        self.state.lock().map(|s| s.bytes).unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    impl Weighted for Vec<u8> {
+        fn size(&self) -> usize {
+            self.len()
+        }
+    }
+
+    const LIMITS: LaneLimits = LaneLimits { max_messages: 3, max_bytes: 100 };
+
+    #[tokio::test]
+    async fn reliable_refuses_when_full() {
+        let l = Lane::new(Policy::Reliable, LIMITS);
+        assert_eq!(l.push(vec![0; 10]), Pushed::Queued);
+        assert_eq!(l.push(vec![1; 10]), Pushed::Queued);
+        assert_eq!(l.push(vec![2; 10]), Pushed::Queued);
+        assert_eq!(l.push(vec![3; 10]), Pushed::Refused);
+        assert_eq!(l.pop().await.unwrap()[0], 0);
+        assert_eq!(l.push(vec![3; 90]), Pushed::Refused); // byte bound
+        assert_eq!(l.push(vec![3; 10]), Pushed::Queued);
+    }
+
+    #[tokio::test]
+    async fn best_effort_drops_oldest() {
+        let l = Lane::new(Policy::BestEffort, LIMITS);
+        for i in 0..5u8 {
+            l.push(vec![i; 10]);
+        }
+        assert_eq!(l.pop().await.unwrap()[0], 2);
+        assert_eq!(l.push(vec![9; 95]), Pushed::DroppedOldest(2));
+        assert_eq!(l.pop().await.unwrap()[0], 9);
+    }
+
+    #[tokio::test]
+    async fn empty_lane_admits_one_huge_message() {
+        let l = Lane::new(Policy::Reliable, LIMITS);
+        assert_eq!(l.push(vec![0; 1000]), Pushed::Queued);
+        l.close();
+        assert_eq!(l.pop().await.unwrap().len(), 1000);
+        assert!(l.pop().await.is_none());
+        assert_eq!(l.push(vec![0; 1]), Pushed::Closed);
+    }
+}

@@ -1,0 +1,237 @@
+//! What every link transport shares: configuration, peer identity, the sending handle,
+//! per-link counters, and the Hello exchange that binds a link to its certificate.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use roam_proto::frame::{Role, DATA_HEADER_LEN, LINK_VERSION};
+use roam_proto::{Frame, RouterId};
+use tokio::sync::mpsc;
+
+use crate::lane::{LaneLimits, Pushed, Weighted};
+use crate::tls::{router_id, PeerIdentity};
+
+pub use roam_routing::LinkId;
+
+/// Tunables of a link. The defaults suit a robot on a WAN link; tests shorten the timeouts.
+#[derive(Debug, Clone)]
+pub struct LinkConfig {
+    /// Largest frame accepted from a peer (a message plus ~200 bytes of overhead).
+    pub max_frame: usize,
+    pub reliable: LaneLimits,
+    pub best_effort: LaneLimits,
+    /// Per-topic QUIC streams per link; beyond this, topics share lanes by hash.
+    pub max_lanes: usize,
+    pub idle_timeout: Duration,
+    pub keepalive: Duration,
+    pub hello_timeout: Duration,
+}
+
+impl Default for LinkConfig {
+    fn default() -> Self {
+        Self {
+            max_frame: 128 << 20,
+            reliable: LaneLimits { max_messages: 65_536, max_bytes: 256 << 20 },
+            best_effort: LaneLimits { max_messages: 64, max_bytes: 16 << 20 },
+            max_lanes: 256,
+            idle_timeout: Duration::from_secs(10),
+            keepalive: Duration::from_secs(2),
+            hello_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Who we are on a link.
+#[derive(Debug, Clone)]
+pub struct LocalInfo {
+    pub name: String,
+    pub role: Role,
+    pub id: RouterId,
+}
+
+impl LocalInfo {
+    pub fn hello(&self) -> Frame {
+        Frame::Hello { version: LINK_VERSION, role: self.role, id: self.id, name: self.name.clone() }
+    }
+}
+
+/// The authenticated peer of a link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerInfo {
+    pub name: String,
+    pub role: Role,
+    pub id: RouterId,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    #[error("TLS/QUIC connection failed: {0}")]
+    Connect(String),
+    #[error("peer certificate refused: {0}")]
+    Certificate(String),
+    #[error("bad hello from peer: {0}")]
+    Hello(String),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Checks the peer's Hello against its authenticated certificate: a peer cannot claim
+/// another identity's router id, nor act as a router with a client certificate.
+pub fn check_hello(cert: &PeerIdentity, hello: Option<Frame>) -> Result<PeerInfo, LinkError> {
+    let Some(Frame::Hello { version, role, id, name }) = hello else {
+        return Err(LinkError::Hello("the first frame was not Hello".into()));
+    };
+    if version != LINK_VERSION {
+        return Err(LinkError::Hello(format!("link version {version}, this side speaks {LINK_VERSION}")));
+    }
+    if name != cert.name {
+        return Err(LinkError::Hello(format!("claims name {name:?} but its certificate is for {:?}", cert.name)));
+    }
+    if role == Role::Router && cert.role != Role::Router {
+        return Err(LinkError::Hello(format!("{name} claims the router role with a client certificate")));
+    }
+    if id != router_id(&name) {
+        return Err(LinkError::Hello(format!("{name} claims router id {id:#x}, expected {:#x}", router_id(&name))));
+    }
+    Ok(PeerInfo { name, role, id })
+}
+
+/// What a link reports to its owner.
+#[derive(Debug)]
+pub enum LinkInput {
+    Frame(Frame),
+    Closed(String),
+}
+
+/// Where a link's reader tasks deliver: the owner's channel, tagged with the link id.
+pub type Inbound = mpsc::Sender<(LinkId, LinkInput)>;
+
+/// Counters of one link, shared with its tasks ("every hop is measured").
+#[derive(Debug, Default)]
+pub struct LinkStats {
+    pub frames_in: AtomicU64,
+    pub bytes_in: AtomicU64,
+    pub frames_out: AtomicU64,
+    pub bytes_out: AtomicU64,
+    /// Reliable messages refused because this link's lane was full.
+    pub dropped_full: AtomicU64,
+    /// Best-effort messages dropped to make room for newer ones.
+    pub dropped_stale: AtomicU64,
+}
+
+impl LinkStats {
+    pub fn count_in(&self, bytes: usize) {
+        self.frames_in.fetch_add(1, Ordering::Relaxed);
+        self.bytes_in.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    pub fn count_out(&self, bytes: usize) {
+        self.frames_out.fetch_add(1, Ordering::Relaxed);
+        self.bytes_out.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    pub fn count_push(&self, p: Pushed) -> Pushed {
+        match p {
+            Pushed::Refused => {
+                self.dropped_full.fetch_add(1, Ordering::Relaxed);
+            }
+            Pushed::DroppedOldest(n) => {
+                self.dropped_stale.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+        p
+    }
+}
+
+/// A frame waiting in a lane.
+#[derive(Debug, Clone)]
+pub enum Outgoing {
+    /// An encoded control frame.
+    Control(Bytes),
+    Data { origin: RouterId, envelope: Bytes },
+}
+
+impl Weighted for Outgoing {
+    fn size(&self) -> usize {
+        match self {
+            Outgoing::Control(b) => b.len(),
+            Outgoing::Data { envelope, .. } => DATA_HEADER_LEN + envelope.len(),
+        }
+    }
+}
+
+impl Outgoing {
+    pub fn from_frame(frame: Frame) -> Self {
+        match frame {
+            Frame::Data { origin, envelope } => Outgoing::Data { origin, envelope },
+            other => Outgoing::Control(other.encode().freeze()),
+        }
+    }
+}
+
+/// The transport behind a [`LinkSender`].
+pub trait Transport: Send + Sync + 'static {
+    fn send(&self, frame: Frame) -> Pushed;
+    fn close(&self, reason: &str);
+    fn stats(&self) -> &LinkStats;
+    fn kind(&self) -> &'static str;
+}
+
+/// A cheap, cloneable handle that queues frames on a link. Never blocks.
+#[derive(Clone)]
+pub struct LinkSender(pub Arc<dyn Transport>);
+
+impl LinkSender {
+    pub fn send(&self, frame: Frame) -> Pushed {
+        self.0.send(frame)
+    }
+
+    pub fn close(&self, reason: &str) {
+        self.0.close(reason)
+    }
+
+    pub fn stats(&self) -> &LinkStats {
+        self.0.stats()
+    }
+}
+
+impl std::fmt::Debug for LinkSender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LinkSender({})", self.0.kind())
+    }
+}
+
+/// An authenticated link, ready to carry frames. Its readers start only when [`Self::start`]
+/// is called, so the owner can register the link before the first frame arrives.
+pub struct Established {
+    pub peer: PeerInfo,
+    pub tx: LinkSender,
+    start: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl Established {
+    pub fn new(peer: PeerInfo, tx: LinkSender, start: Box<dyn FnOnce() + Send>) -> Self {
+        Self { peer, tx, start: Some(start) }
+    }
+
+    /// Starts delivering the peer's frames to the link's inbound channel.
+    pub fn start(&mut self) {
+        if let Some(f) = self.start.take() {
+            f()
+        }
+    }
+}
+
+impl std::fmt::Debug for Established {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Established").field("peer", &self.peer).field("tx", &self.tx).finish()
+    }
+}
+
+/// Whether an envelope asks for best-effort delivery (flags byte of the header).
+pub fn is_best_effort(envelope: &[u8]) -> bool {
+    envelope.get(1).is_some_and(|f| f & roam_proto::EnvelopeFlags::BEST_EFFORT != 0)
+}

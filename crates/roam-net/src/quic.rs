@@ -1,0 +1,305 @@
+//! Links over QUIC (quinn). One connection per peer:
+//!
+//! - one unidirectional control stream each way, opened first, starting with `Hello`;
+//! - one unidirectional stream per topic for reliable data (up to `max_lanes`, then topics
+//!   share lanes by hash), so a large message on one topic never delays another topic;
+//! - best-effort data as QUIC datagrams when it fits in one, else on a per-topic stream whose
+//!   lane drops its oldest message first.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use roam_proto::frame::data_header;
+use roam_proto::{Frame, Name};
+use tracing::{debug, warn};
+
+use crate::framing::read_frame;
+use crate::lane::{Lane, Policy, Pushed};
+use crate::link::{
+    check_hello, is_best_effort, Established, Inbound, LinkConfig, LinkError, LinkId, LinkInput, LinkSender,
+    LinkStats, LocalInfo, Outgoing, Transport,
+};
+use crate::pki::Identity;
+use crate::tls;
+
+/// QUIC transport parameters for roam links.
+pub fn transport_config(cfg: &LinkConfig) -> Arc<quinn::TransportConfig> {
+    let mut t = quinn::TransportConfig::default();
+    t.max_concurrent_uni_streams(((cfg.max_lanes * 2 + 16) as u32).into());
+    t.max_concurrent_bidi_streams(0u32.into());
+    // Large windows: a 64 MB message should not crawl through a loopback link.
+    t.stream_receive_window((16u32 << 20).into());
+    t.receive_window((64u32 << 20).into());
+    t.send_window(64 << 20);
+    t.keep_alive_interval(Some(cfg.keepalive));
+    t.max_idle_timeout(cfg.idle_timeout.try_into().ok());
+    t.datagram_receive_buffer_size(Some(4 << 20));
+    t.datagram_send_buffer_size(1 << 20);
+    Arc::new(t)
+}
+
+/// A QUIC endpoint that listens for peers (routers) or only dials (clients, edge routers).
+pub fn endpoint(id: &Identity, cfg: &LinkConfig, listen: Option<SocketAddr>) -> Result<quinn::Endpoint, LinkError> {
+    let transport = transport_config(cfg);
+    let client = tls::quinn_client_config(id, transport.clone()).map_err(|e| LinkError::Connect(e.to_string()))?;
+    let mut ep = match listen {
+        Some(addr) => {
+            let server = tls::quinn_server_config(id, transport).map_err(|e| LinkError::Connect(e.to_string()))?;
+            quinn::Endpoint::server(server, addr)?
+        }
+        None => quinn::Endpoint::client(SocketAddr::from(([0, 0, 0, 0], 0)))?,
+    };
+    ep.set_default_client_config(client);
+    Ok(ep)
+}
+
+/// Dials a router and runs the Hello exchange.
+pub async fn dial(
+    ep: &quinn::Endpoint,
+    addr: SocketAddr,
+    me: &LocalInfo,
+    cfg: &LinkConfig,
+    link: LinkId,
+    inbound: Inbound,
+) -> Result<Established, LinkError> {
+    let conn = ep
+        .connect(addr, crate::pki::ROUTER_SERVER_NAME)
+        .map_err(|e| LinkError::Connect(e.to_string()))?
+        .await
+        .map_err(|e| LinkError::Connect(e.to_string()))?;
+    establish(conn, me, cfg, link, inbound).await
+}
+
+/// Runs the Hello exchange on an accepted or dialed connection and starts its tasks.
+pub async fn establish(
+    conn: quinn::Connection,
+    me: &LocalInfo,
+    cfg: &LinkConfig,
+    link: LinkId,
+    inbound: Inbound,
+) -> Result<Established, LinkError> {
+    let certs = conn
+        .peer_identity()
+        .and_then(|any| any.downcast::<Vec<rustls_pki_types::CertificateDer<'static>>>().ok())
+        .ok_or_else(|| LinkError::Certificate("peer presented no certificate".into()))?;
+    let cert = tls::peer_identity(&certs).map_err(|e| LinkError::Certificate(e.to_string()))?;
+
+    let mut control = conn.open_uni().await.map_err(|e| LinkError::Connect(e.to_string()))?;
+    control.write_all(&me.hello().encode()).await.map_err(|e| LinkError::Connect(e.to_string()))?;
+    let hello = async {
+        let mut rx = conn.accept_uni().await.map_err(|e| LinkError::Connect(e.to_string()))?;
+        let hello = read_frame(&mut rx, 4096).await.map_err(|e| LinkError::Hello(e.to_string()))?;
+        Ok::<_, LinkError>((rx, hello))
+    };
+    let (control_rx, hello) = tokio::time::timeout(cfg.hello_timeout, hello)
+        .await
+        .map_err(|_| LinkError::Hello("no Hello within the timeout".into()))??;
+    let peer = match check_hello(&cert, hello) {
+        Ok(p) => p,
+        Err(e) => {
+            conn.close(1u32.into(), b"bad hello");
+            return Err(e);
+        }
+    };
+
+    let t = Arc::new(QuicTransport {
+        conn: conn.clone(),
+        control: Arc::new(Lane::new(Policy::Reliable, cfg.reliable)),
+        lanes: Mutex::new(HashMap::new()),
+        cfg: cfg.clone(),
+        stats: LinkStats::default(),
+    });
+    tokio::spawn(write_lane(t.clone(), control, t.control.clone()));
+    let reader = t.clone();
+    let start = Box::new(move || {
+        tokio::spawn(read_stream(reader.clone(), control_rx, link, inbound.clone()));
+        tokio::spawn(accept_streams(reader.clone(), link, inbound.clone()));
+        tokio::spawn(read_datagrams(reader.clone(), link, inbound.clone()));
+        tokio::spawn(async move {
+            let reason = reader.conn.closed().await;
+            reader.close_lanes();
+            let _ = inbound.send((link, LinkInput::Closed(reason.to_string()))).await;
+        });
+    });
+    Ok(Established::new(peer, LinkSender::from(t), start))
+}
+
+struct QuicTransport {
+    conn: quinn::Connection,
+    control: Arc<Lane<Outgoing>>,
+    lanes: Mutex<HashMap<Name, Arc<Lane<Outgoing>>>>,
+    cfg: LinkConfig,
+    stats: LinkStats,
+}
+
+impl QuicTransport {
+    fn lane_for(self: &Arc<Self>, name: Name, best_effort: bool) -> Arc<Lane<Outgoing>> {
+        let mut lanes = match self.lanes.lock() {
+            Ok(l) => l,
+            Err(p) => p.into_inner(),
+        };
+        if let Some(l) = lanes.get(&name) {
+            return l.clone();
+        }
+        if lanes.len() >= self.cfg.max_lanes {
+            // Out of lanes: share one chosen by the name's first byte (names are uniform).
+            let shared = lanes.values().nth(name.0[0] as usize % lanes.len()).cloned();
+            if let Some(l) = shared {
+                lanes.insert(name, l.clone());
+                return l;
+            }
+        }
+        let (policy, limits) =
+            if best_effort { (Policy::BestEffort, self.cfg.best_effort) } else { (Policy::Reliable, self.cfg.reliable) };
+        let lane = Arc::new(Lane::new(policy, limits));
+        lanes.insert(name, lane.clone());
+        let t = self.clone();
+        let l = lane.clone();
+        tokio::spawn(async move {
+            match t.conn.open_uni().await {
+                Ok(s) => write_lane(t, s, l).await,
+                Err(e) => debug!("cannot open a lane: {e}"),
+            }
+        });
+        lane
+    }
+
+    fn close_lanes(&self) {
+        self.control.close();
+        if let Ok(lanes) = self.lanes.lock() {
+            for l in lanes.values() {
+                l.close();
+            }
+        }
+    }
+}
+
+/// The transport needs its own `Arc` to spawn lane writers; this wrapper provides it.
+impl Transport for ArcTransport {
+    fn send(&self, frame: Frame) -> Pushed {
+        let t = &self.0;
+        let pushed = match frame {
+            Frame::Data { origin, envelope } => {
+                let Some(name) = roam_proto::envelope::peek_name(&envelope) else {
+                    return Pushed::Refused;
+                };
+                let best_effort = is_best_effort(&envelope);
+                if best_effort {
+                    if let Some(max) = t.conn.max_datagram_size() {
+                        let len = roam_proto::frame::DATA_HEADER_LEN + envelope.len();
+                        if len <= max {
+                            let mut d = Vec::with_capacity(len);
+                            d.extend_from_slice(&data_header(origin, envelope.len()));
+                            d.extend_from_slice(&envelope);
+                            t.stats.count_out(len);
+                            // quinn drops the oldest queued datagram when its buffer is full.
+                            return match t.conn.send_datagram(Bytes::from(d)) {
+                                Ok(()) => Pushed::Queued,
+                                Err(_) => Pushed::Closed,
+                            };
+                        }
+                    }
+                }
+                t.lane_for(name, best_effort).push(Outgoing::Data { origin, envelope })
+            }
+            other => t.control.push(Outgoing::from_frame(other)),
+        };
+        t.stats.count_push(pushed)
+    }
+
+    fn close(&self, reason: &str) {
+        self.0.conn.close(0u32.into(), reason.as_bytes());
+        self.0.close_lanes();
+    }
+
+    fn stats(&self) -> &LinkStats {
+        &self.0.stats
+    }
+
+    fn kind(&self) -> &'static str {
+        "quic"
+    }
+}
+
+struct ArcTransport(Arc<QuicTransport>);
+
+impl From<Arc<QuicTransport>> for LinkSender {
+    fn from(t: Arc<QuicTransport>) -> Self {
+        LinkSender(Arc::new(ArcTransport(t)))
+    }
+}
+
+async fn write_lane(t: Arc<QuicTransport>, mut s: quinn::SendStream, lane: Arc<Lane<Outgoing>>) {
+    while let Some(item) = lane.pop().await {
+        let len = crate::lane::Weighted::size(&item);
+        let r = match item {
+            Outgoing::Control(b) => s.write_chunk(b).await,
+            Outgoing::Data { origin, envelope } => {
+                let head = Bytes::copy_from_slice(&data_header(origin, envelope.len()));
+                s.write_all_chunks(&mut [head, envelope]).await
+            }
+        };
+        if let Err(e) = r {
+            debug!("lane closed: {e}");
+            lane.close();
+            return;
+        }
+        t.stats.count_out(len);
+    }
+    let _ = s.finish();
+}
+
+async fn read_stream(t: Arc<QuicTransport>, mut rx: quinn::RecvStream, link: LinkId, inbound: Inbound) {
+    loop {
+        match read_frame(&mut rx, t.cfg.max_frame).await {
+            Ok(Some(frame)) => {
+                t.stats.count_in(frame_size(&frame));
+                if inbound.send((link, LinkInput::Frame(frame))).await.is_err() {
+                    return;
+                }
+            }
+            Ok(None) => return,
+            Err(crate::framing::ReadError::Frame(e)) => {
+                warn!("closing link: peer sent a bad frame: {e}");
+                t.conn.close(2u32.into(), b"bad frame");
+                return;
+            }
+            Err(e) => {
+                debug!("stream ended: {e}");
+                return;
+            }
+        }
+    }
+}
+
+async fn accept_streams(t: Arc<QuicTransport>, link: LinkId, inbound: Inbound) {
+    while let Ok(rx) = t.conn.accept_uni().await {
+        tokio::spawn(read_stream(t.clone(), rx, link, inbound.clone()));
+    }
+}
+
+async fn read_datagrams(t: Arc<QuicTransport>, link: LinkId, inbound: Inbound) {
+    while let Ok(d) = t.conn.read_datagram().await {
+        t.stats.count_in(d.len());
+        match roam_proto::frame::decode_all(d, t.cfg.max_frame) {
+            Ok(frames) => {
+                for f in frames {
+                    if inbound.send((link, LinkInput::Frame(f))).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            // A bad datagram is dropped; datagrams are best effort by nature.
+            Err(e) => debug!("dropping a bad datagram: {e}"),
+        }
+    }
+}
+
+fn frame_size(f: &Frame) -> usize {
+    match f {
+        Frame::Data { envelope, .. } => roam_proto::frame::DATA_HEADER_LEN + envelope.len(),
+        _ => 64,
+    }
+}

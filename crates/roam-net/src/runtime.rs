@@ -1,0 +1,488 @@
+//! A router process: the async shell that drives `roam_routing::Router`.
+//!
+//! One task owns the routing core. Link tasks (readers) feed it frames through a bounded
+//! channel, which pushes back on peers when the core falls behind; the core's transmits go to
+//! each link's non-blocking [`LinkSender`]. Dialers reconnect with backoff; listeners accept
+//! QUIC and, optionally, TCP+TLS. In-process endpoints (the ROS 2 proxy) use [`RouterHandle`].
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use roam_proto::frame::Role;
+use roam_proto::{Name, RouterId};
+use roam_routing::{Event, Router, Stats};
+use tokio::sync::{mpsc, oneshot, watch};
+use tracing::{info, warn};
+
+use crate::link::{Established, Inbound, LinkConfig, LinkError, LinkId, LinkInput, LinkSender, LocalInfo, PeerInfo};
+use crate::pki::Identity;
+use crate::{quic, tcp, tls};
+
+/// Where to reach a peer router.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerAddr {
+    Quic(SocketAddr),
+    Tcp(SocketAddr),
+}
+
+impl std::str::FromStr for PeerAddr {
+    type Err = String;
+
+    /// `quic://HOST:PORT`, `tcp://HOST:PORT`, or `HOST:PORT` (QUIC).
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (tcp, rest) = match s.split_once("://") {
+            Some(("quic", r)) => (false, r),
+            Some(("tcp", r)) => (true, r),
+            Some((scheme, _)) => return Err(format!("unknown scheme {scheme:?} in {s:?}: use quic:// or tcp://")),
+            None => (false, s),
+        };
+        let addr = resolve(rest)?;
+        Ok(if tcp { PeerAddr::Tcp(addr) } else { PeerAddr::Quic(addr) })
+    }
+}
+
+impl std::fmt::Display for PeerAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PeerAddr::Quic(a) => write!(f, "quic://{a}"),
+            PeerAddr::Tcp(a) => write!(f, "tcp://{a}"),
+        }
+    }
+}
+
+/// Resolves `HOST:PORT` (names through the system resolver).
+pub fn resolve(s: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    s.to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {s:?}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{s:?} resolves to no address"))
+}
+
+/// Timers of the routing core.
+#[derive(Debug, Clone)]
+pub struct RoutingTimers {
+    pub lsa_refresh: Duration,
+    pub advert_refresh: Duration,
+    pub sub_refresh: Duration,
+}
+
+impl Default for RoutingTimers {
+    fn default() -> Self {
+        Self { lsa_refresh: Duration::from_secs(10), advert_refresh: Duration::from_secs(30), sub_refresh: Duration::from_secs(30) }
+    }
+}
+
+/// Everything a router process needs.
+#[derive(Clone)]
+pub struct RouterConfig {
+    pub identity: Arc<Identity>,
+    pub listen: Option<SocketAddr>,
+    pub listen_tcp: Option<SocketAddr>,
+    pub connect: Vec<PeerAddr>,
+    pub link: LinkConfig,
+    pub timers: RoutingTimers,
+    /// Longest wait between reconnection attempts.
+    pub max_backoff: Duration,
+}
+
+fn routing_config(id: RouterId, t: &RoutingTimers) -> roam_routing::Config {
+    let now_us = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(1);
+    roam_routing::Config {
+        router_id: id,
+        initial_seq: now_us,
+        lsa_refresh: t.lsa_refresh,
+        lsa_lifetime: t.lsa_refresh * 4,
+        advert_refresh: t.advert_refresh,
+        advert_lifetime: t.advert_refresh * 3,
+        sub_refresh: t.sub_refresh,
+        sub_lifetime: t.sub_refresh * 3,
+        query_ttl: 16,
+    }
+}
+
+/// Per-link figures for status output.
+#[derive(Debug, Clone)]
+pub struct LinkReport {
+    pub link: LinkId,
+    pub peer: PeerInfo,
+    pub kind: &'static str,
+    pub frames_in: u64,
+    pub frames_out: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub dropped_full: u64,
+    pub dropped_stale: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct RouterReport {
+    pub routing: Stats,
+    pub links: Vec<LinkReport>,
+    /// In-process deliveries dropped because the local subscriber was not reading.
+    pub local_dropped: u64,
+}
+
+enum Command {
+    Up { link: LinkId, est: Box<Established>, dialed: bool, down: Option<oneshot::Sender<()>> },
+    Publish { name: Name, demand: watch::Sender<bool> },
+    Unpublish(Name),
+    Subscribe { name: Name, tx: mpsc::Sender<Bytes> },
+    Unsubscribe(Name),
+    Send { name: Name, envelope: Bytes },
+    Report(oneshot::Sender<RouterReport>),
+    Shutdown,
+}
+
+/// A handle on a running router: addresses, status, and in-process endpoints.
+#[derive(Clone)]
+pub struct RouterHandle {
+    cmd: mpsc::Sender<Command>,
+    pub id: RouterId,
+    pub quic_addr: Option<SocketAddr>,
+    pub tcp_addr: Option<SocketAddr>,
+}
+
+impl RouterHandle {
+    /// Declares an in-process publisher of `name`; the watch says whether anyone listens.
+    pub async fn publish(&self, name: Name) -> watch::Receiver<bool> {
+        let (tx, rx) = watch::channel(false);
+        let _ = self.cmd.send(Command::Publish { name, demand: tx }).await;
+        rx
+    }
+
+    pub async fn unpublish(&self, name: Name) {
+        let _ = self.cmd.send(Command::Unpublish(name)).await;
+    }
+
+    /// Sends a sealed envelope from an in-process publisher. Waits if the router is busy.
+    pub async fn send(&self, name: Name, envelope: Bytes) {
+        let _ = self.cmd.send(Command::Send { name, envelope }).await;
+    }
+
+    /// Subscribes an in-process endpoint; envelopes arrive on the returned channel (bounded:
+    /// a reader that falls `depth` behind loses messages, counted in the report).
+    pub async fn subscribe(&self, name: Name, depth: usize) -> mpsc::Receiver<Bytes> {
+        let (tx, rx) = mpsc::channel(depth.max(1));
+        let _ = self.cmd.send(Command::Subscribe { name, tx }).await;
+        rx
+    }
+
+    pub async fn unsubscribe(&self, name: Name) {
+        let _ = self.cmd.send(Command::Unsubscribe(name)).await;
+    }
+
+    pub async fn report(&self) -> Option<RouterReport> {
+        let (tx, rx) = oneshot::channel();
+        self.cmd.send(Command::Report(tx)).await.ok()?;
+        rx.await.ok()
+    }
+
+    pub async fn shutdown(&self) {
+        let _ = self.cmd.send(Command::Shutdown).await;
+    }
+}
+
+/// Starts a router: binds its listeners, dials its peers, and runs until shut down.
+pub async fn start(config: RouterConfig) -> Result<(RouterHandle, tokio::task::JoinHandle<()>), LinkError> {
+    let id = tls::router_id(&config.identity.name);
+    let me = LocalInfo { name: config.identity.name.clone(), role: Role::Router, id };
+    let ep = quic::endpoint(&config.identity, &config.link, config.listen)?;
+    let quic_addr = match config.listen {
+        Some(_) => Some(ep.local_addr()?),
+        None => None,
+    };
+    let (cmd_tx, cmd_rx) = mpsc::channel(1024);
+    let (in_tx, in_rx) = mpsc::channel(4096);
+    let next_link = Arc::new(AtomicU32::new(1));
+    let shared = Shared { me, config: config.clone(), ep: ep.clone(), cmd: cmd_tx.clone(), inbound: in_tx, next_link };
+
+    if config.listen.is_some() {
+        tokio::spawn(accept_quic(shared.clone()));
+    }
+    let tcp_addr = match config.listen_tcp {
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr).await?;
+            let local = listener.local_addr()?;
+            tokio::spawn(accept_tcp(shared.clone(), listener));
+            Some(local)
+        }
+        None => None,
+    };
+    for peer in &config.connect {
+        tokio::spawn(dial_loop(shared.clone(), *peer));
+    }
+    info!(router = %config.identity.name, id = format_args!("{id:#018x}"), quic = ?quic_addr, tcp = ?tcp_addr, "router started");
+    let rt = Runtime {
+        core: Router::new(routing_config(id, &config.timers), Instant::now()),
+        links: HashMap::new(),
+        peers: HashMap::new(),
+        local_subs: HashMap::new(),
+        demand: HashMap::new(),
+        local_dropped: 0,
+    };
+    let task = tokio::spawn(rt.run(cmd_rx, in_rx, ep));
+    Ok((RouterHandle { cmd: cmd_tx, id, quic_addr, tcp_addr }, task))
+}
+
+#[derive(Clone)]
+struct Shared {
+    me: LocalInfo,
+    config: RouterConfig,
+    ep: quinn::Endpoint,
+    cmd: mpsc::Sender<Command>,
+    inbound: Inbound,
+    next_link: Arc<AtomicU32>,
+}
+
+impl Shared {
+    fn link_id(&self) -> LinkId {
+        self.next_link.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+async fn accept_quic(s: Shared) {
+    while let Some(incoming) = s.ep.accept().await {
+        let s = s.clone();
+        tokio::spawn(async move {
+            let remote = incoming.remote_address();
+            let link = s.link_id();
+            let r = async {
+                let conn = incoming.await.map_err(|e| LinkError::Connect(e.to_string()))?;
+                quic::establish(conn, &s.me, &s.config.link, link, s.inbound.clone()).await
+            };
+            match r.await {
+                Ok(est) => {
+                    let _ = s.cmd.send(Command::Up { link, est: Box::new(est), dialed: false, down: None }).await;
+                }
+                Err(e) => warn!("refused QUIC connection from {remote}: {e}"),
+            }
+        });
+    }
+}
+
+async fn accept_tcp(s: Shared, listener: tokio::net::TcpListener) {
+    let acceptor = match tcp::acceptor(&s.config.identity) {
+        Ok(a) => a,
+        Err(e) => return warn!("TCP listener disabled: {e}"),
+    };
+    loop {
+        let (sock, remote) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                warn!("TCP accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let s = s.clone();
+        let acceptor = acceptor.clone();
+        tokio::spawn(async move {
+            let link = s.link_id();
+            match tcp::accept(&acceptor, sock, &s.me, &s.config.link, link, s.inbound.clone()).await {
+                Ok(est) => {
+                    let _ = s.cmd.send(Command::Up { link, est: Box::new(est), dialed: false, down: None }).await;
+                }
+                Err(e) => warn!("refused TCP connection from {remote}: {e}"),
+            }
+        });
+    }
+}
+
+/// Keeps one link to `peer` up: dial, wait for it to die, dial again with backoff.
+async fn dial_loop(s: Shared, peer: PeerAddr) {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let link = s.link_id();
+        let r = match peer {
+            PeerAddr::Quic(addr) => quic::dial(&s.ep, addr, &s.me, &s.config.link, link, s.inbound.clone()).await,
+            PeerAddr::Tcp(addr) => tcp::dial(&s.config.identity, addr, &s.me, &s.config.link, link, s.inbound.clone()).await,
+        };
+        match r {
+            Ok(est) => {
+                info!("link to {} ({peer}) up", est.peer.name);
+                backoff = Duration::from_millis(100);
+                let (down_tx, down_rx) = oneshot::channel();
+                if s.cmd.send(Command::Up { link, est: Box::new(est), dialed: true, down: Some(down_tx) }).await.is_err() {
+                    return;
+                }
+                let _ = down_rx.await;
+                info!("link to {peer} lost; reconnecting");
+            }
+            Err(e) => warn!("cannot link to {peer}: {e}; retrying in {backoff:?}"),
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(s.config.max_backoff);
+    }
+}
+
+struct LinkEntry {
+    tx: LinkSender,
+    peer: PeerInfo,
+    down: Option<oneshot::Sender<()>>,
+}
+
+struct Runtime {
+    core: Router,
+    links: HashMap<LinkId, LinkEntry>,
+    /// The one link kept per peer router.
+    peers: HashMap<RouterId, LinkId>,
+    local_subs: HashMap<Name, mpsc::Sender<Bytes>>,
+    demand: HashMap<Name, watch::Sender<bool>>,
+    local_dropped: u64,
+}
+
+impl Runtime {
+    async fn run(mut self, mut cmd: mpsc::Receiver<Command>, mut inbound: mpsc::Receiver<(LinkId, LinkInput)>, ep: quinn::Endpoint) {
+        loop {
+            let deadline = self.core.poll_timeout().map(tokio::time::Instant::from_std);
+            tokio::select! {
+                biased;
+                c = cmd.recv() => match c {
+                    Some(Command::Shutdown) | None => break,
+                    Some(c) => self.command(c),
+                },
+                m = inbound.recv() => {
+                    let Some((link, input)) = m else { break };
+                    self.input(link, input);
+                    // Drain what is already queued before flushing: amortises the flush.
+                    for _ in 0..256 {
+                        match inbound.try_recv() {
+                            Ok((link, input)) => self.input(link, input),
+                            Err(_) => break,
+                        }
+                    }
+                },
+                _ = sleep_until(deadline) => self.core.handle_timeout(Instant::now()),
+            }
+            self.flush();
+        }
+        for l in self.links.values() {
+            l.tx.close("router shutting down");
+        }
+        ep.close(0u32.into(), b"shutdown");
+    }
+
+    fn command(&mut self, c: Command) {
+        let now = Instant::now();
+        match c {
+            Command::Up { link, mut est, dialed, down } => {
+                let peer = est.peer.clone();
+                if peer.role == Role::Router {
+                    if let Some(existing) = self.peers.get(&peer.id) {
+                        warn!("second link to {} (links {existing} and {link}); keeping the first", peer.name);
+                        est.tx.close("duplicate link");
+                        return;
+                    }
+                    self.peers.insert(peer.id, link);
+                }
+                info!(peer = %peer.name, role = ?peer.role, dialed, link, "link up");
+                self.core.link_up(now, link, peer.role, peer.id);
+                self.links.insert(link, LinkEntry { tx: est.tx.clone(), peer, down });
+                est.start();
+            }
+            Command::Publish { name, demand } => {
+                self.demand.insert(name, demand);
+                self.core.publish_local(now, name);
+            }
+            Command::Unpublish(name) => {
+                self.demand.remove(&name);
+                self.core.unpublish_local(now, name);
+            }
+            Command::Subscribe { name, tx } => {
+                self.local_subs.insert(name, tx);
+                self.core.subscribe_local(now, name);
+            }
+            Command::Unsubscribe(name) => {
+                self.local_subs.remove(&name);
+                self.core.unsubscribe_local(now, name);
+            }
+            Command::Send { name, envelope } => self.core.send_local(now, name, envelope),
+            Command::Report(tx) => {
+                let _ = tx.send(self.report());
+            }
+            Command::Shutdown => {}
+        }
+    }
+
+    fn input(&mut self, link: LinkId, input: LinkInput) {
+        let now = Instant::now();
+        match input {
+            LinkInput::Frame(roam_proto::Frame::Data { origin, envelope }) => {
+                self.core.handle_data(now, link, origin, envelope)
+            }
+            LinkInput::Frame(f) => self.core.handle_frame(now, link, f),
+            LinkInput::Closed(reason) => {
+                if let Some(mut entry) = self.links.remove(&link) {
+                    info!(peer = %entry.peer.name, link, "link down: {reason}");
+                    if self.peers.get(&entry.peer.id) == Some(&link) {
+                        self.peers.remove(&entry.peer.id);
+                    }
+                    self.core.link_down(now, link);
+                    if let Some(d) = entry.down.take() {
+                        let _ = d.send(());
+                    }
+                }
+            }
+        }
+    }
+
+    fn flush(&mut self) {
+        while let Some(t) = self.core.poll_transmit() {
+            if let Some(l) = self.links.get(&t.link) {
+                l.tx.send(t.frame);
+            }
+        }
+        while let Some(e) = self.core.poll_event() {
+            match e {
+                Event::Deliver { name, envelope, .. } => {
+                    if let Some(tx) = self.local_subs.get(&name) {
+                        if tx.try_send(envelope).is_err() {
+                            self.local_dropped += 1;
+                        }
+                    }
+                }
+                Event::Demand { name, wanted } => {
+                    if let Some(w) = self.demand.get(&name) {
+                        let _ = w.send(wanted);
+                    }
+                }
+            }
+        }
+    }
+
+    fn report(&self) -> RouterReport {
+        let mut links: Vec<LinkReport> = self
+            .links
+            .iter()
+            .map(|(id, l)| {
+                let s = l.tx.stats();
+                let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+                LinkReport {
+                    link: *id,
+                    peer: l.peer.clone(),
+                    kind: l.tx.0.kind(),
+                    frames_in: g(&s.frames_in),
+                    frames_out: g(&s.frames_out),
+                    bytes_in: g(&s.bytes_in),
+                    bytes_out: g(&s.bytes_out),
+                    dropped_full: g(&s.dropped_full),
+                    dropped_stale: g(&s.dropped_stale),
+                }
+            })
+            .collect();
+        links.sort_by_key(|l| l.link);
+        RouterReport { routing: self.core.stats(), links, local_dropped: self.local_dropped }
+    }
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}

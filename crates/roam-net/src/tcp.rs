@@ -1,0 +1,202 @@
+//! Links over TCP + TLS 1.3, for networks that block UDP.
+//!
+//! One TLS stream carries everything, so unlike QUIC a large message does delay the frames
+//! queued behind it (head-of-line blocking); the writer at least sends control frames first
+//! and alternates between best-effort and reliable data. Prefer QUIC where UDP passes.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use roam_proto::Frame;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::net::TcpStream;
+use tokio_rustls::{TlsAcceptor, TlsConnector};
+use tracing::{debug, warn};
+
+use crate::framing::{read_frame, write_data, ReadError};
+use crate::lane::{Lane, Policy, Pushed};
+use crate::link::{
+    check_hello, is_best_effort, Established, Inbound, LinkConfig, LinkError, LinkId, LinkInput, LinkSender,
+    LinkStats, LocalInfo, Outgoing, Transport,
+};
+use crate::pki::Identity;
+use crate::tls;
+
+/// Dials a router over TCP+TLS.
+pub async fn dial(
+    id: &Identity,
+    addr: SocketAddr,
+    me: &LocalInfo,
+    cfg: &LinkConfig,
+    link: LinkId,
+    inbound: Inbound,
+) -> Result<Established, LinkError> {
+    let connector = TlsConnector::from(tls::client_config(id).map_err(|e| LinkError::Connect(e.to_string()))?);
+    let tcp = TcpStream::connect(addr).await?;
+    tcp.set_nodelay(true)?;
+    let name = rustls_pki_types::ServerName::try_from(crate::pki::ROUTER_SERVER_NAME)
+        .map_err(|e| LinkError::Connect(e.to_string()))?;
+    let stream = connector.connect(name, tcp).await.map_err(|e| LinkError::Connect(e.to_string()))?;
+    let certs = stream.get_ref().1.peer_certificates().map(|c| c.to_vec());
+    run(stream, certs, me, cfg, link, inbound).await
+}
+
+/// Accepts one TCP+TLS connection from a listener.
+pub async fn accept(
+    acceptor: &TlsAcceptor,
+    tcp: TcpStream,
+    me: &LocalInfo,
+    cfg: &LinkConfig,
+    link: LinkId,
+    inbound: Inbound,
+) -> Result<Established, LinkError> {
+    tcp.set_nodelay(true)?;
+    let stream = acceptor.accept(tcp).await.map_err(|e| LinkError::Connect(e.to_string()))?;
+    let certs = stream.get_ref().1.peer_certificates().map(|c| c.to_vec());
+    run(stream, certs, me, cfg, link, inbound).await
+}
+
+pub fn acceptor(id: &Identity) -> Result<TlsAcceptor, LinkError> {
+    Ok(TlsAcceptor::from(tls::server_config(id).map_err(|e| LinkError::Connect(e.to_string()))?))
+}
+
+async fn run<S>(
+    stream: S,
+    certs: Option<Vec<rustls_pki_types::CertificateDer<'static>>>,
+    me: &LocalInfo,
+    cfg: &LinkConfig,
+    link: LinkId,
+    inbound: Inbound,
+) -> Result<Established, LinkError>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let certs = certs.ok_or_else(|| LinkError::Certificate("peer presented no certificate".into()))?;
+    let cert = tls::peer_identity(&certs).map_err(|e| LinkError::Certificate(e.to_string()))?;
+    let (mut rd, mut wr) = tokio::io::split(stream);
+    wr.write_all(&me.hello().encode()).await?;
+    wr.flush().await?;
+    let hello = tokio::time::timeout(cfg.hello_timeout, read_frame(&mut rd, 4096))
+        .await
+        .map_err(|_| LinkError::Hello("no Hello within the timeout".into()))?
+        .map_err(|e| LinkError::Hello(e.to_string()))?;
+    let peer = check_hello(&cert, hello)?;
+
+    let t = Arc::new(TcpTransport {
+        control: Lane::new(Policy::Reliable, cfg.reliable),
+        reliable: Lane::new(Policy::Reliable, cfg.reliable),
+        best_effort: Lane::new(Policy::BestEffort, cfg.best_effort),
+        stats: LinkStats::default(),
+        closed: tokio::sync::Notify::new(),
+    });
+    tokio::spawn(writer(t.clone(), BufWriter::with_capacity(64 << 10, wr)));
+    let max_frame = cfg.max_frame;
+    let reader = t.clone();
+    let start = Box::new(move || {
+        tokio::spawn(async move {
+        let reason = loop {
+            tokio::select! {
+                r = read_frame(&mut rd, max_frame) => match r {
+                    Ok(Some(f)) => {
+                        reader.stats.count_in(64);
+                        if inbound.send((link, LinkInput::Frame(f))).await.is_err() {
+                            break "owner gone".to_string();
+                        }
+                    }
+                    Ok(None) => break "peer closed the connection".to_string(),
+                    Err(ReadError::Frame(e)) => {
+                        warn!("closing link: peer sent a bad frame: {e}");
+                        break format!("bad frame: {e}");
+                    }
+                    Err(e) => break e.to_string(),
+                },
+                _ = reader.closed.notified() => break "closed locally".to_string(),
+            }
+        };
+            reader.close_lanes();
+            let _ = inbound.send((link, LinkInput::Closed(reason))).await;
+        });
+    });
+    Ok(Established::new(peer, LinkSender(t), start))
+}
+
+struct TcpTransport {
+    control: Lane<Outgoing>,
+    reliable: Lane<Outgoing>,
+    best_effort: Lane<Outgoing>,
+    stats: LinkStats,
+    closed: tokio::sync::Notify,
+}
+
+impl TcpTransport {
+    fn close_lanes(&self) {
+        self.control.close();
+        self.reliable.close();
+        self.best_effort.close();
+    }
+}
+
+impl Transport for TcpTransport {
+    fn send(&self, frame: Frame) -> Pushed {
+        let p = match &frame {
+            Frame::Data { envelope, .. } if is_best_effort(envelope) => self.best_effort.push(Outgoing::from_frame(frame)),
+            Frame::Data { .. } => self.reliable.push(Outgoing::from_frame(frame)),
+            _ => self.control.push(Outgoing::from_frame(frame)),
+        };
+        self.stats.count_push(p)
+    }
+
+    fn close(&self, _reason: &str) {
+        self.close_lanes();
+        self.closed.notify_one();
+    }
+
+    fn stats(&self) -> &LinkStats {
+        &self.stats
+    }
+
+    fn kind(&self) -> &'static str {
+        "tcp+tls"
+    }
+}
+
+async fn writer<W: AsyncWrite + Unpin>(t: Arc<TcpTransport>, mut w: BufWriter<W>) {
+    let mut prefer_best_effort = false;
+    loop {
+        // Take the next frame: control first, then alternate the two data lanes.
+        let next = t.control.try_pop().or_else(|| {
+            prefer_best_effort = !prefer_best_effort;
+            if prefer_best_effort {
+                t.best_effort.try_pop().or_else(|| t.reliable.try_pop())
+            } else {
+                t.reliable.try_pop().or_else(|| t.best_effort.try_pop())
+            }
+        });
+        let item = match next {
+            Some(i) => i,
+            None => {
+                if w.flush().await.is_err() {
+                    break;
+                }
+                tokio::select! {
+                    i = t.control.pop() => match i { Some(i) => i, None => break },
+                    i = t.reliable.pop() => match i { Some(i) => i, None => break },
+                    i = t.best_effort.pop() => match i { Some(i) => i, None => break },
+                }
+            }
+        };
+        let len = crate::lane::Weighted::size(&item);
+        let r = match item {
+            Outgoing::Control(b) => w.write_all(&b).await,
+            Outgoing::Data { origin, envelope } => write_data(&mut w, origin, &envelope).await,
+        };
+        if let Err(e) = r {
+            debug!("tcp link write failed: {e}");
+            break;
+        }
+        t.stats.count_out(len);
+    }
+    let _ = w.shutdown().await;
+    t.close_lanes();
+    t.closed.notify_one();
+}

@@ -1,0 +1,195 @@
+//! `roam pub` and `roam sub`: raw publishing and subscribing through a router, for debugging
+//! and tests (like mosquitto_pub / mosquitto_sub).
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use clap::Args;
+use roam_net::client::{Client, ClientConfig, ClientEvent};
+use roam_net::link::LinkConfig;
+use roam_proto::{Opener, Sealer, SigningIdentity};
+use tokio::io::AsyncBufReadExt;
+
+use super::{CmdResult, ConnectArgs, TopicArgs};
+use crate::payload;
+
+#[derive(Debug, Args)]
+pub struct PubArgs {
+    #[command(flatten)]
+    pub topic: TopicArgs,
+    #[command(flatten)]
+    pub conn: ConnectArgs,
+    /// Stop after this many messages (default: all of stdin, or forever with --size).
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Send generated payloads of this many bytes instead of stdin lines.
+    #[arg(long, value_name = "BYTES")]
+    pub size: Option<usize>,
+    /// Messages per second (0: as fast as the link accepts).
+    #[arg(long, value_name = "HZ", default_value_t = 0.0)]
+    pub rate: f64,
+    /// Best effort: may be dropped under load instead of queued (sent as QUIC datagrams).
+    #[arg(long)]
+    pub best_effort: bool,
+    /// Sign every envelope with this identity's key (signed mode).
+    #[arg(long)]
+    pub sign: bool,
+    /// Start sending at once instead of waiting until a subscriber exists.
+    #[arg(long)]
+    pub no_wait: bool,
+    /// Send every envelope twice (checks that receivers drop replays).
+    #[arg(long)]
+    pub replay: bool,
+    /// Use this 64-hex-digit name instead of deriving it from the topic (acts as an outsider
+    /// who observed a name on the wire; for security testing).
+    #[arg(long, value_name = "HEX")]
+    pub raw_name: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SubArgs {
+    #[command(flatten)]
+    pub topic: TopicArgs,
+    #[command(flatten)]
+    pub conn: ConnectArgs,
+    /// Exit after this many messages.
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Print only the final summary, not one line per message.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Subscribe to this 64-hex-digit name instead of deriving it from the topic.
+    #[arg(long, value_name = "HEX")]
+    pub raw_name: Option<String>,
+}
+
+fn topic_name(topic: &TopicArgs, raw: Option<&str>, realm: &crate::realm_file::Realm) -> Result<roam_proto::Name, String> {
+    match raw {
+        Some(h) => roam_proto::Name::from_hex(h).ok_or_else(|| format!("--raw-name {h:?} is not 64 hex digits")),
+        None => Ok(topic.descriptor().name(&realm.secret)),
+    }
+}
+
+fn now_us() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+}
+
+fn client(conn: &ConnectArgs) -> Result<Client, String> {
+    let identity = roam_net::pki::load_identity(&conn.pki, &conn.id).map_err(|e| e.to_string())?;
+    let cfg = ClientConfig {
+        identity: Arc::new(identity),
+        router: conn.connect.parse()?,
+        link: LinkConfig::default(),
+        max_backoff: Duration::from_secs(2),
+    };
+    Client::start(cfg).map_err(|e| e.to_string())
+}
+
+pub async fn run_pub(a: PubArgs) -> CmdResult {
+    let realm = crate::realm_file::load(&a.topic.realm)?;
+    let name = topic_name(&a.topic, a.raw_name.as_deref(), &realm)?;
+    let signer = if a.sign {
+        let id = roam_net::pki::load_identity(&a.conn.pki, &a.conn.id).map_err(|e| e.to_string())?;
+        Some(Arc::new(SigningIdentity::from_pkcs8(&id.signing_pkcs8)?))
+    } else {
+        None
+    };
+    let mut sealer = Sealer::new(&realm.secret, name, a.best_effort, signer).map_err(|e| e.to_string())?;
+    let mut c = client(&a.conn)?;
+    c.publish(name).await;
+    if !a.no_wait {
+        eprintln!("waiting for a subscriber of {} ...", a.topic.topic);
+        loop {
+            match c.events.recv().await {
+                Some(ClientEvent::Demand { name: n, wanted: true }) if n == name => break,
+                Some(_) => {}
+                None => return Err("client session ended".into()),
+            }
+        }
+    }
+    let period = (a.rate > 0.0).then(|| Duration::from_secs_f64(1.0 / a.rate));
+    let mut tick = period.map(|p| {
+        let mut i = tokio::time::interval(p);
+        i.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+        i
+    });
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let mut sent = 0u64;
+    let mut buf = Vec::new();
+    loop {
+        if a.count.is_some_and(|n| sent >= n) {
+            break;
+        }
+        let body = match a.size {
+            Some(size) => payload::pattern(sealer.next_seq(), size),
+            None => match lines.next_line().await.map_err(|e| e.to_string())? {
+                Some(l) => l.into_bytes(),
+                None => break,
+            },
+        };
+        if let Some(t) = tick.as_mut() {
+            t.tick().await;
+        }
+        sealer.seal(&body, now_us(), &mut buf).map_err(|e| e.to_string())?;
+        let envelope = Bytes::from(std::mem::take(&mut buf));
+        if a.replay {
+            c.send(envelope.clone()).await;
+        }
+        c.send(envelope).await;
+        sent += 1;
+    }
+    // Give the session time to hand the last envelopes to the link before exiting.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let s = c.stats();
+    eprintln!("sent {sent} messages ({} dropped while offline)", s.dropped_offline);
+    Ok(())
+}
+
+pub async fn run_sub(a: SubArgs) -> CmdResult {
+    let realm = crate::realm_file::load(&a.topic.realm)?;
+    let name = topic_name(&a.topic, a.raw_name.as_deref(), &realm)?;
+    let mut opener = Opener::new(&realm.secret, realm.opener_config());
+    let mut c = client(&a.conn)?;
+    c.subscribe(name).await;
+    let mut got = 0u64;
+    let mut out = Vec::new();
+    let stdout = std::io::stdout();
+    let summary = |got: u64, opener: &Opener| {
+        let s = opener.stats();
+        eprintln!(
+            "received {got} messages; dropped: {} forged, {} replayed, {} malformed, {} unsigned, {} bad signer",
+            s.forged, s.replayed, s.malformed, s.unsigned, s.bad_signer
+        );
+    };
+    loop {
+        let ev = tokio::select! {
+            ev = c.events.recv() => ev,
+            _ = super::router::shutdown_signal() => { summary(got, &opener); return Ok(()); }
+        };
+        match ev {
+            Some(ClientEvent::Data { envelope, .. }) => match opener.open(&envelope, now_us(), &mut out) {
+                Ok(o) => {
+                    got += 1;
+                    if !a.quiet {
+                        let latency = now_us() as i64 - o.header.send_time_us as i64;
+                        let line = payload::describe(o.header.seq, latency, &out, o.signer.as_deref());
+                        let mut lock = stdout.lock();
+                        let _ = writeln!(lock, "{line}");
+                        let _ = lock.flush();
+                    }
+                    if a.count.is_some_and(|n| got >= n) {
+                        break;
+                    }
+                }
+                Err(e) => tracing::warn!("dropped an envelope: {e}"),
+            },
+            Some(ClientEvent::Connected { router }) => tracing::info!("subscribed through {router}"),
+            Some(_) => {}
+            None => return Err("client session ended".into()),
+        }
+    }
+    summary(got, &opener);
+    Ok(())
+}

@@ -1,0 +1,61 @@
+//! `roam pki`: the deployment's own certificate authority.
+
+use std::path::PathBuf;
+
+use clap::{Subcommand, ValueEnum};
+use roam_net::pki::{self, Validity};
+
+use super::CmdResult;
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum RoleArg {
+    /// May accept links and carry traffic between other routers.
+    Router,
+    /// May only connect to a router to publish or subscribe.
+    Client,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PkiCommand {
+    /// Create a CA (ca.pem, ca.key with mode 0600) in DIR. Keep ca.key offline if you can.
+    Init {
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+    },
+    /// Issue an identity NAME.pem / NAME.key signed by the CA in DIR.
+    Issue {
+        /// Identity name: lowercase letters, digits and '-', e.g. robot-7.
+        name: String,
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+        #[arg(long, value_enum, default_value = "client")]
+        role: RoleArg,
+        /// Validity in days from its start.
+        #[arg(long, default_value_t = 365)]
+        days: u32,
+        /// Start the validity this many days in the past (with a short --days this makes an
+        /// already-expired certificate, to test that peers refuse it).
+        #[arg(long, default_value_t = 0)]
+        backdate_days: u32,
+    },
+}
+
+pub fn run(c: PkiCommand) -> CmdResult {
+    match c {
+        PkiCommand::Init { dir } => {
+            pki::init_ca(&dir).map_err(|e| e.to_string())?;
+            println!("created CA in {}", dir.display());
+        }
+        PkiCommand::Issue { name, dir, role, days, backdate_days } => {
+            let role = match role {
+                RoleArg::Router => roam_proto::frame::Role::Router,
+                RoleArg::Client => roam_proto::frame::Role::Client,
+            };
+            let start = time::OffsetDateTime::now_utc() - time::Duration::hours(1) - time::Duration::days(backdate_days.into());
+            let validity = Validity { not_before: start, not_after: start + time::Duration::days(days.into()) };
+            pki::issue(&dir, &name, role, validity).map_err(|e| e.to_string())?;
+            println!("issued {name} ({role:?}) in {}", dir.display());
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,7 @@
+//! The `roam` binary's library: command-line commands, configuration files, realm files.
+//! `main.rs` only parses arguments and dispatches here, so tests can reuse the pieces.
+
+pub mod cmd;
+pub mod config;
+pub mod payload;
+pub mod realm_file;

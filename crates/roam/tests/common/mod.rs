@@ -1,0 +1,256 @@
+//! End-to-end harness: real `roam` processes on loopback, each stopped by PID when dropped.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub const ROAM: &str = env!("CARGO_BIN_EXE_roam");
+
+/// A started process and the lines it printed.
+pub struct Proc {
+    pub name: String,
+    child: Child,
+    stdout: mpsc::Receiver<String>,
+    /// Every stderr line so far (logs).
+    pub stderr: Arc<Mutex<Vec<String>>>,
+}
+
+impl Proc {
+    pub fn spawn(name: &str, args: &[String], stdin: Option<Stdio>) -> Proc {
+        let mut child = Command::new(ROAM)
+            .args(args)
+            .env("RUST_LOG", "info,quinn=warn,rustls=warn")
+            .stdin(stdin.unwrap_or(Stdio::null()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn roam");
+        let (tx, rx) = mpsc::channel();
+        let out = child.stdout.take().expect("stdout");
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let err = child.stderr.take().expect("stderr");
+        let sink = stderr.clone();
+        let tag = name.to_string();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                if std::env::var_os("ROAM_TEST_LOG").is_some() {
+                    eprintln!("[{tag}] {line}");
+                }
+                sink.lock().unwrap().push(line);
+            }
+        });
+        Proc { name: name.into(), child, stdout: rx, stderr }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Next stdout line, or None after `timeout`.
+    pub fn line(&self, timeout: Duration) -> Option<String> {
+        self.stdout.recv_timeout(timeout).ok()
+    }
+
+    /// Waits until a stderr line contains `needle`.
+    pub fn wait_log(&self, needle: &str, timeout: Duration) -> bool {
+        let end = Instant::now() + timeout;
+        while Instant::now() < end {
+            if self.stderr.lock().unwrap().iter().any(|l| l.contains(needle)) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    pub fn logs(&self) -> String {
+        self.stderr.lock().unwrap().join("\n")
+    }
+
+    pub fn stdin(&mut self) -> Option<std::process::ChildStdin> {
+        self.child.stdin.take()
+    }
+
+    /// Waits for the process to exit by itself.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let end = Instant::now() + timeout;
+        while Instant::now() < end {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                return Some(s);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// Kills the process (SIGKILL, by PID) and reaps it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A deployment: a CA, identities and a realm in a fresh directory.
+pub struct Net {
+    pub dir: PathBuf,
+    pub pki: String,
+    pub realm: String,
+}
+
+pub fn roam_ok(args: &[&str]) -> String {
+    let out = Command::new(ROAM).args(args).output().expect("run roam");
+    assert!(out.status.success(), "roam {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+impl Net {
+    pub fn new(test: &str) -> Net {
+        let dir = std::env::temp_dir().join(format!("roam-e2e-{}-{test}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let pki = dir.join("pki").to_string_lossy().into_owned();
+        roam_ok(&["pki", "init", "--dir", &pki]);
+        let realm = dir.join("test.realm").to_string_lossy().into_owned();
+        roam_ok(&["realm", "new", "test", "--out", &realm]);
+        Net { dir, pki, realm }
+    }
+
+    pub fn issue(&self, name: &str, role: &str) {
+        if !Path::new(&self.pki).join(format!("{name}.pem")).exists() {
+            roam_ok(&["pki", "issue", name, "--dir", &self.pki, "--role", role]);
+        }
+    }
+
+    /// Starts a router listening on `listen` (use "127.0.0.1:0" for any port) and returns it
+    /// with the QUIC address it bound.
+    pub fn router(&self, id: &str, listen: &str, connect: &[String]) -> (Proc, String) {
+        self.router_with(id, listen, connect, &[])
+    }
+
+    pub fn router_with(&self, id: &str, listen: &str, connect: &[String], extra: &[&str]) -> (Proc, String) {
+        self.issue(id, "router");
+        let mut args: Vec<String> = ["router", "--id", id, "--pki", &self.pki, "--listen", listen, "--idle-timeout-ms", "1500", "--status-interval", "0"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        for c in connect {
+            args.push("--connect".into());
+            args.push(c.clone());
+        }
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let p = Proc::spawn(id, &args, None);
+        let mut addr = None;
+        let end = Instant::now() + Duration::from_secs(10);
+        while addr.is_none() && Instant::now() < end {
+            if let Some(l) = p.line(Duration::from_millis(200)) {
+                addr = l.strip_prefix("listening quic ").map(str::to_string);
+            }
+        }
+        let addr = addr.unwrap_or_else(|| panic!("router {id} did not start: {}", p.logs()));
+        (p, addr)
+    }
+
+    fn endpoint_args(&self, cmd: &str, topic: &str, id: &str, router: &str, extra: &[&str]) -> Vec<String> {
+        self.issue(id, "client");
+        let mut a: Vec<String> = [cmd, topic, "--type", "test_msgs/msg/Blob", "--realm", &self.realm, "--pki", &self.pki, "--id", id, "--connect", router]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    }
+
+    pub fn sub(&self, topic: &str, id: &str, router: &str, extra: &[&str]) -> Proc {
+        Proc::spawn(&format!("sub-{id}"), &self.endpoint_args("sub", topic, id, router, extra), None)
+    }
+
+    pub fn publisher(&self, topic: &str, id: &str, router: &str, extra: &[&str]) -> Proc {
+        Proc::spawn(&format!("pub-{id}"), &self.endpoint_args("pub", topic, id, router, extra), None)
+    }
+
+    pub fn publisher_stdin(&self, topic: &str, id: &str, router: &str, extra: &[&str]) -> Proc {
+        Proc::spawn(&format!("pub-{id}"), &self.endpoint_args("pub", topic, id, router, extra), Some(Stdio::piped()))
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A received message line: `seq=.. latency_us=.. size=.. (text=..|sha256=..)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Msg {
+    pub seq: u64,
+    pub size: usize,
+    pub body: String,
+}
+
+pub fn parse_line(l: &str) -> Option<Msg> {
+    let mut seq = None;
+    let mut size = None;
+    let mut body = String::new();
+    for part in l.split(' ') {
+        if let Some(v) = part.strip_prefix("seq=") {
+            seq = v.parse().ok();
+        } else if let Some(v) = part.strip_prefix("size=") {
+            size = v.parse().ok();
+        } else if part.starts_with("sha256=") {
+            body = part.to_string();
+        }
+    }
+    if let Some(i) = l.find(" text=") {
+        body = l[i + 1..].to_string();
+    }
+    Some(Msg { seq: seq?, size: size?, body })
+}
+
+/// Collects `n` messages from a subscriber, or as many as arrive before `timeout`.
+pub fn collect(sub: &Proc, n: usize, timeout: Duration) -> Vec<Msg> {
+    let end = Instant::now() + timeout;
+    let mut out = Vec::new();
+    while out.len() < n && Instant::now() < end {
+        if let Some(l) = sub.line(Duration::from_millis(100)) {
+            if let Some(m) = parse_line(&l) {
+                out.push(m);
+            }
+        }
+    }
+    out
+}
+
+/// The digest `roam sub` prints for the generated payload of message `seq`.
+pub fn expected_digest(seq: u64, size: usize) -> String {
+    format!("sha256={}", roam::payload::sha256_hex(&roam::payload::pattern(seq, size)))
+}
+
+/// Waits until the subscriber's router has it subscribed (its log says so).
+pub fn wait_subscribed(sub: &Proc) {
+    assert!(sub.wait_log("subscribed through", Duration::from_secs(10)), "subscriber never connected: {}", sub.logs());
+}
+
+impl Proc {
+    /// Asks the process to stop (SIGTERM, by PID) and waits for it, so it prints its summary.
+    pub fn terminate(&mut self) -> Option<std::process::ExitStatus> {
+        let _ = Command::new("kill").arg(self.pid().to_string()).status();
+        self.wait_exit(Duration::from_secs(10))
+    }
+}
