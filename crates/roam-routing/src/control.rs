@@ -30,8 +30,9 @@ impl Router {
 
     fn on_lsa(&mut self, now: Instant, link: LinkId, lsa: Lsa) {
         if lsa.origin == self.me {
-            // Our previous life's LSA is still around: jump past it so ours wins.
-            if lsa.seq >= self.lsa_seq {
+            // Our previous life's LSA is still around: jump past it so ours wins. Our own
+            // current LSA echoes back through every cycle; that one is not news.
+            if lsa.seq > self.lsa_seq {
                 self.lsa_seq = lsa.seq;
                 self.originate_lsa();
             }

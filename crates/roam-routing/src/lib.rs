@@ -29,4 +29,9 @@ mod rib;
 mod router;
 mod subs;
 
+#[cfg(test)]
+mod sim;
+#[cfg(test)]
+mod sim_tests;
+
 pub use router::{Config, Event, LinkId, Router, Stats, Transmit};
