@@ -179,3 +179,150 @@ impl Router {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use roam_proto::frame::{Advert, Lsa, Role};
+    use roam_proto::{Frame, Name};
+
+    use crate::sim::config;
+    use crate::{Router, Transmit};
+
+    const N: Name = Name([9; 32]);
+
+    fn drain(r: &mut Router) -> Vec<Transmit> {
+        std::iter::from_fn(|| r.poll_transmit()).collect()
+    }
+
+    /// Router 1 with router neighbours 2 (link 12) and 3 (link 13), edges confirmed.
+    fn router(now: Instant) -> Router {
+        let mut r = Router::new(config(1, 1), now);
+        r.link_up(now, 12, Role::Router, 2);
+        r.link_up(now, 13, Role::Router, 3);
+        r.handle_frame(now, 12, Frame::Lsa(Lsa { origin: 2, seq: 1, lifetime_s: 60, neighbours: vec![1] }));
+        r.handle_frame(now, 13, Frame::Lsa(Lsa { origin: 3, seq: 1, lifetime_s: 60, neighbours: vec![1] }));
+        drain(&mut r);
+        r
+    }
+
+    fn advert(origin: u64, seq: u64, withdrawn: bool) -> Advert {
+        Advert { name: N, origin, seq, lifetime_s: 60, withdrawn }
+    }
+
+    #[test]
+    fn new_router_link_gets_lsdb_and_adverts() {
+        let now = Instant::now();
+        let mut r = router(now);
+        r.handle_frame(now, 12, Frame::Advertise(vec![advert(2, 1, false)]));
+        drain(&mut r);
+        r.link_up(now, 14, Role::Router, 4);
+        let t = drain(&mut r);
+        let to4: Vec<&Frame> = t.iter().filter(|t| t.link == 14).map(|t| &t.frame).collect();
+        let lsas = to4.iter().filter(|f| matches!(f, Frame::Lsa(_))).count();
+        assert_eq!(lsas, 3, "own LSA plus those of 2 and 3");
+        assert!(to4.iter().any(|f| matches!(f, Frame::Advertise(a) if a[0] == advert(2, 1, false))));
+    }
+
+    #[test]
+    fn pending_interest_queries_then_subscribes() {
+        let now = Instant::now();
+        let mut r = router(now);
+        r.subscribe_local(now, N);
+        let t = drain(&mut r);
+        assert_eq!(t.iter().filter(|t| matches!(t.frame, Frame::Query { ttl: 16, name: N, .. })).count(), 2);
+        r.handle_frame(now, 12, Frame::Advertise(vec![advert(2, 1, false)]));
+        let t = drain(&mut r);
+        assert!(t.contains(&Transmit { link: 12, frame: Frame::Subscribe(vec![N]) }));
+        // The advert is flooded on, not back.
+        assert!(t.iter().any(|t| t.link == 13 && matches!(t.frame, Frame::Advertise(_))));
+        assert!(!t.iter().any(|t| t.link == 12 && matches!(t.frame, Frame::Advertise(_))));
+        // Withdrawal: unsubscribe upstream, pending again.
+        r.handle_frame(now, 12, Frame::Advertise(vec![advert(2, 2, true)]));
+        let t = drain(&mut r);
+        assert!(t.contains(&Transmit { link: 12, frame: Frame::Unsubscribe(vec![N]) }));
+        // An old live advert cannot resurrect the withdrawn name.
+        r.handle_frame(now, 13, Frame::Advertise(vec![advert(2, 1, false)]));
+        assert!(!r.has_route(now, &N));
+        assert!(drain(&mut r).is_empty());
+    }
+
+    #[test]
+    fn queries_are_answered_or_forwarded_once() {
+        let now = Instant::now();
+        let mut r = router(now);
+        r.handle_frame(now, 12, Frame::Query { id: 7, ttl: 3, name: N });
+        assert_eq!(drain(&mut r), vec![Transmit { link: 13, frame: Frame::Query { id: 7, ttl: 2, name: N } }]);
+        r.handle_frame(now, 13, Frame::Query { id: 7, ttl: 3, name: N });
+        assert!(drain(&mut r).is_empty(), "seen id is not forwarded again");
+        r.handle_frame(now, 12, Frame::Query { id: 8, ttl: 1, name: N });
+        assert!(drain(&mut r).is_empty(), "ttl exhausted");
+        r.handle_frame(now, 12, Frame::Advertise(vec![advert(2, 1, false)]));
+        drain(&mut r);
+        r.handle_frame(now, 13, Frame::Query { id: 9, ttl: 3, name: N });
+        let t = drain(&mut r);
+        assert_eq!(t.len(), 1);
+        assert!(matches!(&t[0], Transmit { link: 13, frame: Frame::Advertise(a) } if a[0].origin == 2));
+    }
+
+    #[test]
+    fn query_dedupe_is_bounded() {
+        let now = Instant::now();
+        let mut r = router(now);
+        for id in 0..100_000u64 {
+            r.handle_frame(now, 12, Frame::Query { id, ttl: 2, name: N });
+        }
+        drain(&mut r);
+        assert!(r.seen_order.len() <= super::super::router::MAX_SEEN_QUERIES);
+    }
+
+    #[test]
+    fn stale_own_lsa_from_previous_life_is_superseded() {
+        let now = Instant::now();
+        let mut r = router(now);
+        r.handle_frame(now, 12, Frame::Lsa(Lsa { origin: 1, seq: 500, lifetime_s: 60, neighbours: vec![] }));
+        let t = drain(&mut r);
+        assert!(t.iter().any(|t| matches!(&t.frame, Frame::Lsa(l) if l.origin == 1 && l.seq == 501)));
+        // The echo of our current LSA is not news.
+        r.handle_frame(now, 13, Frame::Lsa(Lsa { origin: 1, seq: 501, lifetime_s: 60, neighbours: vec![2, 3] }));
+        assert!(drain(&mut r).is_empty());
+    }
+
+    #[test]
+    fn router_subscriptions_lapse_without_refresh() {
+        let now = Instant::now();
+        let mut r = router(now);
+        r.handle_frame(now, 12, Frame::Subscribe(vec![N]));
+        assert_eq!(r.stats().subscribed_names, 1);
+        let mut t = now;
+        while t < now + Duration::from_secs(60) {
+            t += Duration::from_secs(5);
+            r.handle_timeout(t);
+        }
+        assert_eq!(r.stats().subscribed_names, 0);
+    }
+
+    #[test]
+    fn refresh_batches_adverts() {
+        let now = Instant::now();
+        let mut r = router(now);
+        for i in 0..3000u32 {
+            let mut n = [0u8; 32];
+            n[..4].copy_from_slice(&i.to_le_bytes());
+            r.publish_local(now, Name(n));
+        }
+        drain(&mut r);
+        r.handle_timeout(now + Duration::from_secs(10));
+        let t = drain(&mut r);
+        let ads: Vec<usize> = t
+            .iter()
+            .filter(|t| t.link == 12)
+            .filter_map(|t| match &t.frame {
+                Frame::Advertise(a) => Some(a.len()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ads, vec![1024, 1024, 952]);
+    }
+}

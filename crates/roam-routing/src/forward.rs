@@ -68,3 +68,131 @@ impl Router {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use bytes::Bytes;
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+    use roam_proto::frame::{Lsa, Role};
+    use roam_proto::{Frame, Name};
+
+    use crate::sim::{config, envelope};
+    use crate::{Router, Transmit};
+
+    /// Router 1 in a triangle with routers 2 (link 12) and 3 (link 13), plus client link 100.
+    fn triangle(now: Instant) -> Router {
+        let mut r = Router::new(config(1, 1), now);
+        r.link_up(now, 12, Role::Router, 2);
+        r.link_up(now, 13, Role::Router, 3);
+        r.link_up(now, 100, Role::Client, 0);
+        for (o, n) in [(2, vec![1, 3]), (3, vec![1, 2])] {
+            r.handle_frame(now, 12, Frame::Lsa(Lsa { origin: o, seq: 5, lifetime_s: 60, neighbours: n }));
+        }
+        while r.poll_transmit().is_some() {}
+        r
+    }
+
+    fn drain(r: &mut Router) -> Vec<Transmit> {
+        std::iter::from_fn(|| r.poll_transmit()).collect()
+    }
+
+    #[test]
+    fn rpf_accepts_only_the_parent_link() {
+        let now = Instant::now();
+        let mut r = triangle(now);
+        let n = Name([4; 32]);
+        r.handle_frame(now, 100, Frame::Subscribe(vec![n]));
+        drain(&mut r);
+        let env = envelope(n, 1, 1);
+        // Origin 2's data must come from router 2, not via 3.
+        r.handle_data(now, 13, 2, env.clone());
+        assert_eq!(r.stats().data_rpf_drop, 1);
+        assert!(drain(&mut r).is_empty());
+        r.handle_data(now, 12, 2, env.clone());
+        assert_eq!(drain(&mut r), vec![Transmit { link: 100, frame: Frame::Data { origin: 2, envelope: env.clone() } }]);
+        // Our own id coming back from the mesh is a loop.
+        r.handle_data(now, 12, 1, env);
+        assert_eq!(r.stats().data_rpf_drop, 2);
+    }
+
+    #[test]
+    fn data_is_shared_not_copied() {
+        let now = Instant::now();
+        let mut r = triangle(now);
+        let n = Name([4; 32]);
+        r.subscribe_local(now, n);
+        r.handle_frame(now, 100, Frame::Subscribe(vec![n]));
+        drain(&mut r);
+        let env = envelope(n, 1, 1);
+        r.handle_data(now, 12, 2, env.clone());
+        let t = drain(&mut r);
+        let Some(Transmit { frame: Frame::Data { envelope, .. }, .. }) = t.first() else { panic!("no data sent") };
+        assert_eq!(envelope.as_ptr(), env.as_ptr());
+        assert!(matches!(r.poll_event(), Some(crate::Event::Deliver { origin: 2, .. })));
+    }
+
+    #[test]
+    fn malformed_and_misplaced_data_is_dropped() {
+        let now = Instant::now();
+        let mut r = triangle(now);
+        let n = Name([4; 32]);
+        r.handle_frame(now, 100, Frame::Subscribe(vec![n]));
+        drain(&mut r);
+        let good = envelope(n, 1, 1);
+        let mut bad_version = good.to_vec();
+        bad_version[0] = 9;
+        for env in [Bytes::new(), Bytes::from_static(&[1; 10]), Bytes::from(bad_version), good.slice(..40)] {
+            r.handle_data(now, 12, 2, env.clone());
+            r.handle_frame(now, 100, Frame::Data { origin: u64::MAX, envelope: env });
+        }
+        assert_eq!(r.stats().data_malformed, 8);
+        // Links that are down or never existed.
+        r.handle_data(now, 999, 2, good.clone());
+        r.link_down(now, 13);
+        r.handle_data(now, 13, 3, good);
+        assert_eq!(r.stats().data_unknown_link, 2);
+        assert!(drain(&mut r).iter().all(|t| !t.frame.is_data()));
+    }
+
+    #[test]
+    fn random_frames_never_panic() {
+        let now = Instant::now();
+        let mut r = triangle(now);
+        let mut rng = SmallRng::seed_from_u64(77);
+        for i in 0..20_000u64 {
+            let link = [12, 13, 100, 5000][rng.gen_range(0..4)];
+            let name = Name([rng.gen_range(0..4u8); 32]);
+            let frame = match rng.gen_range(0..9) {
+                0 => Frame::Lsa(Lsa {
+                    origin: rng.gen_range(0..6),
+                    seq: rng.gen(),
+                    lifetime_s: rng.gen(),
+                    neighbours: (0..rng.gen_range(0..5)).map(|_| rng.gen_range(0..6)).collect(),
+                }),
+                1 => Frame::Advertise(vec![roam_proto::frame::Advert {
+                    name,
+                    origin: rng.gen_range(0..6),
+                    seq: rng.gen(),
+                    lifetime_s: rng.gen(),
+                    withdrawn: rng.gen(),
+                }]),
+                2 => Frame::Subscribe(vec![name]),
+                3 => Frame::Unsubscribe(vec![name]),
+                4 => Frame::Publish(vec![name]),
+                5 => Frame::Unpublish(vec![name]),
+                6 => Frame::Query { id: rng.gen_range(0..50), ttl: rng.gen(), name },
+                7 => Frame::Hello { version: 1, role: Role::Router, id: 2, name: String::new() },
+                _ => Frame::Data { origin: rng.gen_range(0..6), envelope: envelope(name, 1, i) },
+            };
+            r.handle_frame(now + std::time::Duration::from_millis(i), link, frame);
+            if i % 1000 == 0 {
+                r.handle_timeout(now + std::time::Duration::from_millis(i));
+            }
+            drain(&mut r);
+            while r.poll_event().is_some() {}
+        }
+    }
+}

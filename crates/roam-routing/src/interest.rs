@@ -109,3 +109,76 @@ impl Router {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use roam_proto::frame::{Advert, Lsa, Role};
+    use roam_proto::{Frame, Name};
+
+    use crate::sim::config;
+    use crate::{Event, Router, Transmit};
+
+    const N: Name = Name([3; 32]);
+
+    fn drain(r: &mut Router) -> Vec<Transmit> {
+        std::iter::from_fn(|| r.poll_transmit()).collect()
+    }
+
+    #[test]
+    fn client_publisher_is_not_its_own_audience() {
+        let now = Instant::now();
+        let mut r = Router::new(config(1, 1), now);
+        r.link_up(now, 1, Role::Client, 0);
+        r.link_up(now, 2, Role::Client, 0);
+        r.handle_frame(now, 1, Frame::Publish(vec![N]));
+        r.handle_frame(now, 1, Frame::Subscribe(vec![N]));
+        assert!(drain(&mut r).is_empty());
+        r.handle_frame(now, 2, Frame::Subscribe(vec![N]));
+        assert_eq!(drain(&mut r), vec![Transmit { link: 1, frame: Frame::Subscribe(vec![N]) }]);
+        r.link_down(now, 2);
+        assert_eq!(drain(&mut r), vec![Transmit { link: 1, frame: Frame::Unsubscribe(vec![N]) }]);
+    }
+
+    #[test]
+    fn demand_follows_tree_children_only() {
+        let now = Instant::now();
+        let mut r = Router::new(config(1, 1), now);
+        r.link_up(now, 12, Role::Router, 2);
+        r.handle_frame(now, 12, Frame::Lsa(Lsa { origin: 2, seq: 1, lifetime_s: 60, neighbours: vec![1] }));
+        r.publish_local(now, N);
+        drain(&mut r);
+        assert_eq!(r.poll_event(), None);
+        r.handle_frame(now, 12, Frame::Subscribe(vec![N]));
+        assert_eq!(r.poll_event(), Some(Event::Demand { name: N, wanted: true }));
+        // Router 2 loses the edge: it is no longer our child, so it is no audience.
+        r.handle_frame(now, 12, Frame::Lsa(Lsa { origin: 2, seq: 2, lifetime_s: 60, neighbours: vec![] }));
+        assert_eq!(r.poll_event(), Some(Event::Demand { name: N, wanted: false }));
+        r.unpublish_local(now, N);
+        assert_eq!(r.poll_event(), None);
+        let t = drain(&mut r);
+        assert!(t.iter().any(|t| matches!(&t.frame, Frame::Advertise(a) if a[0].withdrawn)));
+    }
+
+    #[test]
+    fn parent_change_moves_the_subscription() {
+        // 1 - 2 - 4 and 1 - 3 - 4: from origin 4, our parent is 2 until the 2-4 edge goes.
+        let now = Instant::now();
+        let mut r = Router::new(config(1, 1), now);
+        r.link_up(now, 12, Role::Router, 2);
+        r.link_up(now, 13, Role::Router, 3);
+        let lsa = |o, s, n: Vec<u64>| Frame::Lsa(Lsa { origin: o, seq: s, lifetime_s: 60, neighbours: n });
+        r.handle_frame(now, 12, lsa(2, 1, vec![1, 4]));
+        r.handle_frame(now, 13, lsa(3, 1, vec![1, 4]));
+        r.handle_frame(now, 12, lsa(4, 1, vec![2, 3]));
+        r.handle_frame(now, 12, Frame::Advertise(vec![Advert { name: N, origin: 4, seq: 1, lifetime_s: 60, withdrawn: false }]));
+        r.subscribe_local(now, N);
+        assert!(drain(&mut r).contains(&Transmit { link: 12, frame: Frame::Subscribe(vec![N]) }));
+        r.handle_frame(now, 12, lsa(4, 2, vec![3]));
+        let t = drain(&mut r);
+        assert!(t.contains(&Transmit { link: 12, frame: Frame::Unsubscribe(vec![N]) }));
+        assert!(t.contains(&Transmit { link: 13, frame: Frame::Subscribe(vec![N]) }));
+        assert_eq!(r.parent_of(4), Some(3));
+    }
+}

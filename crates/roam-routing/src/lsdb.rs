@@ -185,8 +185,8 @@ impl Lsdb {
         while let Some(u) = q.pop_front() {
             let d = dist.get(&u).copied().unwrap_or(0);
             for &v in self.adj.get(&u).map(Vec::as_slice).unwrap_or(&[]) {
-                if !dist.contains_key(&v) {
-                    dist.insert(v, d + 1);
+                if let std::collections::hash_map::Entry::Vacant(e) = dist.entry(v) {
+                    e.insert(d + 1);
                     q.push_back(v);
                 }
             }

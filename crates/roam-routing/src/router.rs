@@ -128,7 +128,7 @@ pub(crate) enum Source {
 }
 
 /// Recently seen query ids, bounded: oldest forgotten first.
-const MAX_SEEN_QUERIES: usize = 4096;
+pub(crate) const MAX_SEEN_QUERIES: usize = 4096;
 
 /// All routing state of one router. See the crate documentation for the poll order.
 pub struct Router {
@@ -149,7 +149,7 @@ pub struct Router {
     pub(crate) advert_seq: u64,
     query_counter: u64,
     seen_queries: Set<u64>,
-    seen_order: VecDeque<u64>,
+    pub(crate) seen_order: VecDeque<u64>,
     pub(crate) next_lsa: Instant,
     pub(crate) next_advert: Instant,
     pub(crate) next_sub: Instant,
