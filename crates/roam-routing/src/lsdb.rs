@@ -30,6 +30,8 @@ impl Tree {
     }
 }
 
+static UNREACHABLE: Tree = Tree { reachable: false, parent: None, children: Vec::new() };
+
 struct Entry {
     seq: u64,
     lifetime_s: u32,
@@ -169,6 +171,10 @@ impl Lsdb {
         if self.dirty {
             self.settle();
         }
+        if origin != self.me && !self.entries.contains_key(&origin) {
+            // Not cached: data or adverts naming made-up origins must not grow the cache.
+            return &UNREACHABLE;
+        }
         if !self.trees.contains_key(&origin) {
             let t = self.compute(origin);
             self.trees.insert(origin, t);
@@ -281,6 +287,7 @@ mod tests {
         assert_eq!(at2.tree(1), &Tree { reachable: true, parent: Some(1), children: vec![3] });
         assert_eq!(at2.tree(3), &Tree { reachable: true, parent: Some(3), children: vec![1] });
         assert!(!at2.reachable(7));
+        assert!(!at2.trees.contains_key(&7), "unknown origins are not cached");
         // Router 3 drops the edge: the graph changes once, trees are recomputed.
         at2.insert(Instant::now(), &lsa(3, 2, &[]));
         assert!(at2.settle());

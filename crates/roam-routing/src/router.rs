@@ -472,3 +472,81 @@ impl Router {
 pub(crate) fn secs(d: Duration) -> u32 {
     d.as_secs().clamp(1, u32::MAX as u64) as u32
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use roam_proto::frame::{Advert, Lsa, Role};
+    use roam_proto::{Frame, Name};
+
+    use super::*;
+
+    #[test]
+    fn poll_timeout_is_the_earliest_timer() {
+        let now = Instant::now();
+        let r = Router::new(crate::sim::config(1, 1), now);
+        // Sweep every lifetime/4 = 10 s, the same as every refresh in the test config.
+        assert_eq!(r.poll_timeout(), Some(now + Duration::from_secs(10)));
+        let mut c = Config::default_for(2);
+        c.sub_refresh = Duration::from_secs(3);
+        assert_eq!(Router::new(c, now).poll_timeout(), Some(now + Duration::from_secs(3)));
+    }
+
+    #[test]
+    fn million_names_through_the_router() {
+        // Prints figures for the report; asserts only correctness.
+        let n: u32 = if cfg!(debug_assertions) { 100_000 } else { 1_000_000 };
+        let now = Instant::now();
+        let mut r = Router::new(crate::sim::config(1, 1), now);
+        r.link_up(now, 12, Role::Router, 2);
+        r.link_up(now, 100, Role::Client, 0);
+        r.handle_frame(now, 12, Frame::Lsa(Lsa { origin: 2, seq: 1, lifetime_s: 60, neighbours: vec![1] }));
+        let name = |i: u32| {
+            let mut b = [0x5au8; 32];
+            b[..4].copy_from_slice(&i.to_le_bytes());
+            Name(b)
+        };
+        let frames: Vec<Frame> = (0..n)
+            .collect::<Vec<_>>()
+            .chunks(1024)
+            .map(|c| {
+                Frame::Advertise(c.iter().map(|&i| Advert { name: name(i), origin: 2, seq: 1, lifetime_s: 60, withdrawn: false }).collect())
+            })
+            .collect();
+        let t = Instant::now();
+        for f in frames {
+            r.handle_frame(now, 12, f);
+        }
+        let adv = t.elapsed();
+        let t = Instant::now();
+        let mut hits = 0;
+        for i in 0..n {
+            hits += r.has_route(now, &name(i)) as u32;
+        }
+        let look = t.elapsed();
+        assert_eq!(hits, n);
+        r.handle_frame(now, 100, Frame::Subscribe(vec![name(7)]));
+        while r.poll_transmit().is_some() {}
+        let env = crate::sim::envelope(name(7), 1, 1);
+        let msgs = 200_000u32;
+        let t = Instant::now();
+        for _ in 0..msgs {
+            r.handle_data(now, 12, 2, env.clone());
+            while r.poll_transmit().is_some() {}
+        }
+        let data = t.elapsed();
+        assert_eq!(r.stats().data_forwarded, msgs as u64);
+        let t = Instant::now();
+        r.handle_timeout(now + Duration::from_secs(10));
+        let sweep = t.elapsed();
+        println!(
+            "router: {n} adverts in {adv:?} ({:?}/advert), lookup {:?}/name, rib ~{} bytes/name, \
+             data {:?}/message, timers with {n} names {sweep:?}",
+            adv / n,
+            look / n,
+            r.rib_memory_estimate() / n as usize,
+            data / msgs,
+        );
+    }
+}
