@@ -198,6 +198,19 @@ impl Sim {
         }
     }
 
+    /// Puts a frame on the wire from router `from` to router `to`, as if `from` sent it (to
+    /// play a misbehaving or out-of-date neighbour).
+    pub fn inject(&mut self, from: usize, to: usize, frame: Frame) {
+        let found = (0..self.wires.len()).find_map(|w| match (self.wires[w].up, self.wires[w].a, self.wires[w].b) {
+            (true, End::Router(a, _), End::Router(b, lb)) if (a, b) == (from, to) => Some((w, End::Router(b, lb))),
+            (true, End::Router(a, la), End::Router(b, _)) if (b, a) == (from, to) => Some((w, End::Router(a, la))),
+            _ => None,
+        });
+        let Some((w, end)) = found else { panic!("no wire {from} -> {to}") };
+        let latency = self.wires[w].latency;
+        self.enqueue(w, end, latency, frame);
+    }
+
     pub fn wire_up(&self, w: usize) -> bool {
         self.wires[w].up
     }

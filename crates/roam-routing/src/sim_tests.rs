@@ -121,7 +121,13 @@ fn connected(sim: &Sim, wires: &[usize]) -> bool {
 
 #[test]
 fn random_mesh_of_fifty_survives_cuts_and_restores() {
-    let mut sim = Sim::new(50);
+    for seed in [50, 51, 52, 53] {
+        mesh_of_fifty(seed);
+    }
+}
+
+fn mesh_of_fifty(seed: u64) {
+    let mut sim = Sim::new(seed);
     let n_routers = 50;
     for _ in 0..n_routers {
         sim.add_router();
@@ -156,7 +162,7 @@ fn random_mesh_of_fifty_survives_cuts_and_restores() {
         subs_by_name[i % 3].push(c);
     }
     sim.run_for(SETTLE);
-    println!("converged after {} steps {:?}", sim.steps, sim.frames);
+    println!("seed {seed}: converged after {} steps {:?}", sim.steps, sim.frames);
     let mut round = 0u64;
     let mut check = |sim: &mut Sim| {
         let seqs = round * 100..round * 100 + 5;
@@ -203,7 +209,7 @@ fn random_mesh_of_fifty_survives_cuts_and_restores() {
     sim.run_for(Duration::from_secs(120));
     check(&mut sim);
     let rpf: u64 = sim.routers.iter().map(|r| r.stats().data_rpf_drop).sum();
-    println!("50-router mesh: {} sim steps, {rpf} RPF drops", sim.steps);
+    println!("seed {seed}: 50-router mesh: {} sim steps, {rpf} RPF drops", sim.steps);
 }
 
 #[test]
@@ -376,4 +382,50 @@ fn local_publisher_reaches_remote_subscriber() {
     sim.run_for(SETTLE);
     assert_eq!(sim.local_rx[2].len(), 4);
     assert!(sim.local_rx[2].values().all(|&c| c == 1));
+}
+
+#[test]
+fn rpf_drops_copies_from_off_tree_neighbours() {
+    let mut sim = Sim::new(12);
+    for _ in 0..3 {
+        sim.add_router();
+    }
+    sim.connect(0, 1, Duration::from_millis(3));
+    sim.connect(1, 2, Duration::from_millis(3));
+    sim.connect(2, 0, Duration::from_millis(3));
+    let n = name(13);
+    let p = sim.add_client(0);
+    let s = sim.add_client(1);
+    sim.publish(p, n);
+    sim.subscribe(s, n);
+    sim.run_for(SETTLE);
+    send_round(&mut sim, &[p], n, 0..5);
+    // Router 2 misbehaves (say, a stale tree) and floods router 0's data to router 1 too.
+    let origin = sim.id(0);
+    for q in 0..5 {
+        let envelope = crate::sim::envelope(n, crate::sim::session_of(p), q);
+        sim.inject(2, 1, roam_proto::Frame::Data { origin, envelope });
+    }
+    sim.run_for(SETTLE);
+    sim.assert_exactly_once(&[s], &[p], 0..5);
+    assert_eq!(sim.routers[1].stats().data_rpf_drop, 5);
+}
+
+#[test]
+fn malformed_envelopes_cross_the_mesh_without_harm() {
+    let mut sim = Sim::new(13);
+    chain(&mut sim, 3);
+    let n = name(14);
+    let p = sim.add_client(0);
+    let s = sim.add_client(2);
+    sim.publish(p, n);
+    sim.subscribe(s, n);
+    sim.run_for(SETTLE);
+    for bytes in [&[][..], &[1u8; 20][..], &[2u8; 200][..]] {
+        sim.inject(1, 2, roam_proto::Frame::Data { origin: sim.id(0), envelope: bytes::Bytes::copy_from_slice(bytes) });
+    }
+    sim.run_for(SETTLE);
+    assert_eq!(sim.routers[2].stats().data_malformed, 3);
+    send_round(&mut sim, &[p], n, 0..2);
+    sim.assert_exactly_once(&[s], &[p], 0..2);
 }
