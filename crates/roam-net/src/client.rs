@@ -40,6 +40,8 @@ enum Cmd {
     Publish(Name),
     Subscribe(Name),
     Send(Bytes),
+    /// Deliver everything queued to the router, then end the session.
+    Finish(tokio::sync::oneshot::Sender<()>),
 }
 
 /// Counters kept by the session.
@@ -77,6 +79,14 @@ impl Client {
     /// Queues an envelope; waits while the link's reliable lane is full (push back).
     pub async fn send(&self, envelope: Bytes) {
         let _ = self.cmd.send(Cmd::Send(envelope)).await;
+    }
+
+    /// Waits until everything sent so far has reached the router, then disconnects.
+    pub async fn finish(&self) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if self.cmd.send(Cmd::Finish(tx)).await.is_ok() {
+            let _ = rx.await;
+        }
     }
 
     pub fn stats(&self) -> ClientStats {
@@ -138,6 +148,7 @@ async fn session(
             tokio::select! {
                 c = cmd.recv() => match c {
                     None => { tx.close("client done"); return; }
+                    Some(Cmd::Finish(done)) => { tx.finish().await; let _ = done.send(()); return; }
                     Some(Cmd::Publish(n)) => { if published.insert(n) { tx.send(Frame::Publish(vec![n])); } }
                     Some(Cmd::Subscribe(n)) => { if subscribed.insert(n) { tx.send(Frame::Subscribe(vec![n])); } }
                     Some(Cmd::Send(env)) => {
@@ -195,6 +206,9 @@ fn offline(c: Cmd, published: &mut BTreeSet<Name>, subscribed: &mut BTreeSet<Nam
             if let Ok(mut s) = stats.lock() {
                 s.dropped_offline += 1;
             }
+        }
+        Cmd::Finish(done) => {
+            let _ = done.send(());
         }
     }
 }

@@ -176,6 +176,9 @@ impl Outgoing {
 pub trait Transport: Send + Sync + 'static {
     fn send(&self, frame: Frame) -> Pushed;
     fn close(&self, reason: &str);
+    /// Stops accepting frames, sends everything queued, waits until the peer has it (or the
+    /// link dies), then closes.
+    fn finish(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>>;
     fn stats(&self) -> &LinkStats;
     fn kind(&self) -> &'static str;
 }
@@ -191,6 +194,11 @@ impl LinkSender {
 
     pub fn close(&self, reason: &str) {
         self.0.close(reason)
+    }
+
+    /// Delivers what is queued, then closes (see [`Transport::finish`]).
+    pub async fn finish(&self) {
+        self.0.finish().await
     }
 
     pub fn stats(&self) -> &LinkStats {

@@ -106,15 +106,25 @@ pub async fn establish(
 
     let t = Arc::new(QuicTransport {
         conn: conn.clone(),
+        writers: Mutex::new(Vec::new()),
+        readers: std::sync::atomic::AtomicUsize::new(0),
         control: Arc::new(Lane::new(Policy::Reliable, cfg.reliable)),
         lanes: Mutex::new(HashMap::new()),
         cfg: cfg.clone(),
         stats: LinkStats::default(),
     });
-    tokio::spawn(write_lane(t.clone(), control, t.control.clone()));
+    let w = tokio::spawn(write_lane(t.clone(), control, t.control.clone()));
+    t.track(w);
     let reader = t.clone();
     let start = Box::new(move || {
-        tokio::spawn(read_stream(reader.clone(), control_rx, link, inbound.clone()));
+        let control_reader = reader.clone();
+        let control_inbound = inbound.clone();
+        tokio::spawn(async move {
+            let clean = read_stream(control_reader.clone(), control_rx, link, control_inbound).await;
+            if clean {
+                close_when_drained(control_reader).await;
+            }
+        });
         tokio::spawn(accept_streams(reader.clone(), link, inbound.clone()));
         tokio::spawn(read_datagrams(reader.clone(), link, inbound.clone()));
         tokio::spawn(async move {
@@ -128,6 +138,10 @@ pub async fn establish(
 
 struct QuicTransport {
     conn: quinn::Connection,
+    /// Lane writers, awaited by `finish` so queued data is delivered before closing.
+    writers: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// Data streams from the peer still being read.
+    readers: std::sync::atomic::AtomicUsize,
     control: Arc<Lane<Outgoing>>,
     lanes: Mutex<HashMap<Name, Arc<Lane<Outgoing>>>>,
     cfg: LinkConfig,
@@ -157,17 +171,30 @@ impl QuicTransport {
         lanes.insert(name, lane.clone());
         let t = self.clone();
         let l = lane.clone();
-        tokio::spawn(async move {
+        let w = tokio::spawn(async move {
             match t.conn.open_uni().await {
                 Ok(s) => write_lane(t, s, l).await,
                 Err(e) => debug!("cannot open a lane: {e}"),
             }
         });
+        drop(lanes);
+        self.track(w);
         lane
+    }
+
+    fn track(&self, w: tokio::task::JoinHandle<()>) {
+        if let Ok(mut ws) = self.writers.lock() {
+            ws.retain(|h| !h.is_finished());
+            ws.push(w);
+        }
     }
 
     fn close_lanes(&self) {
         self.control.close();
+        self.close_data_lanes();
+    }
+
+    fn close_data_lanes(&self) {
         if let Ok(lanes) = self.lanes.lock() {
             for l in lanes.values() {
                 l.close();
@@ -214,6 +241,26 @@ impl Transport for ArcTransport {
         self.0.close_lanes();
     }
 
+    fn finish(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        Box::pin(async move {
+            self.0.close_data_lanes();
+            // Data lanes first; the control lane (the first writer) ends last, which tells the
+            // peer we are leaving. It then reads everything and closes the connection.
+            let mut writers = self.0.writers.lock().map(|mut w| std::mem::take(&mut *w)).unwrap_or_default();
+            let control = if writers.is_empty() { None } else { Some(writers.remove(0)) };
+            for w in writers {
+                let _ = w.await;
+            }
+            self.0.control.close();
+            if let Some(c) = control {
+                let _ = c.await;
+            }
+            let wait = self.0.cfg.idle_timeout.max(std::time::Duration::from_secs(5));
+            let _ = tokio::time::timeout(wait, self.0.conn.closed()).await;
+            self.0.conn.close(0u32.into(), b"done");
+        })
+    }
+
     fn stats(&self) -> &LinkStats {
         &self.0.stats
     }
@@ -248,35 +295,63 @@ async fn write_lane(t: Arc<QuicTransport>, mut s: quinn::SendStream, lane: Arc<L
         }
         t.stats.count_out(len);
     }
-    let _ = s.finish();
+    // Closed: everything queued has been written. Wait until the peer acknowledged it, so a
+    // program that exits right after publishing loses nothing.
+    if s.finish().is_ok() {
+        let _ = s.stopped().await;
+    }
 }
 
-async fn read_stream(t: Arc<QuicTransport>, mut rx: quinn::RecvStream, link: LinkId, inbound: Inbound) {
+/// Reads frames until the stream ends; true when the peer finished it cleanly.
+async fn read_stream(t: Arc<QuicTransport>, mut rx: quinn::RecvStream, link: LinkId, inbound: Inbound) -> bool {
     loop {
         match read_frame(&mut rx, t.cfg.max_frame).await {
             Ok(Some(frame)) => {
                 t.stats.count_in(frame_size(&frame));
                 if inbound.send((link, LinkInput::Frame(frame))).await.is_err() {
-                    return;
+                    return false;
                 }
             }
-            Ok(None) => return,
+            Ok(None) => return true,
             Err(crate::framing::ReadError::Frame(e)) => {
                 warn!("closing link: peer sent a bad frame: {e}");
                 t.conn.close(2u32.into(), b"bad frame");
-                return;
+                return false;
             }
             Err(e) => {
                 debug!("stream ended: {e}");
-                return;
+                return false;
             }
         }
     }
 }
 
+/// The peer finished its control stream: it is leaving and has finished its data streams
+/// first. Read those to the end, then close, so nothing it sent is lost (quinn discards
+/// unread data once a connection closes, and the peer's acknowledgements only mean the data
+/// reached our buffers).
+async fn close_when_drained(t: Arc<QuicTransport>) {
+    use std::sync::atomic::Ordering;
+    // Streams opened before the control stream ended are already acceptable; give the accept
+    // loop a moment to pick them up.
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let deadline = tokio::time::Instant::now() + t.cfg.idle_timeout.max(std::time::Duration::from_secs(5));
+    while t.readers.load(Ordering::Acquire) > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    t.conn.close(0u32.into(), b"bye");
+}
+
 async fn accept_streams(t: Arc<QuicTransport>, link: LinkId, inbound: Inbound) {
+    use std::sync::atomic::Ordering;
     while let Ok(rx) = t.conn.accept_uni().await {
-        tokio::spawn(read_stream(t.clone(), rx, link, inbound.clone()));
+        t.readers.fetch_add(1, Ordering::AcqRel);
+        let t2 = t.clone();
+        let inbound = inbound.clone();
+        tokio::spawn(async move {
+            read_stream(t2.clone(), rx, link, inbound).await;
+            t2.readers.fetch_sub(1, Ordering::AcqRel);
+        });
     }
 }
 

@@ -102,6 +102,7 @@ fn routing_config(id: RouterId, t: &RoutingTimers) -> roam_routing::Config {
         sub_refresh: t.sub_refresh,
         sub_lifetime: t.sub_refresh * 3,
         query_ttl: 16,
+        withdraw_linger: Duration::from_secs(2),
     }
 }
 
@@ -415,7 +416,10 @@ impl Runtime {
             LinkInput::Frame(roam_proto::Frame::Data { origin, envelope }) => {
                 self.core.handle_data(now, link, origin, envelope)
             }
-            LinkInput::Frame(f) => self.core.handle_frame(now, link, f),
+            LinkInput::Frame(f) => {
+                tracing::debug!(link, frame = ?f, "control frame");
+                self.core.handle_frame(now, link, f)
+            }
             LinkInput::Closed(reason) => {
                 if let Some(mut entry) = self.links.remove(&link) {
                     info!(peer = %entry.peer.name, link, "link down: {reason}");
@@ -433,6 +437,9 @@ impl Runtime {
 
     fn flush(&mut self) {
         while let Some(t) = self.core.poll_transmit() {
+            if !t.frame.is_data() {
+                tracing::debug!(link = t.link, frame = ?t.frame, "send control frame");
+            }
             if let Some(l) = self.links.get(&t.link) {
                 l.tx.send(t.frame);
             }

@@ -83,13 +83,17 @@ where
     let peer = check_hello(&cert, hello)?;
 
     let t = Arc::new(TcpTransport {
+        writer: std::sync::Mutex::new(None),
         control: Lane::new(Policy::Reliable, cfg.reliable),
         reliable: Lane::new(Policy::Reliable, cfg.reliable),
         best_effort: Lane::new(Policy::BestEffort, cfg.best_effort),
         stats: LinkStats::default(),
         closed: tokio::sync::Notify::new(),
     });
-    tokio::spawn(writer(t.clone(), BufWriter::with_capacity(64 << 10, wr)));
+    let w = tokio::spawn(writer(t.clone(), BufWriter::with_capacity(64 << 10, wr)));
+    if let Ok(mut slot) = t.writer.lock() {
+        *slot = Some(w);
+    }
     let max_frame = cfg.max_frame;
     let reader = t.clone();
     let start = Box::new(move || {
@@ -121,6 +125,7 @@ where
 }
 
 struct TcpTransport {
+    writer: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     control: Lane<Outgoing>,
     reliable: Lane<Outgoing>,
     best_effort: Lane<Outgoing>,
@@ -151,6 +156,17 @@ impl Transport for TcpTransport {
         self.closed.notify_one();
     }
 
+    fn finish(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        Box::pin(async move {
+            // Closing the lanes lets the writer drain them, then shut the TLS stream down.
+            self.close_lanes();
+            let w = self.writer.lock().ok().and_then(|mut w| w.take());
+            if let Some(w) = w {
+                let _ = w.await;
+            }
+        })
+    }
+
     fn stats(&self) -> &LinkStats {
         &self.stats
     }
@@ -163,25 +179,21 @@ impl Transport for TcpTransport {
 async fn writer<W: AsyncWrite + Unpin>(t: Arc<TcpTransport>, mut w: BufWriter<W>) {
     let mut prefer_best_effort = false;
     loop {
-        // Take the next frame: control first, then alternate the two data lanes.
-        let next = t.control.try_pop().or_else(|| {
-            prefer_best_effort = !prefer_best_effort;
-            if prefer_best_effort {
-                t.best_effort.try_pop().or_else(|| t.reliable.try_pop())
-            } else {
-                t.reliable.try_pop().or_else(|| t.best_effort.try_pop())
-            }
-        });
-        let item = match next {
+        let item = match next_queued(&t, &mut prefer_best_effort) {
             Some(i) => i,
             None => {
                 if w.flush().await.is_err() {
                     break;
                 }
-                tokio::select! {
-                    i = t.control.pop() => match i { Some(i) => i, None => break },
-                    i = t.reliable.pop() => match i { Some(i) => i, None => break },
-                    i = t.best_effort.pop() => match i { Some(i) => i, None => break },
+                let woke = tokio::select! {
+                    i = t.control.pop() => i,
+                    i = t.reliable.pop() => i,
+                    i = t.best_effort.pop() => i,
+                };
+                match woke.or_else(|| next_queued(&t, &mut prefer_best_effort)) {
+                    Some(i) => i,
+                    // The lanes are closed (they close together) and drained.
+                    None => break,
                 }
             }
         };
@@ -199,4 +211,16 @@ async fn writer<W: AsyncWrite + Unpin>(t: Arc<TcpTransport>, mut w: BufWriter<W>
     let _ = w.shutdown().await;
     t.close_lanes();
     t.closed.notify_one();
+}
+
+/// The next frame to write without waiting: control first, then the data lanes in turn.
+fn next_queued(t: &TcpTransport, prefer_best_effort: &mut bool) -> Option<Outgoing> {
+    t.control.try_pop().or_else(|| {
+        *prefer_best_effort = !*prefer_best_effort;
+        if *prefer_best_effort {
+            t.best_effort.try_pop().or_else(|| t.reliable.try_pop())
+        } else {
+            t.reliable.try_pop().or_else(|| t.best_effort.try_pop())
+        }
+    })
 }

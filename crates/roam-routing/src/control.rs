@@ -128,6 +128,7 @@ impl Router {
     }
 
     pub(crate) fn on_timeout(&mut self, now: Instant) {
+        self.withdraw_lingering(now);
         if now >= self.next_lsa {
             self.next_lsa = now + self.cfg.lsa_refresh;
             self.originate_lsa();

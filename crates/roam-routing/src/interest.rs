@@ -157,6 +157,11 @@ mod tests {
         assert_eq!(r.poll_event(), Some(Event::Demand { name: N, wanted: false }));
         r.unpublish_local(now, N);
         assert_eq!(r.poll_event(), None);
+        // The withdrawal waits for the linger, so data already in flight is delivered.
+        assert!(!drain(&mut r).iter().any(|t| matches!(&t.frame, Frame::Advertise(_))));
+        let later = now + std::time::Duration::from_secs(1);
+        assert_eq!(r.poll_timeout(), Some(now + std::time::Duration::from_millis(500)));
+        r.handle_timeout(later);
         let t = drain(&mut r);
         assert!(t.iter().any(|t| matches!(&t.frame, Frame::Advertise(a) if a[0].withdrawn)));
     }

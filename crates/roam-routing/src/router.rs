@@ -37,6 +37,10 @@ pub struct Config {
     pub sub_refresh: Duration,
     pub sub_lifetime: Duration,
     pub query_ttl: u8,
+    /// How long a name stays advertised after its last publisher leaves. Data the publisher
+    /// sent just before leaving travels on its own stream and can be overtaken by a
+    /// withdrawal on the control stream; lingering lets it reach every subscriber first.
+    pub withdraw_linger: Duration,
 }
 
 impl Config {
@@ -52,6 +56,7 @@ impl Config {
             sub_refresh: Duration::from_secs(30),
             sub_lifetime: Duration::from_secs(120),
             query_ttl: 8,
+            withdraw_linger: Duration::from_secs(2),
         }
     }
 
@@ -112,10 +117,16 @@ pub(crate) struct Publisher {
     pub clients: Vec<(LinkId, bool)>,
     pub local: u32,
     pub local_wanted: bool,
+    /// Set when the last publisher left: the withdrawal is due then.
+    pub linger_until: Option<Instant>,
 }
 
 impl Publisher {
     fn is_live(&self) -> bool {
+        self.local > 0 || !self.clients.is_empty() || self.linger_until.is_some()
+    }
+
+    fn has_publishers(&self) -> bool {
         self.local > 0 || !self.clients.is_empty()
     }
 }
@@ -154,6 +165,8 @@ pub struct Router {
     pub(crate) next_advert: Instant,
     pub(crate) next_sub: Instant,
     pub(crate) next_sweep: Instant,
+    /// Names whose last publisher left, in the order their withdrawals fall due.
+    pub(crate) lingering: VecDeque<(Instant, Name)>,
 }
 
 impl Router {
@@ -177,6 +190,7 @@ impl Router {
             lsa_seq: config.initial_seq,
             advert_seq: config.initial_seq,
             query_counter: 0,
+            lingering: VecDeque::new(),
             seen_queries: Set::with_hasher(hasher),
             seen_order: VecDeque::new(),
             next_lsa: now + config.lsa_refresh,
@@ -305,7 +319,8 @@ impl Router {
     }
 
     pub fn poll_timeout(&self) -> Option<Instant> {
-        Some(self.next_lsa.min(self.next_advert).min(self.next_sub).min(self.next_sweep))
+        let t = self.next_lsa.min(self.next_advert).min(self.next_sub).min(self.next_sweep);
+        Some(self.lingering.front().map_or(t, |&(due, _)| t.min(due)))
     }
 
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
@@ -392,6 +407,7 @@ impl Router {
     pub(crate) fn add_publisher(&mut self, now: Instant, name: Name, who: Source) -> Option<Advert> {
         let p = self.published.entry(name).or_default();
         let was_live = p.is_live();
+        p.linger_until = None;
         match who {
             Source::Local => p.local += 1,
             Source::Client(l) => {
@@ -418,11 +434,35 @@ impl Router {
             }
             Source::Client(l) => p.clients.retain(|&(c, _)| c != l),
         }
-        if p.is_live() {
+        if p.has_publishers() || p.linger_until.is_some() {
             return None;
         }
-        self.published.remove(&name);
-        Some(self.originate_advert(now, name, true))
+        let due = now + self.cfg.withdraw_linger;
+        p.linger_until = Some(due);
+        self.lingering.push_back((due, name));
+        None
+    }
+
+    /// Withdraws names whose linger has run out and that no publisher took up again.
+    pub(crate) fn withdraw_lingering(&mut self, now: Instant) {
+        let mut ads = Vec::new();
+        while let Some(&(due, name)) = self.lingering.front() {
+            if due > now {
+                break;
+            }
+            self.lingering.pop_front();
+            let expired = self.published.get(&name).is_some_and(|p| !p.has_publishers() && p.linger_until == Some(due));
+            if expired {
+                self.published.remove(&name);
+                ads.push(self.originate_advert(now, name, true));
+            }
+        }
+        if !ads.is_empty() {
+            self.flood_adverts(&ads, None);
+            for a in &ads {
+                self.recompute(now, a.name);
+            }
+        }
     }
 
     pub(crate) fn is_published(&self, name: &Name) -> bool {

@@ -102,6 +102,7 @@ pub(crate) fn config(id: RouterId, initial_seq: u64) -> Config {
         sub_refresh: Duration::from_secs(10),
         sub_lifetime: Duration::from_secs(40),
         query_ttl: 16,
+        withdraw_linger: Duration::from_millis(500),
     }
 }
 

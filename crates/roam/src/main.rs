@@ -4,6 +4,7 @@ fn main() -> std::process::ExitCode {
     let cli = roam::cmd::Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,quinn=warn,rustls=warn".into()),
         )

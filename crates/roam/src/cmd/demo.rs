@@ -107,7 +107,9 @@ pub async fn run(a: DemoArgs) -> CmdResult {
             prev = addr(i as u16 - 1);
             args.extend(["--connect", &prev]);
         }
-        let mut child = roam(&exe, &args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().map_err(|e| e.to_string())?;
+        let mut child = roam(&exe, &args)
+            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn,roam::cmd::router=info".into()))
+            .stdout(Stdio::null()).stderr(Stdio::piped()).spawn().map_err(|e| e.to_string())?;
         if let Some(e) = child.stderr.take() {
             echo(["r1", "r2", "r3"][i], e);
         }

@@ -140,8 +140,8 @@ pub async fn run_pub(a: PubArgs) -> CmdResult {
         c.send(envelope).await;
         sent += 1;
     }
-    // Give the session time to hand the last envelopes to the link before exiting.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Exit only once the router has everything: a publisher that quits loses nothing.
+    c.finish().await;
     let s = c.stats();
     eprintln!("sent {sent} messages ({} dropped while offline)", s.dropped_offline);
     Ok(())
