@@ -29,11 +29,21 @@ pub struct ClientConfig {
 /// What the session reports to the program.
 #[derive(Debug)]
 pub enum ClientEvent {
-    Connected { router: String },
-    Disconnected { reason: String },
-    Data { origin: RouterId, envelope: Bytes },
+    Connected {
+        router: String,
+    },
+    Disconnected {
+        reason: String,
+    },
+    Data {
+        origin: RouterId,
+        envelope: Bytes,
+    },
     /// Someone in the network does (or no longer does) want a name we publish.
-    Demand { name: Name, wanted: bool },
+    Demand {
+        name: Name,
+        wanted: bool,
+    },
 }
 
 enum Cmd {
@@ -65,7 +75,11 @@ impl Client {
         let stats = Arc::new(std::sync::Mutex::new(ClientStats::default()));
         let ep = quic::endpoint(&cfg.identity, &cfg.link, None)?;
         tokio::spawn(session(cfg, ep, cmd_rx, ev_tx, stats.clone()));
-        Ok(Self { cmd: cmd_tx, events: ev_rx, stats })
+        Ok(Self {
+            cmd: cmd_tx,
+            events: ev_rx,
+            stats,
+        })
     }
 
     pub async fn publish(&self, name: Name) {
@@ -101,7 +115,11 @@ async fn session(
     events: mpsc::Sender<ClientEvent>,
     stats: Arc<std::sync::Mutex<ClientStats>>,
 ) {
-    let me = LocalInfo { name: cfg.identity.name.clone(), role: Role::Client, id: tls::router_id(&cfg.identity.name) };
+    let me = LocalInfo {
+        name: cfg.identity.name.clone(),
+        role: Role::Client,
+        id: tls::router_id(&cfg.identity.name),
+    };
     let mut published = BTreeSet::new();
     let mut subscribed = BTreeSet::new();
     let mut backoff = Duration::from_millis(100);
@@ -116,7 +134,10 @@ async fn session(
         let mut est = match r {
             Ok(e) => e,
             Err(e) => {
-                warn!("cannot reach router {}: {e}; retrying in {backoff:?}", cfg.router);
+                warn!(
+                    "cannot reach router {}: {e}; retrying in {backoff:?}",
+                    cfg.router
+                );
                 // Keep draining commands while offline so publishers are not stuck.
                 let deadline = tokio::time::sleep(backoff);
                 tokio::pin!(deadline);
@@ -137,7 +158,11 @@ async fn session(
         est.start();
         let tx = est.tx.clone();
         info!("connected to router {}", est.peer.name);
-        let _ = events.send(ClientEvent::Connected { router: est.peer.name.clone() }).await;
+        let _ = events
+            .send(ClientEvent::Connected {
+                router: est.peer.name.clone(),
+            })
+            .await;
         if !published.is_empty() {
             tx.send(Frame::Publish(published.iter().copied().collect()));
         }
@@ -189,12 +214,22 @@ async fn session(
         warn!("lost router {}: {reason}; reconnecting", cfg.router);
         let _ = events.send(ClientEvent::Disconnected { reason }).await;
         for name in &published {
-            let _ = events.send(ClientEvent::Demand { name: *name, wanted: false }).await;
+            let _ = events
+                .send(ClientEvent::Demand {
+                    name: *name,
+                    wanted: false,
+                })
+                .await;
         }
     }
 }
 
-fn offline(c: Cmd, published: &mut BTreeSet<Name>, subscribed: &mut BTreeSet<Name>, stats: &std::sync::Mutex<ClientStats>) {
+fn offline(
+    c: Cmd,
+    published: &mut BTreeSet<Name>,
+    subscribed: &mut BTreeSet<Name>,
+    stats: &std::sync::Mutex<ClientStats>,
+) {
     match c {
         Cmd::Publish(n) => {
             published.insert(n);

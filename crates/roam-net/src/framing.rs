@@ -16,7 +16,10 @@ pub enum ReadError {
 
 /// Reads one frame; `Ok(None)` at a clean end of stream between frames.
 /// The length is checked against `limit` before any buffer is allocated for the body.
-pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, limit: usize) -> Result<Option<Frame>, ReadError> {
+pub async fn read_frame<R: AsyncRead + Unpin>(
+    r: &mut R,
+    limit: usize,
+) -> Result<Option<Frame>, ReadError> {
     let mut prefix = [0u8; LEN_PREFIX];
     match r.read_exact(&mut prefix[..1]).await {
         Ok(_) => {}
@@ -38,7 +41,11 @@ pub async fn write_frame<W: AsyncWrite + Unpin>(w: &mut W, frame: &Frame) -> std
     }
 }
 
-pub async fn write_data<W: AsyncWrite + Unpin>(w: &mut W, origin: RouterId, envelope: &Bytes) -> std::io::Result<()> {
+pub async fn write_data<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    origin: RouterId,
+    envelope: &Bytes,
+) -> std::io::Result<()> {
     w.write_all(&data_header(origin, envelope.len())).await?;
     w.write_all(envelope).await
 }
@@ -52,8 +59,16 @@ mod tests {
     async fn frames_round_trip_over_a_pipe() {
         let (mut a, mut b) = tokio::io::duplex(1 << 16);
         let frames = vec![
-            Frame::Hello { version: 1, role: Role::Router, id: 7, name: "r1".into() },
-            Frame::Data { origin: 9, envelope: Bytes::from(vec![1u8; 100_000]) },
+            Frame::Hello {
+                version: 1,
+                role: Role::Router,
+                id: 7,
+                name: "r1".into(),
+            },
+            Frame::Data {
+                origin: 9,
+                envelope: Bytes::from(vec![1u8; 100_000]),
+            },
             Frame::Subscribe(vec![roam_proto::Name([3; 32])]),
         ];
         let sent = frames.clone();
@@ -74,6 +89,9 @@ mod tests {
         let (mut a, mut b) = tokio::io::duplex(64);
         a.write_all(&u32::MAX.to_be_bytes()).await.unwrap();
         let err = read_frame(&mut b, 1 << 20).await.unwrap_err();
-        assert!(matches!(err, ReadError::Frame(FrameError::TooLarge { .. })), "{err}");
+        assert!(
+            matches!(err, ReadError::Frame(FrameError::TooLarge { .. })),
+            "{err}"
+        );
     }
 }

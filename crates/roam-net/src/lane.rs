@@ -60,7 +60,11 @@ pub struct Lane<T> {
 impl<T: Weighted> Lane<T> {
     pub fn new(policy: Policy, limits: LaneLimits) -> Self {
         Self {
-            state: Mutex::new(State { queue: VecDeque::new(), bytes: 0, closed: false }),
+            state: Mutex::new(State {
+                queue: VecDeque::new(),
+                bytes: 0,
+                closed: false,
+            }),
             notify: Notify::new(),
             policy,
             limits,
@@ -77,7 +81,9 @@ impl<T: Weighted> Lane<T> {
             return Pushed::Closed;
         }
         let over = |s: &State<T>| {
-            !s.queue.is_empty() && (s.queue.len() >= self.limits.max_messages || s.bytes + size > self.limits.max_bytes)
+            !s.queue.is_empty()
+                && (s.queue.len() >= self.limits.max_messages
+                    || s.bytes + size > self.limits.max_bytes)
         };
         let mut dropped = 0;
         while over(&s) {
@@ -156,7 +162,10 @@ mod tests {
         }
     }
 
-    const LIMITS: LaneLimits = LaneLimits { max_messages: 3, max_bytes: 100 };
+    const LIMITS: LaneLimits = LaneLimits {
+        max_messages: 3,
+        max_bytes: 100,
+    };
 
     #[tokio::test]
     async fn reliable_refuses_when_full() {

@@ -33,8 +33,14 @@ impl Default for LinkConfig {
     fn default() -> Self {
         Self {
             max_frame: 128 << 20,
-            reliable: LaneLimits { max_messages: 65_536, max_bytes: 256 << 20 },
-            best_effort: LaneLimits { max_messages: 64, max_bytes: 16 << 20 },
+            reliable: LaneLimits {
+                max_messages: 65_536,
+                max_bytes: 256 << 20,
+            },
+            best_effort: LaneLimits {
+                max_messages: 64,
+                max_bytes: 16 << 20,
+            },
             max_lanes: 256,
             idle_timeout: Duration::from_secs(10),
             keepalive: Duration::from_secs(2),
@@ -53,7 +59,12 @@ pub struct LocalInfo {
 
 impl LocalInfo {
     pub fn hello(&self) -> Frame {
-        Frame::Hello { version: LINK_VERSION, role: self.role, id: self.id, name: self.name.clone() }
+        Frame::Hello {
+            version: LINK_VERSION,
+            role: self.role,
+            id: self.id,
+            name: self.name.clone(),
+        }
     }
 }
 
@@ -80,20 +91,36 @@ pub enum LinkError {
 /// Checks the peer's Hello against its authenticated certificate: a peer cannot claim
 /// another identity's router id, nor act as a router with a client certificate.
 pub fn check_hello(cert: &PeerIdentity, hello: Option<Frame>) -> Result<PeerInfo, LinkError> {
-    let Some(Frame::Hello { version, role, id, name }) = hello else {
+    let Some(Frame::Hello {
+        version,
+        role,
+        id,
+        name,
+    }) = hello
+    else {
         return Err(LinkError::Hello("the first frame was not Hello".into()));
     };
     if version != LINK_VERSION {
-        return Err(LinkError::Hello(format!("link version {version}, this side speaks {LINK_VERSION}")));
+        return Err(LinkError::Hello(format!(
+            "link version {version}, this side speaks {LINK_VERSION}"
+        )));
     }
     if name != cert.name {
-        return Err(LinkError::Hello(format!("claims name {name:?} but its certificate is for {:?}", cert.name)));
+        return Err(LinkError::Hello(format!(
+            "claims name {name:?} but its certificate is for {:?}",
+            cert.name
+        )));
     }
     if role == Role::Router && cert.role != Role::Router {
-        return Err(LinkError::Hello(format!("{name} claims the router role with a client certificate")));
+        return Err(LinkError::Hello(format!(
+            "{name} claims the router role with a client certificate"
+        )));
     }
     if id != router_id(&name) {
-        return Err(LinkError::Hello(format!("{name} claims router id {id:#x}, expected {:#x}", router_id(&name))));
+        return Err(LinkError::Hello(format!(
+            "{name} claims router id {id:#x}, expected {:#x}",
+            router_id(&name)
+        )));
     }
     Ok(PeerInfo { name, role, id })
 }
@@ -151,7 +178,10 @@ impl LinkStats {
 pub enum Outgoing {
     /// An encoded control frame.
     Control(Bytes),
-    Data { origin: RouterId, envelope: Bytes },
+    Data {
+        origin: RouterId,
+        envelope: Bytes,
+    },
 }
 
 impl Weighted for Outgoing {
@@ -222,7 +252,11 @@ pub struct Established {
 
 impl Established {
     pub fn new(peer: PeerInfo, tx: LinkSender, start: Box<dyn FnOnce() + Send>) -> Self {
-        Self { peer, tx, start: Some(start) }
+        Self {
+            peer,
+            tx,
+            start: Some(start),
+        }
     }
 
     /// Starts delivering the peer's frames to the link's inbound channel.
@@ -235,11 +269,16 @@ impl Established {
 
 impl std::fmt::Debug for Established {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Established").field("peer", &self.peer).field("tx", &self.tx).finish()
+        f.debug_struct("Established")
+            .field("peer", &self.peer)
+            .field("tx", &self.tx)
+            .finish()
     }
 }
 
 /// Whether an envelope asks for best-effort delivery (flags byte of the header).
 pub fn is_best_effort(envelope: &[u8]) -> bool {
-    envelope.get(1).is_some_and(|f| f & roam_proto::EnvelopeFlags::BEST_EFFORT != 0)
+    envelope
+        .get(1)
+        .is_some_and(|f| f & roam_proto::EnvelopeFlags::BEST_EFFORT != 0)
 }

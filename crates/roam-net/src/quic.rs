@@ -18,8 +18,8 @@ use tracing::{debug, warn};
 use crate::framing::read_frame;
 use crate::lane::{Lane, Policy, Pushed};
 use crate::link::{
-    check_hello, is_best_effort, Established, Inbound, LinkConfig, LinkError, LinkId, LinkInput, LinkSender,
-    LinkStats, LocalInfo, Outgoing, Transport,
+    check_hello, is_best_effort, Established, Inbound, LinkConfig, LinkError, LinkId, LinkInput,
+    LinkSender, LinkStats, LocalInfo, Outgoing, Transport,
 };
 use crate::pki::Identity;
 use crate::tls;
@@ -41,12 +41,18 @@ pub fn transport_config(cfg: &LinkConfig) -> Arc<quinn::TransportConfig> {
 }
 
 /// A QUIC endpoint that listens for peers (routers) or only dials (clients, edge routers).
-pub fn endpoint(id: &Identity, cfg: &LinkConfig, listen: Option<SocketAddr>) -> Result<quinn::Endpoint, LinkError> {
+pub fn endpoint(
+    id: &Identity,
+    cfg: &LinkConfig,
+    listen: Option<SocketAddr>,
+) -> Result<quinn::Endpoint, LinkError> {
     let transport = transport_config(cfg);
-    let client = tls::quinn_client_config(id, transport.clone()).map_err(|e| LinkError::Connect(e.to_string()))?;
+    let client = tls::quinn_client_config(id, transport.clone())
+        .map_err(|e| LinkError::Connect(e.to_string()))?;
     let mut ep = match listen {
         Some(addr) => {
-            let server = tls::quinn_server_config(id, transport).map_err(|e| LinkError::Connect(e.to_string()))?;
+            let server = tls::quinn_server_config(id, transport)
+                .map_err(|e| LinkError::Connect(e.to_string()))?;
             quinn::Endpoint::server(server, addr)?
         }
         None => quinn::Endpoint::client(SocketAddr::from(([0, 0, 0, 0], 0)))?,
@@ -82,15 +88,29 @@ pub async fn establish(
 ) -> Result<Established, LinkError> {
     let certs = conn
         .peer_identity()
-        .and_then(|any| any.downcast::<Vec<rustls_pki_types::CertificateDer<'static>>>().ok())
+        .and_then(|any| {
+            any.downcast::<Vec<rustls_pki_types::CertificateDer<'static>>>()
+                .ok()
+        })
         .ok_or_else(|| LinkError::Certificate("peer presented no certificate".into()))?;
     let cert = tls::peer_identity(&certs).map_err(|e| LinkError::Certificate(e.to_string()))?;
 
-    let mut control = conn.open_uni().await.map_err(|e| LinkError::Connect(e.to_string()))?;
-    control.write_all(&me.hello().encode()).await.map_err(|e| LinkError::Connect(e.to_string()))?;
+    let mut control = conn
+        .open_uni()
+        .await
+        .map_err(|e| LinkError::Connect(e.to_string()))?;
+    control
+        .write_all(&me.hello().encode())
+        .await
+        .map_err(|e| LinkError::Connect(e.to_string()))?;
     let hello = async {
-        let mut rx = conn.accept_uni().await.map_err(|e| LinkError::Connect(e.to_string()))?;
-        let hello = read_frame(&mut rx, 4096).await.map_err(|e| LinkError::Hello(e.to_string()))?;
+        let mut rx = conn
+            .accept_uni()
+            .await
+            .map_err(|e| LinkError::Connect(e.to_string()))?;
+        let hello = read_frame(&mut rx, 4096)
+            .await
+            .map_err(|e| LinkError::Hello(e.to_string()))?;
         Ok::<_, LinkError>((rx, hello))
     };
     let (control_rx, hello) = tokio::time::timeout(cfg.hello_timeout, hello)
@@ -120,7 +140,8 @@ pub async fn establish(
         let control_reader = reader.clone();
         let control_inbound = inbound.clone();
         tokio::spawn(async move {
-            let clean = read_stream(control_reader.clone(), control_rx, link, control_inbound).await;
+            let clean =
+                read_stream(control_reader.clone(), control_rx, link, control_inbound).await;
             if clean {
                 close_when_drained(control_reader).await;
             }
@@ -130,7 +151,9 @@ pub async fn establish(
         tokio::spawn(async move {
             let reason = reader.conn.closed().await;
             reader.close_lanes();
-            let _ = inbound.send((link, LinkInput::Closed(reason.to_string()))).await;
+            let _ = inbound
+                .send((link, LinkInput::Closed(reason.to_string())))
+                .await;
         });
     });
     Ok(Established::new(peer, LinkSender::from(t), start))
@@ -159,14 +182,20 @@ impl QuicTransport {
         }
         if lanes.len() >= self.cfg.max_lanes {
             // Out of lanes: share one chosen by the name's first byte (names are uniform).
-            let shared = lanes.values().nth(name.0[0] as usize % lanes.len()).cloned();
+            let shared = lanes
+                .values()
+                .nth(name.0[0] as usize % lanes.len())
+                .cloned();
             if let Some(l) = shared {
                 lanes.insert(name, l.clone());
                 return l;
             }
         }
-        let (policy, limits) =
-            if best_effort { (Policy::BestEffort, self.cfg.best_effort) } else { (Policy::Reliable, self.cfg.reliable) };
+        let (policy, limits) = if best_effort {
+            (Policy::BestEffort, self.cfg.best_effort)
+        } else {
+            (Policy::Reliable, self.cfg.reliable)
+        };
         let lane = Arc::new(Lane::new(policy, limits));
         lanes.insert(name, lane.clone());
         let t = self.clone();
@@ -229,7 +258,8 @@ impl Transport for ArcTransport {
                         }
                     }
                 }
-                t.lane_for(name, best_effort).push(Outgoing::Data { origin, envelope })
+                t.lane_for(name, best_effort)
+                    .push(Outgoing::Data { origin, envelope })
             }
             other => t.control.push(Outgoing::from_frame(other)),
         };
@@ -246,8 +276,17 @@ impl Transport for ArcTransport {
             self.0.close_data_lanes();
             // Data lanes first; the control lane (the first writer) ends last, which tells the
             // peer we are leaving. It then reads everything and closes the connection.
-            let mut writers = self.0.writers.lock().map(|mut w| std::mem::take(&mut *w)).unwrap_or_default();
-            let control = if writers.is_empty() { None } else { Some(writers.remove(0)) };
+            let mut writers = self
+                .0
+                .writers
+                .lock()
+                .map(|mut w| std::mem::take(&mut *w))
+                .unwrap_or_default();
+            let control = if writers.is_empty() {
+                None
+            } else {
+                Some(writers.remove(0))
+            };
             for w in writers {
                 let _ = w.await;
             }
@@ -255,7 +294,11 @@ impl Transport for ArcTransport {
             if let Some(c) = control {
                 let _ = c.await;
             }
-            let wait = self.0.cfg.idle_timeout.max(std::time::Duration::from_secs(5));
+            let wait = self
+                .0
+                .cfg
+                .idle_timeout
+                .max(std::time::Duration::from_secs(5));
             let _ = tokio::time::timeout(wait, self.0.conn.closed()).await;
             self.0.conn.close(0u32.into(), b"done");
         })
@@ -303,7 +346,12 @@ async fn write_lane(t: Arc<QuicTransport>, mut s: quinn::SendStream, lane: Arc<L
 }
 
 /// Reads frames until the stream ends; true when the peer finished it cleanly.
-async fn read_stream(t: Arc<QuicTransport>, mut rx: quinn::RecvStream, link: LinkId, inbound: Inbound) -> bool {
+async fn read_stream(
+    t: Arc<QuicTransport>,
+    mut rx: quinn::RecvStream,
+    link: LinkId,
+    inbound: Inbound,
+) -> bool {
     loop {
         match read_frame(&mut rx, t.cfg.max_frame).await {
             Ok(Some(frame)) => {
@@ -335,7 +383,8 @@ async fn close_when_drained(t: Arc<QuicTransport>) {
     // Streams opened before the control stream ended are already acceptable; give the accept
     // loop a moment to pick them up.
     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    let deadline = tokio::time::Instant::now() + t.cfg.idle_timeout.max(std::time::Duration::from_secs(5));
+    let deadline =
+        tokio::time::Instant::now() + t.cfg.idle_timeout.max(std::time::Duration::from_secs(5));
     while t.readers.load(Ordering::Acquire) > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }

@@ -18,7 +18,9 @@ use roam_routing::{Event, Router, Stats};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{info, warn};
 
-use crate::link::{Established, Inbound, LinkConfig, LinkError, LinkId, LinkInput, LinkSender, LocalInfo, PeerInfo};
+use crate::link::{
+    Established, Inbound, LinkConfig, LinkError, LinkId, LinkInput, LinkSender, LocalInfo, PeerInfo,
+};
 use crate::pki::Identity;
 use crate::{quic, tcp, tls};
 
@@ -37,11 +39,19 @@ impl std::str::FromStr for PeerAddr {
         let (tcp, rest) = match s.split_once("://") {
             Some(("quic", r)) => (false, r),
             Some(("tcp", r)) => (true, r),
-            Some((scheme, _)) => return Err(format!("unknown scheme {scheme:?} in {s:?}: use quic:// or tcp://")),
+            Some((scheme, _)) => {
+                return Err(format!(
+                    "unknown scheme {scheme:?} in {s:?}: use quic:// or tcp://"
+                ))
+            }
             None => (false, s),
         };
         let addr = resolve(rest)?;
-        Ok(if tcp { PeerAddr::Tcp(addr) } else { PeerAddr::Quic(addr) })
+        Ok(if tcp {
+            PeerAddr::Tcp(addr)
+        } else {
+            PeerAddr::Quic(addr)
+        })
     }
 }
 
@@ -73,7 +83,11 @@ pub struct RoutingTimers {
 
 impl Default for RoutingTimers {
     fn default() -> Self {
-        Self { lsa_refresh: Duration::from_secs(10), advert_refresh: Duration::from_secs(30), sub_refresh: Duration::from_secs(30) }
+        Self {
+            lsa_refresh: Duration::from_secs(10),
+            advert_refresh: Duration::from_secs(30),
+            sub_refresh: Duration::from_secs(30),
+        }
     }
 }
 
@@ -91,7 +105,10 @@ pub struct RouterConfig {
 }
 
 fn routing_config(id: RouterId, t: &RoutingTimers) -> roam_routing::Config {
-    let now_us = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(1);
+    let now_us = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(1);
     roam_routing::Config {
         router_id: id,
         initial_seq: now_us,
@@ -129,12 +146,26 @@ pub struct RouterReport {
 }
 
 enum Command {
-    Up { link: LinkId, est: Box<Established>, dialed: bool, down: Option<oneshot::Sender<()>> },
-    Publish { name: Name, demand: watch::Sender<bool> },
+    Up {
+        link: LinkId,
+        est: Box<Established>,
+        dialed: bool,
+        down: Option<oneshot::Sender<()>>,
+    },
+    Publish {
+        name: Name,
+        demand: watch::Sender<bool>,
+    },
     Unpublish(Name),
-    Subscribe { name: Name, tx: mpsc::Sender<Bytes> },
+    Subscribe {
+        name: Name,
+        tx: mpsc::Sender<Bytes>,
+    },
     Unsubscribe(Name),
-    Send { name: Name, envelope: Bytes },
+    Send {
+        name: Name,
+        envelope: Bytes,
+    },
     Report(oneshot::Sender<RouterReport>),
     Shutdown,
 }
@@ -189,9 +220,15 @@ impl RouterHandle {
 }
 
 /// Starts a router: binds its listeners, dials its peers, and runs until shut down.
-pub async fn start(config: RouterConfig) -> Result<(RouterHandle, tokio::task::JoinHandle<()>), LinkError> {
+pub async fn start(
+    config: RouterConfig,
+) -> Result<(RouterHandle, tokio::task::JoinHandle<()>), LinkError> {
     let id = tls::router_id(&config.identity.name);
-    let me = LocalInfo { name: config.identity.name.clone(), role: Role::Router, id };
+    let me = LocalInfo {
+        name: config.identity.name.clone(),
+        role: Role::Router,
+        id,
+    };
     let ep = quic::endpoint(&config.identity, &config.link, config.listen)?;
     let quic_addr = match config.listen {
         Some(_) => Some(ep.local_addr()?),
@@ -200,7 +237,14 @@ pub async fn start(config: RouterConfig) -> Result<(RouterHandle, tokio::task::J
     let (cmd_tx, cmd_rx) = mpsc::channel(1024);
     let (in_tx, in_rx) = mpsc::channel(4096);
     let next_link = Arc::new(AtomicU32::new(1));
-    let shared = Shared { me, config: config.clone(), ep: ep.clone(), cmd: cmd_tx.clone(), inbound: in_tx, next_link };
+    let shared = Shared {
+        me,
+        config: config.clone(),
+        ep: ep.clone(),
+        cmd: cmd_tx.clone(),
+        inbound: in_tx,
+        next_link,
+    };
 
     if config.listen.is_some() {
         tokio::spawn(accept_quic(shared.clone()));
@@ -227,7 +271,15 @@ pub async fn start(config: RouterConfig) -> Result<(RouterHandle, tokio::task::J
         local_dropped: 0,
     };
     let task = tokio::spawn(rt.run(cmd_rx, in_rx, ep));
-    Ok((RouterHandle { cmd: cmd_tx, id, quic_addr, tcp_addr }, task))
+    Ok((
+        RouterHandle {
+            cmd: cmd_tx,
+            id,
+            quic_addr,
+            tcp_addr,
+        },
+        task,
+    ))
 }
 
 #[derive(Clone)]
@@ -253,12 +305,22 @@ async fn accept_quic(s: Shared) {
             let remote = incoming.remote_address();
             let link = s.link_id();
             let r = async {
-                let conn = incoming.await.map_err(|e| LinkError::Connect(e.to_string()))?;
+                let conn = incoming
+                    .await
+                    .map_err(|e| LinkError::Connect(e.to_string()))?;
                 quic::establish(conn, &s.me, &s.config.link, link, s.inbound.clone()).await
             };
             match r.await {
                 Ok(est) => {
-                    let _ = s.cmd.send(Command::Up { link, est: Box::new(est), dialed: false, down: None }).await;
+                    let _ = s
+                        .cmd
+                        .send(Command::Up {
+                            link,
+                            est: Box::new(est),
+                            dialed: false,
+                            down: None,
+                        })
+                        .await;
                 }
                 Err(e) => warn!("refused QUIC connection from {remote}: {e}"),
             }
@@ -284,9 +346,26 @@ async fn accept_tcp(s: Shared, listener: tokio::net::TcpListener) {
         let acceptor = acceptor.clone();
         tokio::spawn(async move {
             let link = s.link_id();
-            match tcp::accept(&acceptor, sock, &s.me, &s.config.link, link, s.inbound.clone()).await {
+            match tcp::accept(
+                &acceptor,
+                sock,
+                &s.me,
+                &s.config.link,
+                link,
+                s.inbound.clone(),
+            )
+            .await
+            {
                 Ok(est) => {
-                    let _ = s.cmd.send(Command::Up { link, est: Box::new(est), dialed: false, down: None }).await;
+                    let _ = s
+                        .cmd
+                        .send(Command::Up {
+                            link,
+                            est: Box::new(est),
+                            dialed: false,
+                            down: None,
+                        })
+                        .await;
                 }
                 Err(e) => warn!("refused TCP connection from {remote}: {e}"),
             }
@@ -300,15 +379,36 @@ async fn dial_loop(s: Shared, peer: PeerAddr) {
     loop {
         let link = s.link_id();
         let r = match peer {
-            PeerAddr::Quic(addr) => quic::dial(&s.ep, addr, &s.me, &s.config.link, link, s.inbound.clone()).await,
-            PeerAddr::Tcp(addr) => tcp::dial(&s.config.identity, addr, &s.me, &s.config.link, link, s.inbound.clone()).await,
+            PeerAddr::Quic(addr) => {
+                quic::dial(&s.ep, addr, &s.me, &s.config.link, link, s.inbound.clone()).await
+            }
+            PeerAddr::Tcp(addr) => {
+                tcp::dial(
+                    &s.config.identity,
+                    addr,
+                    &s.me,
+                    &s.config.link,
+                    link,
+                    s.inbound.clone(),
+                )
+                .await
+            }
         };
         match r {
             Ok(est) => {
                 info!("link to {} ({peer}) up", est.peer.name);
                 backoff = Duration::from_millis(100);
                 let (down_tx, down_rx) = oneshot::channel();
-                if s.cmd.send(Command::Up { link, est: Box::new(est), dialed: true, down: Some(down_tx) }).await.is_err() {
+                if s.cmd
+                    .send(Command::Up {
+                        link,
+                        est: Box::new(est),
+                        dialed: true,
+                        down: Some(down_tx),
+                    })
+                    .await
+                    .is_err()
+                {
                     return;
                 }
                 let _ = down_rx.await;
@@ -338,7 +438,12 @@ struct Runtime {
 }
 
 impl Runtime {
-    async fn run(mut self, mut cmd: mpsc::Receiver<Command>, mut inbound: mpsc::Receiver<(LinkId, LinkInput)>, ep: quinn::Endpoint) {
+    async fn run(
+        mut self,
+        mut cmd: mpsc::Receiver<Command>,
+        mut inbound: mpsc::Receiver<(LinkId, LinkInput)>,
+        ep: quinn::Endpoint,
+    ) {
         loop {
             let deadline = self.core.poll_timeout().map(tokio::time::Instant::from_std);
             tokio::select! {
@@ -371,11 +476,19 @@ impl Runtime {
     fn command(&mut self, c: Command) {
         let now = Instant::now();
         match c {
-            Command::Up { link, mut est, dialed, down } => {
+            Command::Up {
+                link,
+                mut est,
+                dialed,
+                down,
+            } => {
                 let peer = est.peer.clone();
                 if peer.role == Role::Router {
                     if let Some(existing) = self.peers.get(&peer.id) {
-                        warn!("second link to {} (links {existing} and {link}); keeping the first", peer.name);
+                        warn!(
+                            "second link to {} (links {existing} and {link}); keeping the first",
+                            peer.name
+                        );
                         est.tx.close("duplicate link");
                         return;
                     }
@@ -383,7 +496,14 @@ impl Runtime {
                 }
                 info!(peer = %peer.name, role = ?peer.role, dialed, link, "link up");
                 self.core.link_up(now, link, peer.role, peer.id);
-                self.links.insert(link, LinkEntry { tx: est.tx.clone(), peer, down });
+                self.links.insert(
+                    link,
+                    LinkEntry {
+                        tx: est.tx.clone(),
+                        peer,
+                        down,
+                    },
+                );
                 est.start();
             }
             Command::Publish { name, demand } => {
@@ -483,7 +603,11 @@ impl Runtime {
             })
             .collect();
         links.sort_by_key(|l| l.link);
-        RouterReport { routing: self.core.stats(), links, local_dropped: self.local_dropped }
+        RouterReport {
+            routing: self.core.stats(),
+            links,
+            local_dropped: self.local_dropped,
+        }
     }
 }
 

@@ -16,8 +16,8 @@ use tracing::{debug, warn};
 use crate::framing::{read_frame, write_data, ReadError};
 use crate::lane::{Lane, Policy, Pushed};
 use crate::link::{
-    check_hello, is_best_effort, Established, Inbound, LinkConfig, LinkError, LinkId, LinkInput, LinkSender,
-    LinkStats, LocalInfo, Outgoing, Transport,
+    check_hello, is_best_effort, Established, Inbound, LinkConfig, LinkError, LinkId, LinkInput,
+    LinkSender, LinkStats, LocalInfo, Outgoing, Transport,
 };
 use crate::pki::Identity;
 use crate::tls;
@@ -31,12 +31,16 @@ pub async fn dial(
     link: LinkId,
     inbound: Inbound,
 ) -> Result<Established, LinkError> {
-    let connector = TlsConnector::from(tls::client_config(id).map_err(|e| LinkError::Connect(e.to_string()))?);
+    let connector =
+        TlsConnector::from(tls::client_config(id).map_err(|e| LinkError::Connect(e.to_string()))?);
     let tcp = TcpStream::connect(addr).await?;
     tcp.set_nodelay(true)?;
     let name = rustls_pki_types::ServerName::try_from(crate::pki::ROUTER_SERVER_NAME)
         .map_err(|e| LinkError::Connect(e.to_string()))?;
-    let stream = connector.connect(name, tcp).await.map_err(|e| LinkError::Connect(e.to_string()))?;
+    let stream = connector
+        .connect(name, tcp)
+        .await
+        .map_err(|e| LinkError::Connect(e.to_string()))?;
     let certs = stream.get_ref().1.peer_certificates().map(|c| c.to_vec());
     run(stream, certs, me, cfg, link, inbound).await
 }
@@ -51,13 +55,18 @@ pub async fn accept(
     inbound: Inbound,
 ) -> Result<Established, LinkError> {
     tcp.set_nodelay(true)?;
-    let stream = acceptor.accept(tcp).await.map_err(|e| LinkError::Connect(e.to_string()))?;
+    let stream = acceptor
+        .accept(tcp)
+        .await
+        .map_err(|e| LinkError::Connect(e.to_string()))?;
     let certs = stream.get_ref().1.peer_certificates().map(|c| c.to_vec());
     run(stream, certs, me, cfg, link, inbound).await
 }
 
 pub fn acceptor(id: &Identity) -> Result<TlsAcceptor, LinkError> {
-    Ok(TlsAcceptor::from(tls::server_config(id).map_err(|e| LinkError::Connect(e.to_string()))?))
+    Ok(TlsAcceptor::from(
+        tls::server_config(id).map_err(|e| LinkError::Connect(e.to_string()))?,
+    ))
 }
 
 async fn run<S>(
@@ -71,7 +80,8 @@ async fn run<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let certs = certs.ok_or_else(|| LinkError::Certificate("peer presented no certificate".into()))?;
+    let certs =
+        certs.ok_or_else(|| LinkError::Certificate("peer presented no certificate".into()))?;
     let cert = tls::peer_identity(&certs).map_err(|e| LinkError::Certificate(e.to_string()))?;
     let (mut rd, mut wr) = tokio::io::split(stream);
     wr.write_all(&me.hello().encode()).await?;
@@ -98,25 +108,25 @@ where
     let reader = t.clone();
     let start = Box::new(move || {
         tokio::spawn(async move {
-        let reason = loop {
-            tokio::select! {
-                r = read_frame(&mut rd, max_frame) => match r {
-                    Ok(Some(f)) => {
-                        reader.stats.count_in(64);
-                        if inbound.send((link, LinkInput::Frame(f))).await.is_err() {
-                            break "owner gone".to_string();
+            let reason = loop {
+                tokio::select! {
+                    r = read_frame(&mut rd, max_frame) => match r {
+                        Ok(Some(f)) => {
+                            reader.stats.count_in(64);
+                            if inbound.send((link, LinkInput::Frame(f))).await.is_err() {
+                                break "owner gone".to_string();
+                            }
                         }
-                    }
-                    Ok(None) => break "peer closed the connection".to_string(),
-                    Err(ReadError::Frame(e)) => {
-                        warn!("closing link: peer sent a bad frame: {e}");
-                        break format!("bad frame: {e}");
-                    }
-                    Err(e) => break e.to_string(),
-                },
-                _ = reader.closed.notified() => break "closed locally".to_string(),
-            }
-        };
+                        Ok(None) => break "peer closed the connection".to_string(),
+                        Err(ReadError::Frame(e)) => {
+                            warn!("closing link: peer sent a bad frame: {e}");
+                            break format!("bad frame: {e}");
+                        }
+                        Err(e) => break e.to_string(),
+                    },
+                    _ = reader.closed.notified() => break "closed locally".to_string(),
+                }
+            };
             reader.close_lanes();
             let _ = inbound.send((link, LinkInput::Closed(reason))).await;
         });
@@ -144,7 +154,9 @@ impl TcpTransport {
 impl Transport for TcpTransport {
     fn send(&self, frame: Frame) -> Pushed {
         let p = match &frame {
-            Frame::Data { envelope, .. } if is_best_effort(envelope) => self.best_effort.push(Outgoing::from_frame(frame)),
+            Frame::Data { envelope, .. } if is_best_effort(envelope) => {
+                self.best_effort.push(Outgoing::from_frame(frame))
+            }
             Frame::Data { .. } => self.reliable.push(Outgoing::from_frame(frame)),
             _ => self.control.push(Outgoing::from_frame(frame)),
         };

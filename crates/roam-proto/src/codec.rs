@@ -39,7 +39,9 @@ impl<'a> Reader<'a> {
 
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], CodecError> {
         if self.buf.len() < n {
-            return Err(CodecError::UnexpectedEnd { needed: n - self.buf.len() });
+            return Err(CodecError::UnexpectedEnd {
+                needed: n - self.buf.len(),
+            });
         }
         let (head, tail) = self.buf.split_at(n);
         self.buf = tail;

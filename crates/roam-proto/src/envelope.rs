@@ -104,7 +104,12 @@ impl EnvelopeHeader {
 
     /// Bytes after the ciphertext: the tag, plus signer key and signature when signed.
     pub fn trailer_len(&self) -> usize {
-        TAG_LEN + if self.flags.signed() { SIGNER_LEN + SIGNATURE_LEN } else { 0 }
+        TAG_LEN
+            + if self.flags.signed() {
+                SIGNER_LEN + SIGNATURE_LEN
+            } else {
+                0
+            }
     }
 
     pub fn write(&self, out: &mut Vec<u8>) {
@@ -151,7 +156,13 @@ mod tests {
 
     #[test]
     fn rejects_bad_headers() {
-        let h = EnvelopeHeader { flags: EnvelopeFlags(0), name: Name([1; 32]), session: 1, seq: 1, send_time_us: 1 };
+        let h = EnvelopeHeader {
+            flags: EnvelopeFlags(0),
+            name: Name([1; 32]),
+            session: 1,
+            seq: 1,
+            send_time_us: 1,
+        };
         let mut b = Vec::new();
         h.write(&mut b);
         assert_eq!(EnvelopeHeader::parse(&b), Err(EnvelopeError::TooShort));

@@ -66,15 +66,27 @@ pub struct Lsa {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Frame {
-    Hello { version: u8, role: Role, id: RouterId, name: String },
+    Hello {
+        version: u8,
+        role: Role,
+        id: RouterId,
+        name: String,
+    },
     Lsa(Lsa),
     Advertise(Vec<Advert>),
     Subscribe(Vec<Name>),
     Unsubscribe(Vec<Name>),
     Publish(Vec<Name>),
     Unpublish(Vec<Name>),
-    Query { id: u64, ttl: u8, name: Name },
-    Data { origin: RouterId, envelope: Bytes },
+    Query {
+        id: u64,
+        ttl: u8,
+        name: Name,
+    },
+    Data {
+        origin: RouterId,
+        envelope: Bytes,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -116,7 +128,12 @@ impl Frame {
     pub fn encode(&self) -> BytesMut {
         let mut body = Vec::new();
         let t = match self {
-            Frame::Hello { version, role, id, name } => {
+            Frame::Hello {
+                version,
+                role,
+                id,
+                name,
+            } => {
                 body.push(*version);
                 body.push(*role as u8);
                 body.extend_from_slice(&id.to_be_bytes());
@@ -184,7 +201,12 @@ impl Frame {
                 };
                 let id = r.u64()?;
                 let name = r.str16(MAX_NAME_STR)?.to_owned();
-                Frame::Hello { version, role, id, name }
+                Frame::Hello {
+                    version,
+                    role,
+                    id,
+                    name,
+                }
             }
             ty::LSA => {
                 let origin = r.u64()?;
@@ -192,14 +214,23 @@ impl Frame {
                 let lifetime_s = r.u32()?;
                 let n = r.u16()? as usize;
                 if n > MAX_NEIGHBOURS {
-                    return Err(CodecError::TooLong { len: n, limit: MAX_NEIGHBOURS }.into());
+                    return Err(CodecError::TooLong {
+                        len: n,
+                        limit: MAX_NEIGHBOURS,
+                    }
+                    .into());
                 }
                 check_count(&r, n, 8)?;
                 let mut neighbours = Vec::with_capacity(n);
                 for _ in 0..n {
                     neighbours.push(r.u64()?);
                 }
-                Frame::Lsa(Lsa { origin, seq, lifetime_s, neighbours })
+                Frame::Lsa(Lsa {
+                    origin,
+                    seq,
+                    lifetime_s,
+                    neighbours,
+                })
             }
             ty::ADVERTISE => {
                 let n = r.u32()? as usize;
@@ -220,10 +251,17 @@ impl Frame {
             ty::UNSUBSCRIBE => Frame::Unsubscribe(get_names(&mut r)?),
             ty::PUBLISH => Frame::Publish(get_names(&mut r)?),
             ty::UNPUBLISH => Frame::Unpublish(get_names(&mut r)?),
-            ty::QUERY => Frame::Query { id: r.u64()?, ttl: r.u8()?, name: Name(r.array()?) },
+            ty::QUERY => Frame::Query {
+                id: r.u64()?,
+                ttl: r.u8()?,
+                name: Name(r.array()?),
+            },
             ty::DATA => {
                 let origin = r.u64()?;
-                return Ok(Frame::Data { origin, envelope: buf.slice(9..) });
+                return Ok(Frame::Data {
+                    origin,
+                    envelope: buf.slice(9..),
+                });
             }
             other => return Err(FrameError::UnknownType(other)),
         };
@@ -260,7 +298,10 @@ pub fn decode_all(mut buf: Bytes, limit: usize) -> Result<Vec<Frame>, FrameError
         let prefix: [u8; 4] = Reader::new(&buf).array()?;
         let len = frame_len(prefix, limit)?;
         if buf.len() < LEN_PREFIX + len {
-            return Err(CodecError::UnexpectedEnd { needed: LEN_PREFIX + len - buf.len() }.into());
+            return Err(CodecError::UnexpectedEnd {
+                needed: LEN_PREFIX + len - buf.len(),
+            }
+            .into());
         }
         let body = buf.slice(LEN_PREFIX..LEN_PREFIX + len);
         buf = buf.slice(LEN_PREFIX + len..);
@@ -273,7 +314,9 @@ fn check_count(r: &Reader<'_>, n: usize, each: usize) -> Result<(), CodecError> 
     // Refuse counts the remaining bytes cannot hold before allocating for them.
     let need = n.saturating_mul(each);
     if need > r.remaining() {
-        return Err(CodecError::UnexpectedEnd { needed: need - r.remaining() });
+        return Err(CodecError::UnexpectedEnd {
+            needed: need - r.remaining(),
+        });
     }
     Ok(())
 }

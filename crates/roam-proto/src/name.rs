@@ -40,12 +40,19 @@ pub struct TopicDescriptor {
 
 impl TopicDescriptor {
     pub fn topic(topic: &str, type_name: &str) -> Self {
-        Self { topic: topic.into(), type_name: type_name.into(), kind: Kind::Topic, instance: String::new() }
+        Self {
+            topic: topic.into(),
+            type_name: type_name.into(),
+            kind: Kind::Topic,
+            instance: String::new(),
+        }
     }
 
     /// The canonical byte encoding that is fed to the MAC.
     pub fn canonical(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(DOMAIN.len() + 2 + 12 + self.topic.len() + self.type_name.len() + self.instance.len());
+        let mut out = Vec::with_capacity(
+            DOMAIN.len() + 2 + 12 + self.topic.len() + self.type_name.len() + self.instance.len(),
+        );
         out.extend_from_slice(DOMAIN);
         out.push(DESCRIPTOR_VERSION);
         out.push(self.kind as u8);
@@ -117,14 +124,20 @@ mod tests {
             "726f616d2d6e616d650100000000082f6368617474657200000013\
              7374645f6d7367732f6d73672f537472696e6700000000"
         );
-        assert_eq!(d.name(&realm()).to_hex(), include_str!("../testdata/name_chatter.hex").trim());
+        assert_eq!(
+            d.name(&realm()).to_hex(),
+            include_str!("../testdata/name_chatter.hex").trim()
+        );
         let s = TopicDescriptor {
             topic: "/add_two_ints".into(),
             type_name: "example_interfaces/srv/AddTwoInts".into(),
             kind: Kind::Service,
             instance: "robot-7".into(),
         };
-        assert_eq!(s.name(&realm()).to_hex(), include_str!("../testdata/name_service.hex").trim());
+        assert_eq!(
+            s.name(&realm()).to_hex(),
+            include_str!("../testdata/name_service.hex").trim()
+        );
     }
 
     #[test]
@@ -143,6 +156,9 @@ mod tests {
     #[test]
     fn realm_changes_every_name() {
         let d = TopicDescriptor::topic("/chatter", "std_msgs/msg/String");
-        assert_ne!(d.name(&realm()), d.name(&RealmSecret::from_bytes([0x43; 32])));
+        assert_ne!(
+            d.name(&realm()),
+            d.name(&RealmSecret::from_bytes([0x43; 32]))
+        );
     }
 }

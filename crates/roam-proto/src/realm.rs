@@ -26,9 +26,12 @@ impl RealmSecret {
     pub fn from_hex(s: &str) -> Result<Self, String> {
         let s = s.trim();
         let v = hex::decode(s).map_err(|e| format!("realm secret is not hexadecimal: {e}"))?;
-        let arr: [u8; 32] = v
-            .try_into()
-            .map_err(|v: Vec<u8>| format!("realm secret must be 32 bytes (64 hex digits), got {} bytes", v.len()))?;
+        let arr: [u8; 32] = v.try_into().map_err(|v: Vec<u8>| {
+            format!(
+                "realm secret must be 32 bytes (64 hex digits), got {} bytes",
+                v.len()
+            )
+        })?;
         Ok(Self(arr))
     }
 

@@ -16,7 +16,10 @@ pub struct ReplayWindow {
 
 impl Default for ReplayWindow {
     fn default() -> Self {
-        Self { top: 0, bits: [0; WORDS] }
+        Self {
+            top: 0,
+            bits: [0; WORDS],
+        }
     }
 }
 
@@ -120,7 +123,10 @@ mod tests {
         assert_eq!(accept(&mut w, 100), ReplayVerdict::Fresh);
         assert_eq!(accept(&mut w, 50), ReplayVerdict::Fresh);
         assert_eq!(accept(&mut w, 50), ReplayVerdict::Duplicate);
-        assert_eq!(accept(&mut w, 100 + ReplayWindow::SIZE), ReplayVerdict::Fresh);
+        assert_eq!(
+            accept(&mut w, 100 + ReplayWindow::SIZE),
+            ReplayVerdict::Fresh
+        );
         assert_eq!(accept(&mut w, 100), ReplayVerdict::TooOld);
         assert_eq!(accept(&mut w, 101), ReplayVerdict::Fresh);
         assert_eq!(accept(&mut w, 101), ReplayVerdict::Duplicate);

@@ -48,8 +48,11 @@ fn session_key(prk: &hkdf::Prk, name: &Name, session: u64) -> LessSafeKey {
     let info = [name.as_bytes().as_slice(), session.as_slice()];
     let mut raw = [0u8; 32];
     // Expanding 32 bytes from SHA-256 cannot fail (the limit is 255 * 32).
-    let okm = prk.expand(&info, KeyLen).expect("32-byte HKDF output is within limits");
-    okm.fill(&mut raw).expect("32-byte HKDF output is within limits");
+    let okm = prk
+        .expand(&info, KeyLen)
+        .expect("32-byte HKDF output is within limits");
+    okm.fill(&mut raw)
+        .expect("32-byte HKDF output is within limits");
     let key = UnboundKey::new(&AES_256_GCM, &raw).expect("AES-256 key is 32 bytes");
     raw.fill(0);
     LessSafeKey::new(key)
@@ -76,7 +79,9 @@ impl SigningIdentity {
 
     pub fn from_seed(seed: &[u8; 32]) -> Self {
         // A 32-byte seed always makes a valid key pair.
-        Self { key: Ed25519KeyPair::from_seed_unchecked(seed).expect("32-byte seed") }
+        Self {
+            key: Ed25519KeyPair::from_seed_unchecked(seed).expect("32-byte seed"),
+        }
     }
 
     pub fn public_key(&self) -> [u8; 32] {
@@ -117,8 +122,16 @@ impl Sealer {
         signer: Option<std::sync::Arc<SigningIdentity>>,
     ) -> Result<Self, SealError> {
         let mut s = [0u8; 8];
-        SystemRandom::new().fill(&mut s).map_err(|_| SealError::Random)?;
-        Ok(Self::with_session(realm, name, u64::from_be_bytes(s), best_effort, signer))
+        SystemRandom::new()
+            .fill(&mut s)
+            .map_err(|_| SealError::Random)?;
+        Ok(Self::with_session(
+            realm,
+            name,
+            u64::from_be_bytes(s),
+            best_effort,
+            signer,
+        ))
     }
 
     /// A sealer with a chosen session. The caller must never reuse a session with the same
@@ -162,13 +175,22 @@ impl Sealer {
 
     /// The envelope size for a payload of `len` bytes.
     pub fn sealed_len(&self, len: usize) -> usize {
-        let sig = if self.flags.signed() { SIGNER_LEN + SIGNATURE_LEN } else { 0 };
+        let sig = if self.flags.signed() {
+            SIGNER_LEN + SIGNATURE_LEN
+        } else {
+            0
+        };
         HEADER_LEN + len + TAG_LEN + sig
     }
 
     /// Seals `payload` into `out` (cleared first). The payload is copied once, into `out`,
     /// and encrypted there.
-    pub fn seal(&mut self, payload: &[u8], send_time_us: u64, out: &mut Vec<u8>) -> Result<(), SealError> {
+    pub fn seal(
+        &mut self,
+        payload: &[u8],
+        send_time_us: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), SealError> {
         if self.next_seq == u64::MAX {
             return Err(SealError::Exhausted);
         }
@@ -176,7 +198,13 @@ impl Sealer {
         self.next_seq += 1;
         out.clear();
         out.reserve(self.sealed_len(payload.len()));
-        let header = EnvelopeHeader { flags: self.flags, name: self.name, session: self.session, seq, send_time_us };
+        let header = EnvelopeHeader {
+            flags: self.flags,
+            name: self.name,
+            session: self.session,
+            seq,
+            send_time_us,
+        };
         header.write(out);
         out.extend_from_slice(payload);
         let signer_pk = self.signer.as_ref().map(|s| s.public_key());
@@ -186,9 +214,12 @@ impl Sealer {
                 let mut aad = [0u8; HEADER_LEN + SIGNER_LEN];
                 aad[..HEADER_LEN].copy_from_slice(head);
                 aad[HEADER_LEN..].copy_from_slice(pk);
-                self.key.seal_in_place_separate_tag(nonce(seq), Aad::from(&aad[..]), body)
+                self.key
+                    .seal_in_place_separate_tag(nonce(seq), Aad::from(&aad[..]), body)
             }
-            None => self.key.seal_in_place_separate_tag(nonce(seq), Aad::from(&*head), body),
+            None => self
+                .key
+                .seal_in_place_separate_tag(nonce(seq), Aad::from(&*head), body),
         }
         .map_err(|_| SealError::Crypto)?;
         out.extend_from_slice(tag.as_ref());
@@ -223,7 +254,12 @@ pub struct OpenerConfig {
 
 impl Default for OpenerConfig {
     fn default() -> Self {
-        Self { max_sessions: 4096, require_signed: false, members: HashMap::new(), max_new_session_skew_us: None }
+        Self {
+            max_sessions: 4096,
+            require_signed: false,
+            members: HashMap::new(),
+            max_new_session_skew_us: None,
+        }
     }
 }
 
@@ -284,7 +320,12 @@ pub struct Opener {
 impl Opener {
     pub fn new(realm: &RealmSecret, config: OpenerConfig) -> Self {
         let cap = NonZeroUsize::new(config.max_sessions.max(1)).unwrap_or(NonZeroUsize::MIN);
-        Self { prk: realm_prk(realm), sessions: LruCache::new(cap), config, stats: OpenStats::default() }
+        Self {
+            prk: realm_prk(realm),
+            sessions: LruCache::new(cap),
+            config,
+            stats: OpenStats::default(),
+        }
     }
 
     pub fn stats(&self) -> OpenStats {
@@ -293,7 +334,12 @@ impl Opener {
 
     /// Authenticates and decrypts `envelope`, writing the payload to `out` (cleared first).
     /// `now_us` is the receiver's clock in Unix microseconds.
-    pub fn open(&mut self, envelope: &[u8], now_us: u64, out: &mut Vec<u8>) -> Result<Opened, OpenError> {
+    pub fn open(
+        &mut self,
+        envelope: &[u8],
+        now_us: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<Opened, OpenError> {
         let r = self.open_inner(envelope, now_us, out);
         match &r {
             Ok(_) => self.stats.opened += 1,
@@ -301,19 +347,30 @@ impl Opener {
             Err(OpenError::Forged) => self.stats.forged += 1,
             Err(OpenError::Replayed(_)) | Err(OpenError::TooOld(_)) => self.stats.replayed += 1,
             Err(OpenError::Unsigned) => self.stats.unsigned += 1,
-            Err(OpenError::UnknownSigner) | Err(OpenError::BadSignature) => self.stats.bad_signer += 1,
+            Err(OpenError::UnknownSigner) | Err(OpenError::BadSignature) => {
+                self.stats.bad_signer += 1
+            }
             Err(OpenError::ClockSkew(_)) => self.stats.clock_skew += 1,
         }
         r
     }
 
-    fn open_inner(&mut self, envelope: &[u8], now_us: u64, out: &mut Vec<u8>) -> Result<Opened, OpenError> {
+    fn open_inner(
+        &mut self,
+        envelope: &[u8],
+        now_us: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<Opened, OpenError> {
         let header = EnvelopeHeader::parse(envelope)?;
         let signed = header.flags.signed();
         if self.config.require_signed && !signed {
             return Err(OpenError::Unsigned);
         }
-        let sig_len = if signed { SIGNER_LEN + SIGNATURE_LEN } else { 0 };
+        let sig_len = if signed {
+            SIGNER_LEN + SIGNATURE_LEN
+        } else {
+            0
+        };
         let sealed_end = envelope.len() - sig_len;
         let id = (header.name, header.session);
 
@@ -375,7 +432,10 @@ fn open_body(
             .map_err(|_| OpenError::Malformed(EnvelopeError::TooShort))?;
         let member = config.members.get(&pk).ok_or(OpenError::UnknownSigner)?;
         signature::UnparsedPublicKey::new(&signature::ED25519, &pk)
-            .verify(&envelope[..sealed_end + SIGNER_LEN], &envelope[sealed_end + SIGNER_LEN..])
+            .verify(
+                &envelope[..sealed_end + SIGNER_LEN],
+                &envelope[sealed_end + SIGNER_LEN..],
+            )
             .map_err(|_| OpenError::BadSignature)?;
         signer = Some(member.clone());
         aad_buf[..HEADER_LEN].copy_from_slice(&envelope[..HEADER_LEN]);
@@ -393,7 +453,6 @@ fn open_body(
     out.truncate(plain_len);
     Ok(signer)
 }
-
 
 #[cfg(test)]
 #[path = "seal_tests.rs"]

@@ -35,9 +35,18 @@ fn seal_open_round_trip_all_sizes() {
 #[test]
 fn test_vector_matches_docs() {
     // Published in docs/protocol.md: a fixed session makes the envelope deterministic.
-    let mut s = Sealer::with_session(&realm(0x42), Name([0x11; 32]), 0x0102030405060708, false, None);
+    let mut s = Sealer::with_session(
+        &realm(0x42),
+        Name([0x11; 32]),
+        0x0102030405060708,
+        false,
+        None,
+    );
     let env = s.seal_to_vec(b"hello roam", 1_700_000_000_000_000).unwrap();
-    assert_eq!(hex::encode(&env), include_str!("../testdata/envelope_hello.hex").trim());
+    assert_eq!(
+        hex::encode(&env),
+        include_str!("../testdata/envelope_hello.hex").trim()
+    );
 }
 
 #[test]
@@ -58,7 +67,10 @@ fn any_bit_flip_is_refused() {
             let mut o = Opener::new(&realm(1), OpenerConfig::default());
             let mut bad = env.clone();
             bad[i] ^= bit;
-            assert!(o.open(&bad, 0, &mut Vec::new()).is_err(), "flip at byte {i} accepted");
+            assert!(
+                o.open(&bad, 0, &mut Vec::new()).is_err(),
+                "flip at byte {i} accepted"
+            );
         }
     }
 }
@@ -80,7 +92,13 @@ fn replays_are_dropped_and_counted() {
 #[test]
 fn forgeries_do_not_evict_sessions() {
     let mut s = Sealer::new(&realm(1), name(), false, None).unwrap();
-    let mut o = Opener::new(&realm(1), OpenerConfig { max_sessions: 2, ..Default::default() });
+    let mut o = Opener::new(
+        &realm(1),
+        OpenerConfig {
+            max_sessions: 2,
+            ..Default::default()
+        },
+    );
     let first = s.seal_to_vec(b"x", 0).unwrap();
     o.open(&first, 0, &mut Vec::new()).unwrap();
     // Many forged sessions: none is remembered.
@@ -89,7 +107,10 @@ fn forgeries_do_not_evict_sessions() {
         let env = f.seal_to_vec(b"x", 0).unwrap();
         assert_eq!(o.open(&env, 0, &mut Vec::new()), Err(OpenError::Forged));
     }
-    assert_eq!(o.open(&first, 0, &mut Vec::new()), Err(OpenError::Replayed(1)));
+    assert_eq!(
+        o.open(&first, 0, &mut Vec::new()),
+        Err(OpenError::Replayed(1))
+    );
 }
 
 #[test]
@@ -98,7 +119,11 @@ fn signed_mode_names_the_member() {
     let mallory = Arc::new(SigningIdentity::from_seed(&[2; 32]));
     let mut members = HashMap::new();
     members.insert(alice.public_key(), "alice".to_string());
-    let cfg = OpenerConfig { require_signed: true, members, ..Default::default() };
+    let cfg = OpenerConfig {
+        require_signed: true,
+        members,
+        ..Default::default()
+    };
     let mut o = Opener::new(&realm(1), cfg);
     let mut out = Vec::new();
 
@@ -110,11 +135,17 @@ fn signed_mode_names_the_member() {
 
     // A member without a signature is refused when signatures are required.
     let mut u = Sealer::new(&realm(1), name(), false, None).unwrap();
-    assert_eq!(o.open(&u.seal_to_vec(b"x", 0).unwrap(), 0, &mut out), Err(OpenError::Unsigned));
+    assert_eq!(
+        o.open(&u.seal_to_vec(b"x", 0).unwrap(), 0, &mut out),
+        Err(OpenError::Unsigned)
+    );
 
     // A realm member that is not in the member list cannot sign.
     let mut m = Sealer::new(&realm(1), name(), false, Some(mallory.clone())).unwrap();
-    assert_eq!(o.open(&m.seal_to_vec(b"x", 0).unwrap(), 0, &mut out), Err(OpenError::UnknownSigner));
+    assert_eq!(
+        o.open(&m.seal_to_vec(b"x", 0).unwrap(), 0, &mut out),
+        Err(OpenError::UnknownSigner)
+    );
 
     // Swapping in alice's key without her private key fails the signature.
     let mut forged = m.seal_to_vec(b"pretending", 0).unwrap();
@@ -125,11 +156,17 @@ fn signed_mode_names_the_member() {
 
 #[test]
 fn clock_skew_check_applies_to_new_sessions_only() {
-    let cfg = OpenerConfig { max_new_session_skew_us: Some(60_000_000), ..Default::default() };
+    let cfg = OpenerConfig {
+        max_new_session_skew_us: Some(60_000_000),
+        ..Default::default()
+    };
     let mut o = Opener::new(&realm(1), cfg);
     let mut s = Sealer::new(&realm(1), name(), false, None).unwrap();
     let old = s.seal_to_vec(b"x", 0).unwrap();
-    assert_eq!(o.open(&old, 3_600_000_000, &mut Vec::new()), Err(OpenError::ClockSkew(3600)));
+    assert_eq!(
+        o.open(&old, 3_600_000_000, &mut Vec::new()),
+        Err(OpenError::ClockSkew(3600))
+    );
     let ok = s.seal_to_vec(b"x", 3_600_000_000).unwrap();
     o.open(&ok, 3_600_000_000, &mut Vec::new()).unwrap();
 }

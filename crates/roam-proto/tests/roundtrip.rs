@@ -12,18 +12,43 @@ fn name() -> impl Strategy<Value = Name> {
 
 fn frame() -> impl Strategy<Value = Frame> {
     prop_oneof![
-        (any::<u8>(), any::<bool>(), any::<u64>(), "[a-z0-9-]{0,63}").prop_map(|(version, r, id, name)| Frame::Hello {
-            version,
-            role: if r { Role::Router } else { Role::Client },
-            id,
-            name
-        }),
-        (any::<u64>(), any::<u64>(), any::<u32>(), prop::collection::vec(any::<u64>(), 0..50))
-            .prop_map(|(origin, seq, lifetime_s, neighbours)| Frame::Lsa(Lsa { origin, seq, lifetime_s, neighbours })),
+        (any::<u8>(), any::<bool>(), any::<u64>(), "[a-z0-9-]{0,63}").prop_map(
+            |(version, r, id, name)| Frame::Hello {
+                version,
+                role: if r { Role::Router } else { Role::Client },
+                id,
+                name
+            }
+        ),
+        (
+            any::<u64>(),
+            any::<u64>(),
+            any::<u32>(),
+            prop::collection::vec(any::<u64>(), 0..50)
+        )
+            .prop_map(|(origin, seq, lifetime_s, neighbours)| Frame::Lsa(Lsa {
+                origin,
+                seq,
+                lifetime_s,
+                neighbours
+            })),
         prop::collection::vec(
-            (name(), any::<u64>(), any::<u64>(), any::<u32>(), any::<bool>()).prop_map(|(name, origin, seq, lifetime_s, withdrawn)| {
-                Advert { name, origin, seq, lifetime_s, withdrawn }
-            }),
+            (
+                name(),
+                any::<u64>(),
+                any::<u64>(),
+                any::<u32>(),
+                any::<bool>()
+            )
+                .prop_map(|(name, origin, seq, lifetime_s, withdrawn)| {
+                    Advert {
+                        name,
+                        origin,
+                        seq,
+                        lifetime_s,
+                        withdrawn,
+                    }
+                }),
             0..20
         )
         .prop_map(Frame::Advertise),
@@ -31,9 +56,17 @@ fn frame() -> impl Strategy<Value = Frame> {
         prop::collection::vec(name(), 0..20).prop_map(Frame::Unsubscribe),
         prop::collection::vec(name(), 0..20).prop_map(Frame::Publish),
         prop::collection::vec(name(), 0..20).prop_map(Frame::Unpublish),
-        (any::<u64>(), any::<u8>(), name()).prop_map(|(id, ttl, name)| Frame::Query { id, ttl, name }),
-        (any::<u64>(), prop::collection::vec(any::<u8>(), 0..2000))
-            .prop_map(|(origin, e)| Frame::Data { origin, envelope: Bytes::from(e) }),
+        (any::<u64>(), any::<u8>(), name()).prop_map(|(id, ttl, name)| Frame::Query {
+            id,
+            ttl,
+            name
+        }),
+        (any::<u64>(), prop::collection::vec(any::<u8>(), 0..2000)).prop_map(|(origin, e)| {
+            Frame::Data {
+                origin,
+                envelope: Bytes::from(e),
+            }
+        }),
     ]
 }
 

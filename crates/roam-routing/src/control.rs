@@ -13,7 +13,9 @@ use crate::{LinkId, Router};
 
 impl Router {
     pub(crate) fn on_control(&mut self, now: Instant, link: LinkId, frame: Frame) {
-        let Some(info) = self.links.get(&link).copied() else { return };
+        let Some(info) = self.links.get(&link).copied() else {
+            return;
+        };
         let from_router = info.role == Role::Router && info.peer != self.me;
         match frame {
             Frame::Lsa(lsa) if from_router => self.on_lsa(now, link, lsa),
@@ -86,7 +88,14 @@ impl Router {
         Some(self.originate_advert(now, a.name, !publishing))
     }
 
-    fn on_subscribe(&mut self, now: Instant, link: LinkId, from_router: bool, names: &[Name], add: bool) {
+    fn on_subscribe(
+        &mut self,
+        now: Instant,
+        link: LinkId,
+        from_router: bool,
+        names: &[Name],
+        add: bool,
+    ) {
         let expires_s = self.now_s(now).saturating_add(secs(self.cfg.sub_lifetime));
         for &n in names {
             let changed = match (from_router, add) {
@@ -105,7 +114,11 @@ impl Router {
         let mut ads = Vec::new();
         for &n in names {
             let who = Source::Client(link);
-            ads.extend(if add { self.add_publisher(now, n, who) } else { self.remove_publisher(now, n, who) });
+            ads.extend(if add {
+                self.add_publisher(now, n, who)
+            } else {
+                self.remove_publisher(now, n, who)
+            });
             self.recompute(now, n);
         }
         self.flood_adverts(&ads, None);
@@ -121,7 +134,14 @@ impl Router {
         if ttl > 1 && self.remember_query(id) {
             for &l in self.router_links.values() {
                 if l != link {
-                    self.out.push(l, Frame::Query { id, ttl: ttl - 1, name });
+                    self.out.push(
+                        l,
+                        Frame::Query {
+                            id,
+                            ttl: ttl - 1,
+                            name,
+                        },
+                    );
                 }
             }
         }
@@ -151,7 +171,10 @@ impl Router {
     fn refresh_adverts(&mut self, now: Instant) {
         let names: Vec<Name> = self.published.keys().copied().collect();
         for chunk in names.chunks(MAX_BATCH) {
-            let ads: Vec<Advert> = chunk.iter().map(|&n| self.originate_advert(now, n, false)).collect();
+            let ads: Vec<Advert> = chunk
+                .iter()
+                .map(|&n| self.originate_advert(now, n, false))
+                .collect();
             self.flood_adverts(&ads, None);
         }
     }
@@ -202,14 +225,38 @@ mod tests {
         let mut r = Router::new(config(1, 1), now);
         r.link_up(now, 12, Role::Router, 2);
         r.link_up(now, 13, Role::Router, 3);
-        r.handle_frame(now, 12, Frame::Lsa(Lsa { origin: 2, seq: 1, lifetime_s: 60, neighbours: vec![1] }));
-        r.handle_frame(now, 13, Frame::Lsa(Lsa { origin: 3, seq: 1, lifetime_s: 60, neighbours: vec![1] }));
+        r.handle_frame(
+            now,
+            12,
+            Frame::Lsa(Lsa {
+                origin: 2,
+                seq: 1,
+                lifetime_s: 60,
+                neighbours: vec![1],
+            }),
+        );
+        r.handle_frame(
+            now,
+            13,
+            Frame::Lsa(Lsa {
+                origin: 3,
+                seq: 1,
+                lifetime_s: 60,
+                neighbours: vec![1],
+            }),
+        );
         drain(&mut r);
         r
     }
 
     fn advert(origin: u64, seq: u64, withdrawn: bool) -> Advert {
-        Advert { name: N, origin, seq, lifetime_s: 60, withdrawn }
+        Advert {
+            name: N,
+            origin,
+            seq,
+            lifetime_s: 60,
+            withdrawn,
+        }
     }
 
     #[test]
@@ -220,10 +267,16 @@ mod tests {
         drain(&mut r);
         r.link_up(now, 14, Role::Router, 4);
         let t = drain(&mut r);
-        let to4: Vec<&Frame> = t.iter().filter(|t| t.link == 14).map(|t| &t.frame).collect();
+        let to4: Vec<&Frame> = t
+            .iter()
+            .filter(|t| t.link == 14)
+            .map(|t| &t.frame)
+            .collect();
         let lsas = to4.iter().filter(|f| matches!(f, Frame::Lsa(_))).count();
         assert_eq!(lsas, 3, "own LSA plus those of 2 and 3");
-        assert!(to4.iter().any(|f| matches!(f, Frame::Advertise(a) if a[0] == advert(2, 1, false))));
+        assert!(to4
+            .iter()
+            .any(|f| matches!(f, Frame::Advertise(a) if a[0] == advert(2, 1, false))));
     }
 
     #[test]
@@ -232,17 +285,39 @@ mod tests {
         let mut r = router(now);
         r.subscribe_local(now, N);
         let t = drain(&mut r);
-        assert_eq!(t.iter().filter(|t| matches!(t.frame, Frame::Query { ttl: 16, name: N, .. })).count(), 2);
+        assert_eq!(
+            t.iter()
+                .filter(|t| matches!(
+                    t.frame,
+                    Frame::Query {
+                        ttl: 16,
+                        name: N,
+                        ..
+                    }
+                ))
+                .count(),
+            2
+        );
         r.handle_frame(now, 12, Frame::Advertise(vec![advert(2, 1, false)]));
         let t = drain(&mut r);
-        assert!(t.contains(&Transmit { link: 12, frame: Frame::Subscribe(vec![N]) }));
+        assert!(t.contains(&Transmit {
+            link: 12,
+            frame: Frame::Subscribe(vec![N])
+        }));
         // The advert is flooded on, not back.
-        assert!(t.iter().any(|t| t.link == 13 && matches!(t.frame, Frame::Advertise(_))));
-        assert!(!t.iter().any(|t| t.link == 12 && matches!(t.frame, Frame::Advertise(_))));
+        assert!(t
+            .iter()
+            .any(|t| t.link == 13 && matches!(t.frame, Frame::Advertise(_))));
+        assert!(!t
+            .iter()
+            .any(|t| t.link == 12 && matches!(t.frame, Frame::Advertise(_))));
         // Withdrawal: unsubscribe upstream, pending again.
         r.handle_frame(now, 12, Frame::Advertise(vec![advert(2, 2, true)]));
         let t = drain(&mut r);
-        assert!(t.contains(&Transmit { link: 12, frame: Frame::Unsubscribe(vec![N]) }));
+        assert!(t.contains(&Transmit {
+            link: 12,
+            frame: Frame::Unsubscribe(vec![N])
+        }));
         // An old live advert cannot resurrect the withdrawn name.
         r.handle_frame(now, 13, Frame::Advertise(vec![advert(2, 1, false)]));
         assert!(!r.has_route(now, &N));
@@ -253,18 +328,62 @@ mod tests {
     fn queries_are_answered_or_forwarded_once() {
         let now = Instant::now();
         let mut r = router(now);
-        r.handle_frame(now, 12, Frame::Query { id: 7, ttl: 3, name: N });
-        assert_eq!(drain(&mut r), vec![Transmit { link: 13, frame: Frame::Query { id: 7, ttl: 2, name: N } }]);
-        r.handle_frame(now, 13, Frame::Query { id: 7, ttl: 3, name: N });
+        r.handle_frame(
+            now,
+            12,
+            Frame::Query {
+                id: 7,
+                ttl: 3,
+                name: N,
+            },
+        );
+        assert_eq!(
+            drain(&mut r),
+            vec![Transmit {
+                link: 13,
+                frame: Frame::Query {
+                    id: 7,
+                    ttl: 2,
+                    name: N
+                }
+            }]
+        );
+        r.handle_frame(
+            now,
+            13,
+            Frame::Query {
+                id: 7,
+                ttl: 3,
+                name: N,
+            },
+        );
         assert!(drain(&mut r).is_empty(), "seen id is not forwarded again");
-        r.handle_frame(now, 12, Frame::Query { id: 8, ttl: 1, name: N });
+        r.handle_frame(
+            now,
+            12,
+            Frame::Query {
+                id: 8,
+                ttl: 1,
+                name: N,
+            },
+        );
         assert!(drain(&mut r).is_empty(), "ttl exhausted");
         r.handle_frame(now, 12, Frame::Advertise(vec![advert(2, 1, false)]));
         drain(&mut r);
-        r.handle_frame(now, 13, Frame::Query { id: 9, ttl: 3, name: N });
+        r.handle_frame(
+            now,
+            13,
+            Frame::Query {
+                id: 9,
+                ttl: 3,
+                name: N,
+            },
+        );
         let t = drain(&mut r);
         assert_eq!(t.len(), 1);
-        assert!(matches!(&t[0], Transmit { link: 13, frame: Frame::Advertise(a) } if a[0].origin == 2));
+        assert!(
+            matches!(&t[0], Transmit { link: 13, frame: Frame::Advertise(a) } if a[0].origin == 2)
+        );
     }
 
     #[test]
@@ -272,7 +391,15 @@ mod tests {
         let now = Instant::now();
         let mut r = router(now);
         for id in 0..100_000u64 {
-            r.handle_frame(now, 12, Frame::Query { id, ttl: 2, name: N });
+            r.handle_frame(
+                now,
+                12,
+                Frame::Query {
+                    id,
+                    ttl: 2,
+                    name: N,
+                },
+            );
         }
         drain(&mut r);
         assert!(r.seen_order.len() <= super::super::router::MAX_SEEN_QUERIES);
@@ -282,11 +409,31 @@ mod tests {
     fn stale_own_lsa_from_previous_life_is_superseded() {
         let now = Instant::now();
         let mut r = router(now);
-        r.handle_frame(now, 12, Frame::Lsa(Lsa { origin: 1, seq: 500, lifetime_s: 60, neighbours: vec![] }));
+        r.handle_frame(
+            now,
+            12,
+            Frame::Lsa(Lsa {
+                origin: 1,
+                seq: 500,
+                lifetime_s: 60,
+                neighbours: vec![],
+            }),
+        );
         let t = drain(&mut r);
-        assert!(t.iter().any(|t| matches!(&t.frame, Frame::Lsa(l) if l.origin == 1 && l.seq == 501)));
+        assert!(t
+            .iter()
+            .any(|t| matches!(&t.frame, Frame::Lsa(l) if l.origin == 1 && l.seq == 501)));
         // The echo of our current LSA is not news.
-        r.handle_frame(now, 13, Frame::Lsa(Lsa { origin: 1, seq: 501, lifetime_s: 60, neighbours: vec![2, 3] }));
+        r.handle_frame(
+            now,
+            13,
+            Frame::Lsa(Lsa {
+                origin: 1,
+                seq: 501,
+                lifetime_s: 60,
+                neighbours: vec![2, 3],
+            }),
+        );
         assert!(drain(&mut r).is_empty());
     }
 

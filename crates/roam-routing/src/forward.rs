@@ -37,7 +37,13 @@ impl Router {
     }
 
     /// Sends data from `origin` on to whoever wants it here, except back on `incoming`.
-    pub(crate) fn fan_out(&mut self, incoming: Option<LinkId>, origin: RouterId, name: Name, envelope: Bytes) {
+    pub(crate) fn fan_out(
+        &mut self,
+        incoming: Option<LinkId>,
+        origin: RouterId,
+        name: Name,
+        envelope: Bytes,
+    ) {
         let Some(st) = self.subs.get(&name) else {
             self.stats.data_no_route += 1;
             return;
@@ -49,20 +55,36 @@ impl Router {
                 continue;
             }
             if self.links.get(&l).is_some_and(|i| tree.has_child(i.peer)) {
-                self.out.push(l, Frame::Data { origin, envelope: envelope.clone() });
+                self.out.push(
+                    l,
+                    Frame::Data {
+                        origin,
+                        envelope: envelope.clone(),
+                    },
+                );
                 sent += 1;
             }
         }
         for &l in &st.clients {
             if Some(l) != incoming {
-                self.out.push(l, Frame::Data { origin, envelope: envelope.clone() });
+                self.out.push(
+                    l,
+                    Frame::Data {
+                        origin,
+                        envelope: envelope.clone(),
+                    },
+                );
                 sent += 1;
             }
         }
         self.stats.data_forwarded += sent;
         if st.local > 0 {
             self.stats.data_delivered_local += 1;
-            self.events.push_back(Event::Deliver { name, origin, envelope });
+            self.events.push_back(Event::Deliver {
+                name,
+                origin,
+                envelope,
+            });
         } else if sent == 0 {
             self.stats.data_no_route += 1;
         }
@@ -89,7 +111,16 @@ mod tests {
         r.link_up(now, 13, Role::Router, 3);
         r.link_up(now, 100, Role::Client, 0);
         for (o, n) in [(2, vec![1, 3]), (3, vec![1, 2])] {
-            r.handle_frame(now, 12, Frame::Lsa(Lsa { origin: o, seq: 5, lifetime_s: 60, neighbours: n }));
+            r.handle_frame(
+                now,
+                12,
+                Frame::Lsa(Lsa {
+                    origin: o,
+                    seq: 5,
+                    lifetime_s: 60,
+                    neighbours: n,
+                }),
+            );
         }
         while r.poll_transmit().is_some() {}
         r
@@ -112,7 +143,16 @@ mod tests {
         assert_eq!(r.stats().data_rpf_drop, 1);
         assert!(drain(&mut r).is_empty());
         r.handle_data(now, 12, 2, env.clone());
-        assert_eq!(drain(&mut r), vec![Transmit { link: 100, frame: Frame::Data { origin: 2, envelope: env.clone() } }]);
+        assert_eq!(
+            drain(&mut r),
+            vec![Transmit {
+                link: 100,
+                frame: Frame::Data {
+                    origin: 2,
+                    envelope: env.clone()
+                }
+            }]
+        );
         // Our own id coming back from the mesh is a loop.
         r.handle_data(now, 12, 1, env);
         assert_eq!(r.stats().data_rpf_drop, 2);
@@ -129,9 +169,18 @@ mod tests {
         let env = envelope(n, 1, 1);
         r.handle_data(now, 12, 2, env.clone());
         let t = drain(&mut r);
-        let Some(Transmit { frame: Frame::Data { envelope, .. }, .. }) = t.first() else { panic!("no data sent") };
+        let Some(Transmit {
+            frame: Frame::Data { envelope, .. },
+            ..
+        }) = t.first()
+        else {
+            panic!("no data sent")
+        };
         assert_eq!(envelope.as_ptr(), env.as_ptr());
-        assert!(matches!(r.poll_event(), Some(crate::Event::Deliver { origin: 2, .. })));
+        assert!(matches!(
+            r.poll_event(),
+            Some(crate::Event::Deliver { origin: 2, .. })
+        ));
     }
 
     #[test]
@@ -144,9 +193,21 @@ mod tests {
         let good = envelope(n, 1, 1);
         let mut bad_version = good.to_vec();
         bad_version[0] = 9;
-        for env in [Bytes::new(), Bytes::from_static(&[1; 10]), Bytes::from(bad_version), good.slice(..40)] {
+        for env in [
+            Bytes::new(),
+            Bytes::from_static(&[1; 10]),
+            Bytes::from(bad_version),
+            good.slice(..40),
+        ] {
             r.handle_data(now, 12, 2, env.clone());
-            r.handle_frame(now, 100, Frame::Data { origin: u64::MAX, envelope: env });
+            r.handle_frame(
+                now,
+                100,
+                Frame::Data {
+                    origin: u64::MAX,
+                    envelope: env,
+                },
+            );
         }
         assert_eq!(r.stats().data_malformed, 8);
         // Links that are down or never existed.
@@ -170,7 +231,9 @@ mod tests {
                     origin: rng.gen_range(0..6),
                     seq: rng.gen(),
                     lifetime_s: rng.gen(),
-                    neighbours: (0..rng.gen_range(0..5)).map(|_| rng.gen_range(0..6)).collect(),
+                    neighbours: (0..rng.gen_range(0..5))
+                        .map(|_| rng.gen_range(0..6))
+                        .collect(),
                 }),
                 1 => Frame::Advertise(vec![roam_proto::frame::Advert {
                     name,
@@ -183,9 +246,21 @@ mod tests {
                 3 => Frame::Unsubscribe(vec![name]),
                 4 => Frame::Publish(vec![name]),
                 5 => Frame::Unpublish(vec![name]),
-                6 => Frame::Query { id: rng.gen_range(0..50), ttl: rng.gen(), name },
-                7 => Frame::Hello { version: 1, role: Role::Router, id: 2, name: String::new() },
-                _ => Frame::Data { origin: rng.gen_range(0..6), envelope: envelope(name, 1, i) },
+                6 => Frame::Query {
+                    id: rng.gen_range(0..50),
+                    ttl: rng.gen(),
+                    name,
+                },
+                7 => Frame::Hello {
+                    version: 1,
+                    role: Role::Router,
+                    id: 2,
+                    name: String::new(),
+                },
+                _ => Frame::Data {
+                    origin: rng.gen_range(0..6),
+                    envelope: envelope(name, 1, i),
+                },
             };
             r.handle_frame(now + std::time::Duration::from_millis(i), link, frame);
             if i % 1000 == 0 {

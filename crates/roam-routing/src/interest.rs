@@ -40,7 +40,10 @@ impl Router {
             any_origin = true;
             let links = &self.links;
             let need = wants_here
-                || st.routers.iter().any(|(l, _)| links.get(l).is_some_and(|i| tree.has_child(i.peer)));
+                || st
+                    .routers
+                    .iter()
+                    .any(|(l, _)| links.get(l).is_some_and(|i| tree.has_child(i.peer)));
             if !need {
                 continue;
             }
@@ -85,9 +88,13 @@ impl Router {
         let tree = self.lsdb.tree(me);
         let links = &self.links;
         let routers = st.is_some_and(|s| {
-            s.routers.iter().any(|(l, _)| links.get(l).is_some_and(|i| tree.has_child(i.peer)))
+            s.routers
+                .iter()
+                .any(|(l, _)| links.get(l).is_some_and(|i| tree.has_child(i.peer)))
         });
-        let Some(p) = self.published.get_mut(&name) else { return };
+        let Some(p) = self.published.get_mut(&name) else {
+            return;
+        };
         for (link, wanted) in p.clients.iter_mut() {
             // A client that subscribes to its own name is not an audience for itself.
             let w = local || routers || st.is_some_and(|s| s.clients.iter().any(|c| c != link));
@@ -136,9 +143,21 @@ mod tests {
         r.handle_frame(now, 1, Frame::Subscribe(vec![N]));
         assert!(drain(&mut r).is_empty());
         r.handle_frame(now, 2, Frame::Subscribe(vec![N]));
-        assert_eq!(drain(&mut r), vec![Transmit { link: 1, frame: Frame::Subscribe(vec![N]) }]);
+        assert_eq!(
+            drain(&mut r),
+            vec![Transmit {
+                link: 1,
+                frame: Frame::Subscribe(vec![N])
+            }]
+        );
         r.link_down(now, 2);
-        assert_eq!(drain(&mut r), vec![Transmit { link: 1, frame: Frame::Unsubscribe(vec![N]) }]);
+        assert_eq!(
+            drain(&mut r),
+            vec![Transmit {
+                link: 1,
+                frame: Frame::Unsubscribe(vec![N])
+            }]
+        );
     }
 
     #[test]
@@ -146,24 +165,61 @@ mod tests {
         let now = Instant::now();
         let mut r = Router::new(config(1, 1), now);
         r.link_up(now, 12, Role::Router, 2);
-        r.handle_frame(now, 12, Frame::Lsa(Lsa { origin: 2, seq: 1, lifetime_s: 60, neighbours: vec![1] }));
+        r.handle_frame(
+            now,
+            12,
+            Frame::Lsa(Lsa {
+                origin: 2,
+                seq: 1,
+                lifetime_s: 60,
+                neighbours: vec![1],
+            }),
+        );
         r.publish_local(now, N);
         drain(&mut r);
         assert_eq!(r.poll_event(), None);
         r.handle_frame(now, 12, Frame::Subscribe(vec![N]));
-        assert_eq!(r.poll_event(), Some(Event::Demand { name: N, wanted: true }));
+        assert_eq!(
+            r.poll_event(),
+            Some(Event::Demand {
+                name: N,
+                wanted: true
+            })
+        );
         // Router 2 loses the edge: it is no longer our child, so it is no audience.
-        r.handle_frame(now, 12, Frame::Lsa(Lsa { origin: 2, seq: 2, lifetime_s: 60, neighbours: vec![] }));
-        assert_eq!(r.poll_event(), Some(Event::Demand { name: N, wanted: false }));
+        r.handle_frame(
+            now,
+            12,
+            Frame::Lsa(Lsa {
+                origin: 2,
+                seq: 2,
+                lifetime_s: 60,
+                neighbours: vec![],
+            }),
+        );
+        assert_eq!(
+            r.poll_event(),
+            Some(Event::Demand {
+                name: N,
+                wanted: false
+            })
+        );
         r.unpublish_local(now, N);
         assert_eq!(r.poll_event(), None);
         // The withdrawal waits for the linger, so data already in flight is delivered.
-        assert!(!drain(&mut r).iter().any(|t| matches!(&t.frame, Frame::Advertise(_))));
+        assert!(!drain(&mut r)
+            .iter()
+            .any(|t| matches!(&t.frame, Frame::Advertise(_))));
         let later = now + std::time::Duration::from_secs(1);
-        assert_eq!(r.poll_timeout(), Some(now + std::time::Duration::from_millis(500)));
+        assert_eq!(
+            r.poll_timeout(),
+            Some(now + std::time::Duration::from_millis(500))
+        );
         r.handle_timeout(later);
         let t = drain(&mut r);
-        assert!(t.iter().any(|t| matches!(&t.frame, Frame::Advertise(a) if a[0].withdrawn)));
+        assert!(t
+            .iter()
+            .any(|t| matches!(&t.frame, Frame::Advertise(a) if a[0].withdrawn)));
     }
 
     #[test]
@@ -173,17 +229,43 @@ mod tests {
         let mut r = Router::new(config(1, 1), now);
         r.link_up(now, 12, Role::Router, 2);
         r.link_up(now, 13, Role::Router, 3);
-        let lsa = |o, s, n: Vec<u64>| Frame::Lsa(Lsa { origin: o, seq: s, lifetime_s: 60, neighbours: n });
+        let lsa = |o, s, n: Vec<u64>| {
+            Frame::Lsa(Lsa {
+                origin: o,
+                seq: s,
+                lifetime_s: 60,
+                neighbours: n,
+            })
+        };
         r.handle_frame(now, 12, lsa(2, 1, vec![1, 4]));
         r.handle_frame(now, 13, lsa(3, 1, vec![1, 4]));
         r.handle_frame(now, 12, lsa(4, 1, vec![2, 3]));
-        r.handle_frame(now, 12, Frame::Advertise(vec![Advert { name: N, origin: 4, seq: 1, lifetime_s: 60, withdrawn: false }]));
+        r.handle_frame(
+            now,
+            12,
+            Frame::Advertise(vec![Advert {
+                name: N,
+                origin: 4,
+                seq: 1,
+                lifetime_s: 60,
+                withdrawn: false,
+            }]),
+        );
         r.subscribe_local(now, N);
-        assert!(drain(&mut r).contains(&Transmit { link: 12, frame: Frame::Subscribe(vec![N]) }));
+        assert!(drain(&mut r).contains(&Transmit {
+            link: 12,
+            frame: Frame::Subscribe(vec![N])
+        }));
         r.handle_frame(now, 12, lsa(4, 2, vec![3]));
         let t = drain(&mut r);
-        assert!(t.contains(&Transmit { link: 12, frame: Frame::Unsubscribe(vec![N]) }));
-        assert!(t.contains(&Transmit { link: 13, frame: Frame::Subscribe(vec![N]) }));
+        assert!(t.contains(&Transmit {
+            link: 12,
+            frame: Frame::Unsubscribe(vec![N])
+        }));
+        assert!(t.contains(&Transmit {
+            link: 13,
+            frame: Frame::Subscribe(vec![N])
+        }));
         assert_eq!(r.parent_of(4), Some(3));
     }
 }

@@ -30,7 +30,11 @@ impl Tree {
     }
 }
 
-static UNREACHABLE: Tree = Tree { reachable: false, parent: None, children: Vec::new() };
+static UNREACHABLE: Tree = Tree {
+    reachable: false,
+    parent: None,
+    children: Vec::new(),
+};
 
 struct Entry {
     seq: u64,
@@ -78,7 +82,15 @@ impl Lsdb {
         let mut n = neighbours.to_vec();
         n.sort_unstable();
         n.dedup();
-        self.entries.insert(self.me, Entry { seq, lifetime_s, neighbours: n, expires: None });
+        self.entries.insert(
+            self.me,
+            Entry {
+                seq,
+                lifetime_s,
+                neighbours: n,
+                expires: None,
+            },
+        );
         self.dirty = true;
     }
 
@@ -96,10 +108,18 @@ impl Lsdb {
         n.sort_unstable();
         n.dedup();
         let expires = now.checked_add(std::time::Duration::from_secs(lsa.lifetime_s.into()));
-        let changed = self.entries.get(&lsa.origin).is_none_or(|e| e.neighbours != n);
+        let changed = self
+            .entries
+            .get(&lsa.origin)
+            .is_none_or(|e| e.neighbours != n);
         self.entries.insert(
             lsa.origin,
-            Entry { seq: lsa.seq, lifetime_s: lsa.lifetime_s, neighbours: n, expires },
+            Entry {
+                seq: lsa.seq,
+                lifetime_s: lsa.lifetime_s,
+                neighbours: n,
+                expires,
+            },
         );
         self.dirty |= changed;
         Insert::Newer
@@ -108,7 +128,8 @@ impl Lsdb {
     /// Drops LSAs whose lifetime ended without a refresh.
     pub fn expire(&mut self, now: Instant) {
         let before = self.entries.len();
-        self.entries.retain(|_, e| e.expires.is_none_or(|t| t > now));
+        self.entries
+            .retain(|_, e| e.expires.is_none_or(|t| t > now));
         self.dirty |= self.entries.len() != before;
     }
 
@@ -139,7 +160,10 @@ impl Lsdb {
                 if b == a {
                     continue;
                 }
-                let mutual = self.entries.get(&b).is_some_and(|eb| eb.neighbours.binary_search(&a).is_ok());
+                let mutual = self
+                    .entries
+                    .get(&b)
+                    .is_some_and(|eb| eb.neighbours.binary_search(&a).is_ok());
                 if mutual {
                     adj.entry(a).or_default().push(b);
                 }
@@ -201,7 +225,12 @@ impl Lsdb {
             return Tree::default();
         };
         let parent_of = |v: RouterId, dv: u32| -> Option<RouterId> {
-            self.adj.get(&v)?.iter().copied().filter(|u| dv > 0 && dist.get(u) == Some(&(dv - 1))).min()
+            self.adj
+                .get(&v)?
+                .iter()
+                .copied()
+                .filter(|u| dv > 0 && dist.get(u) == Some(&(dv - 1)))
+                .min()
         };
         let parent = parent_of(self.me, dme);
         let mut children = Vec::new();
@@ -211,7 +240,11 @@ impl Lsdb {
             }
         }
         children.sort_unstable();
-        Tree { reachable: true, parent, children }
+        Tree {
+            reachable: true,
+            parent,
+            children,
+        }
     }
 }
 
@@ -220,7 +253,12 @@ mod tests {
     use super::*;
 
     fn lsa(origin: RouterId, seq: u64, n: &[RouterId]) -> Lsa {
-        Lsa { origin, seq, lifetime_s: 60, neighbours: n.to_vec() }
+        Lsa {
+            origin,
+            seq,
+            lifetime_s: 60,
+            neighbours: n.to_vec(),
+        }
     }
 
     /// An LSDB as seen by `me` for an undirected edge list.
@@ -284,10 +322,27 @@ mod tests {
     fn chain_and_partition() {
         let e = [(1, 2), (2, 3)];
         let mut at2 = db(2, &e);
-        assert_eq!(at2.tree(1), &Tree { reachable: true, parent: Some(1), children: vec![3] });
-        assert_eq!(at2.tree(3), &Tree { reachable: true, parent: Some(3), children: vec![1] });
+        assert_eq!(
+            at2.tree(1),
+            &Tree {
+                reachable: true,
+                parent: Some(1),
+                children: vec![3]
+            }
+        );
+        assert_eq!(
+            at2.tree(3),
+            &Tree {
+                reachable: true,
+                parent: Some(3),
+                children: vec![1]
+            }
+        );
         assert!(!at2.reachable(7));
-        assert!(!at2.trees.contains_key(&7), "unknown origins are not cached");
+        assert!(
+            !at2.trees.contains_key(&7),
+            "unknown origins are not cached"
+        );
         // Router 3 drops the edge: the graph changes once, trees are recomputed.
         at2.insert(Instant::now(), &lsa(3, 2, &[]));
         assert!(at2.settle());
@@ -301,7 +356,15 @@ mod tests {
         let now = Instant::now();
         let mut l = Lsdb::new(1, Seeded(0));
         l.set_own(1, 60, &[2]);
-        l.insert(now, &Lsa { origin: 2, seq: 1, lifetime_s: 10, neighbours: vec![1] });
+        l.insert(
+            now,
+            &Lsa {
+                origin: 2,
+                seq: 1,
+                lifetime_s: 10,
+                neighbours: vec![1],
+            },
+        );
         assert!(l.reachable(2));
         l.expire(now + std::time::Duration::from_secs(11));
         assert_eq!(l.len(), 1);

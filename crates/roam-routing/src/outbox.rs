@@ -54,13 +54,19 @@ impl Outbox {
             for (name, sub) in items {
                 if (sub != kind && !run.is_empty()) || run.len() >= MAX_BATCH {
                     let names = std::mem::take(&mut run);
-                    self.queue.push_back(Transmit { link, frame: names_frame(kind, names) });
+                    self.queue.push_back(Transmit {
+                        link,
+                        frame: names_frame(kind, names),
+                    });
                 }
                 kind = sub;
                 run.push(name);
             }
             if !run.is_empty() {
-                self.queue.push_back(Transmit { link, frame: names_frame(kind, run) });
+                self.queue.push_back(Transmit {
+                    link,
+                    frame: names_frame(kind, run),
+                });
             }
         }
     }
@@ -100,9 +106,18 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                Transmit { link: 1, frame: Frame::Subscribe(vec![a, b]) },
-                Transmit { link: 1, frame: Frame::Unsubscribe(vec![a]) },
-                Transmit { link: 2, frame: Frame::Subscribe(vec![a]) },
+                Transmit {
+                    link: 1,
+                    frame: Frame::Subscribe(vec![a, b])
+                },
+                Transmit {
+                    link: 1,
+                    frame: Frame::Unsubscribe(vec![a])
+                },
+                Transmit {
+                    link: 2,
+                    frame: Frame::Subscribe(vec![a])
+                },
             ]
         );
     }
@@ -117,7 +132,16 @@ mod tests {
         }
         o.flush();
         assert_eq!(o.len(), 2);
-        let ads = vec![Advert { name: Name([0; 32]), origin: 1, seq: 1, lifetime_s: 1, withdrawn: false }; MAX_BATCH * 2 + 1];
+        let ads = vec![
+            Advert {
+                name: Name([0; 32]),
+                origin: 1,
+                seq: 1,
+                lifetime_s: 1,
+                withdrawn: false
+            };
+            MAX_BATCH * 2 + 1
+        ];
         o.adverts(3, &ads);
         assert_eq!(o.len(), 5);
     }

@@ -101,7 +101,10 @@ pub(crate) struct Rib {
 
 impl Rib {
     pub fn new(hasher: Seeded, max_names: usize) -> Self {
-        Self { names: Map::with_hasher(hasher), max_names }
+        Self {
+            names: Map::with_hasher(hasher),
+            max_names,
+        }
     }
 
     /// Stores `a` if it is newer than what we hold for (name, origin).
@@ -120,10 +123,14 @@ impl Rib {
                     }
                     let was = o.is_live(now_s);
                     *o = new;
-                    Applied::Newer { live_changed: was != new.is_live(now_s) }
+                    Applied::Newer {
+                        live_changed: was != new.is_live(now_s),
+                    }
                 } else {
                     os.push(new);
-                    Applied::Newer { live_changed: new.is_live(now_s) }
+                    Applied::Newer {
+                        live_changed: new.is_live(now_s),
+                    }
                 }
             }
             None => {
@@ -131,14 +138,19 @@ impl Rib {
                     return Applied::Full;
                 }
                 self.names.insert(a.name, Origins::One(new));
-                Applied::Newer { live_changed: new.is_live(now_s) }
+                Applied::Newer {
+                    live_changed: new.is_live(now_s),
+                }
             }
         }
     }
 
     /// The newest sequence number held for (name, origin).
     pub fn seq_of(&self, name: &Name, origin: RouterId) -> Option<u64> {
-        self.origins(name).iter().find(|o| o.origin == origin).map(|o| o.seq)
+        self.origins(name)
+            .iter()
+            .find(|o| o.origin == origin)
+            .map(|o| o.seq)
     }
 
     pub fn origins(&self, name: &Name) -> &[Origin] {
@@ -148,13 +160,19 @@ impl Rib {
     /// Live adverts for `name` with their remaining lifetimes (to answer a query).
     pub fn live_adverts(&self, name: &Name, now_s: u32) -> impl Iterator<Item = Advert> + '_ {
         let name = *name;
-        self.origins(&name).iter().filter(move |o| o.is_live(now_s)).map(move |o| o.advert(name, now_s))
+        self.origins(&name)
+            .iter()
+            .filter(move |o| o.is_live(now_s))
+            .map(move |o| o.advert(name, now_s))
     }
 
     /// Every entry, tombstones included, with remaining lifetimes (for a new neighbour).
     pub fn all(&self, now_s: u32) -> impl Iterator<Item = Advert> + '_ {
         self.names.iter().flat_map(move |(&name, os)| {
-            os.as_slice().iter().filter(move |o| o.expires_s > now_s).map(move |o| o.advert(name, now_s))
+            os.as_slice()
+                .iter()
+                .filter(move |o| o.expires_s > now_s)
+                .map(move |o| o.advert(name, now_s))
         })
     }
 
@@ -200,21 +218,42 @@ mod tests {
     use super::*;
 
     fn ad(n: u8, origin: RouterId, seq: u64, withdrawn: bool) -> Advert {
-        Advert { name: Name([n; 32]), origin, seq, lifetime_s: 30, withdrawn }
+        Advert {
+            name: Name([n; 32]),
+            origin,
+            seq,
+            lifetime_s: 30,
+            withdrawn,
+        }
     }
 
     fn live(r: &Rib, n: u8, now_s: u32) -> Vec<RouterId> {
-        r.origins(&Name([n; 32])).iter().filter(|o| o.is_live(now_s)).map(|o| o.origin).collect()
+        r.origins(&Name([n; 32]))
+            .iter()
+            .filter(|o| o.is_live(now_s))
+            .map(|o| o.origin)
+            .collect()
     }
 
     #[test]
     fn newer_wins_per_origin() {
         let mut r = Rib::new(Seeded(0), 100);
-        assert_eq!(r.apply(0, &ad(1, 10, 5, false)), Applied::Newer { live_changed: true });
+        assert_eq!(
+            r.apply(0, &ad(1, 10, 5, false)),
+            Applied::Newer { live_changed: true }
+        );
         assert_eq!(r.apply(0, &ad(1, 10, 5, false)), Applied::Stale);
         assert_eq!(r.apply(0, &ad(1, 10, 4, true)), Applied::Stale);
-        assert_eq!(r.apply(0, &ad(1, 10, 6, false)), Applied::Newer { live_changed: false });
-        assert_eq!(r.apply(0, &ad(1, 11, 1, false)), Applied::Newer { live_changed: true });
+        assert_eq!(
+            r.apply(0, &ad(1, 10, 6, false)),
+            Applied::Newer {
+                live_changed: false
+            }
+        );
+        assert_eq!(
+            r.apply(0, &ad(1, 11, 1, false)),
+            Applied::Newer { live_changed: true }
+        );
         assert_eq!(live(&r, 1, 0), vec![10, 11]);
     }
 
@@ -222,7 +261,10 @@ mod tests {
     fn tombstone_blocks_resurrection_until_it_lapses() {
         let mut r = Rib::new(Seeded(0), 100);
         r.apply(0, &ad(1, 10, 5, false));
-        assert_eq!(r.apply(0, &ad(1, 10, 6, true)), Applied::Newer { live_changed: true });
+        assert_eq!(
+            r.apply(0, &ad(1, 10, 6, true)),
+            Applied::Newer { live_changed: true }
+        );
         assert_eq!(r.apply(1, &ad(1, 10, 5, false)), Applied::Stale);
         assert!(live(&r, 1, 1).is_empty());
         let mut changed = Vec::new();
@@ -248,7 +290,10 @@ mod tests {
         let mut r = Rib::new(Seeded(0), 1);
         r.apply(0, &ad(1, 10, 1, false));
         assert_eq!(r.apply(0, &ad(2, 10, 1, false)), Applied::Full);
-        assert!(matches!(r.apply(0, &ad(1, 11, 1, false)), Applied::Newer { .. }));
+        assert!(matches!(
+            r.apply(0, &ad(1, 11, 1, false)),
+            Applied::Newer { .. }
+        ));
     }
 
     #[test]
@@ -269,14 +314,27 @@ mod tests {
     #[test]
     fn million_inserts_timing() {
         // Prints a figure for the report; no assertion on time.
-        let n: u32 = if cfg!(debug_assertions) { 200_000 } else { 1_000_000 };
+        let n: u32 = if cfg!(debug_assertions) {
+            200_000
+        } else {
+            1_000_000
+        };
         let mut r = Rib::new(Seeded(3), usize::MAX);
         let t = std::time::Instant::now();
         for i in 0..n {
             let mut name = [0u8; 32];
             name[..4].copy_from_slice(&i.to_le_bytes());
             name[31] = 0x5a;
-            r.apply(0, &Advert { name: Name(name), origin: 7, seq: 1, lifetime_s: 60, withdrawn: false });
+            r.apply(
+                0,
+                &Advert {
+                    name: Name(name),
+                    origin: 7,
+                    seq: 1,
+                    lifetime_s: 60,
+                    withdrawn: false,
+                },
+            );
         }
         let ins = t.elapsed();
         let t = std::time::Instant::now();

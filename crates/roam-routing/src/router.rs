@@ -62,7 +62,10 @@ impl Config {
 
     /// How often lapsed LSAs, adverts and subscriptions are swept out.
     pub(crate) fn sweep_interval(&self) -> Duration {
-        let shortest = self.lsa_lifetime.min(self.advert_lifetime).min(self.sub_lifetime);
+        let shortest = self
+            .lsa_lifetime
+            .min(self.advert_lifetime)
+            .min(self.sub_lifetime);
         (shortest / 4).max(Duration::from_millis(250))
     }
 }
@@ -78,7 +81,11 @@ pub struct Transmit {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
     /// Data for a name that an in-process subscriber ([`Router::subscribe_local`]) wants.
-    Deliver { name: Name, origin: RouterId, envelope: Bytes },
+    Deliver {
+        name: Name,
+        origin: RouterId,
+        envelope: Bytes,
+    },
     /// Whether anyone (remote or another local endpoint) now wants a name this router's
     /// in-process publisher ([`Router::publish_local`]) publishes.
     Demand { name: Name, wanted: bool },
@@ -230,7 +237,9 @@ impl Router {
     }
 
     pub fn link_down(&mut self, now: Instant, link: LinkId) {
-        let Some(info) = self.links.remove(&link) else { return };
+        let Some(info) = self.links.remove(&link) else {
+            return;
+        };
         self.out.forget(link);
         let mut affected = Vec::new();
         self.subs.drop_link(link, &mut affected);
@@ -281,14 +290,20 @@ impl Router {
     }
 
     pub fn publish_local(&mut self, now: Instant, name: Name) {
-        let ads: Vec<Advert> = self.add_publisher(now, name, Source::Local).into_iter().collect();
+        let ads: Vec<Advert> = self
+            .add_publisher(now, name, Source::Local)
+            .into_iter()
+            .collect();
         self.flood_adverts(&ads, None);
         self.recompute(now, name);
         self.settle(now);
     }
 
     pub fn unpublish_local(&mut self, now: Instant, name: Name) {
-        let ads: Vec<Advert> = self.remove_publisher(now, name, Source::Local).into_iter().collect();
+        let ads: Vec<Advert> = self
+            .remove_publisher(now, name, Source::Local)
+            .into_iter()
+            .collect();
         self.flood_adverts(&ads, None);
         self.recompute(now, name);
         self.settle(now);
@@ -319,7 +334,11 @@ impl Router {
     }
 
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let t = self.next_lsa.min(self.next_advert).min(self.next_sub).min(self.next_sweep);
+        let t = self
+            .next_lsa
+            .min(self.next_advert)
+            .min(self.next_sub)
+            .min(self.next_sweep);
         Some(self.lingering.front().map_or(t, |&(due, _)| t.min(due)))
     }
 
@@ -355,7 +374,10 @@ impl Router {
         let now_s = self.now_s(now);
         let me = self.me;
         let lsdb = &mut self.lsdb;
-        self.rib.origins(name).iter().any(|o| o.is_live(now_s) && (o.origin == me || lsdb.reachable(o.origin)))
+        self.rib
+            .origins(name)
+            .iter()
+            .any(|o| o.is_live(now_s) && (o.origin == me || lsdb.reachable(o.origin)))
     }
 
     /// The current RPF neighbour towards `origin`, if reachable.
@@ -367,7 +389,9 @@ impl Router {
 
     /// Whole seconds since this router was created (the RIB's clock).
     pub(crate) fn now_s(&self, now: Instant) -> u32 {
-        now.saturating_duration_since(self.base).as_secs().min(u32::MAX as u64) as u32
+        now.saturating_duration_since(self.base)
+            .as_secs()
+            .min(u32::MAX as u64) as u32
     }
 
     /// Re-announces our LSA (new sequence number) to every router neighbour.
@@ -376,7 +400,12 @@ impl Router {
         let neighbours: Vec<RouterId> = self.router_links.keys().copied().collect();
         let lifetime_s = secs(self.cfg.lsa_lifetime);
         self.lsdb.set_own(self.lsa_seq, lifetime_s, &neighbours);
-        let lsa = roam_proto::frame::Lsa { origin: self.me, seq: self.lsa_seq, lifetime_s, neighbours };
+        let lsa = roam_proto::frame::Lsa {
+            origin: self.me,
+            seq: self.lsa_seq,
+            lifetime_s,
+            neighbours,
+        };
         for &l in self.router_links.values() {
             self.out.push(l, Frame::Lsa(lsa.clone()));
         }
@@ -385,7 +414,13 @@ impl Router {
     /// A fresh advert of ours for `name`, stored in our own RIB.
     pub(crate) fn originate_advert(&mut self, now: Instant, name: Name, withdrawn: bool) -> Advert {
         self.advert_seq += 1;
-        let a = Advert { name, origin: self.me, seq: self.advert_seq, lifetime_s: secs(self.cfg.advert_lifetime), withdrawn };
+        let a = Advert {
+            name,
+            origin: self.me,
+            seq: self.advert_seq,
+            lifetime_s: secs(self.cfg.advert_lifetime),
+            withdrawn,
+        };
         let now_s = self.now_s(now);
         self.rib.apply(now_s, &a);
         a
@@ -404,7 +439,12 @@ impl Router {
     }
 
     /// Registers a publisher; returns the advert to flood if the name just became published.
-    pub(crate) fn add_publisher(&mut self, now: Instant, name: Name, who: Source) -> Option<Advert> {
+    pub(crate) fn add_publisher(
+        &mut self,
+        now: Instant,
+        name: Name,
+        who: Source,
+    ) -> Option<Advert> {
         let p = self.published.entry(name).or_default();
         let was_live = p.is_live();
         p.linger_until = None;
@@ -420,7 +460,12 @@ impl Router {
     }
 
     /// Removes a publisher; returns the withdrawal to flood if it was the last one.
-    pub(crate) fn remove_publisher(&mut self, now: Instant, name: Name, who: Source) -> Option<Advert> {
+    pub(crate) fn remove_publisher(
+        &mut self,
+        now: Instant,
+        name: Name,
+        who: Source,
+    ) -> Option<Advert> {
         let p = self.published.get_mut(&name)?;
         match who {
             Source::Local => {
@@ -451,7 +496,10 @@ impl Router {
                 break;
             }
             self.lingering.pop_front();
-            let expired = self.published.get(&name).is_some_and(|p| !p.has_publishers() && p.linger_until == Some(due));
+            let expired = self
+                .published
+                .get(&name)
+                .is_some_and(|p| !p.has_publishers() && p.linger_until == Some(due));
             if expired {
                 self.published.remove(&name);
                 ads.push(self.originate_advert(now, name, true));
@@ -478,7 +526,14 @@ impl Router {
         let id = mix64(self.me, self.query_counter);
         self.remember_query(id);
         for &l in self.router_links.values() {
-            self.out.push(l, Frame::Query { id, ttl: self.cfg.query_ttl, name });
+            self.out.push(
+                l,
+                Frame::Query {
+                    id,
+                    ttl: self.cfg.query_ttl,
+                    name,
+                },
+            );
         }
     }
 
@@ -530,18 +585,34 @@ mod tests {
         assert_eq!(r.poll_timeout(), Some(now + Duration::from_secs(10)));
         let mut c = Config::default_for(2);
         c.sub_refresh = Duration::from_secs(3);
-        assert_eq!(Router::new(c, now).poll_timeout(), Some(now + Duration::from_secs(3)));
+        assert_eq!(
+            Router::new(c, now).poll_timeout(),
+            Some(now + Duration::from_secs(3))
+        );
     }
 
     #[test]
     fn million_names_through_the_router() {
         // Prints figures for the report; asserts only correctness.
-        let n: u32 = if cfg!(debug_assertions) { 100_000 } else { 1_000_000 };
+        let n: u32 = if cfg!(debug_assertions) {
+            100_000
+        } else {
+            1_000_000
+        };
         let now = Instant::now();
         let mut r = Router::new(crate::sim::config(1, 1), now);
         r.link_up(now, 12, Role::Router, 2);
         r.link_up(now, 100, Role::Client, 0);
-        r.handle_frame(now, 12, Frame::Lsa(Lsa { origin: 2, seq: 1, lifetime_s: 60, neighbours: vec![1] }));
+        r.handle_frame(
+            now,
+            12,
+            Frame::Lsa(Lsa {
+                origin: 2,
+                seq: 1,
+                lifetime_s: 60,
+                neighbours: vec![1],
+            }),
+        );
         let name = |i: u32| {
             let mut b = [0x5au8; 32];
             b[..4].copy_from_slice(&i.to_le_bytes());
@@ -551,7 +622,17 @@ mod tests {
             .collect::<Vec<_>>()
             .chunks(1024)
             .map(|c| {
-                Frame::Advertise(c.iter().map(|&i| Advert { name: name(i), origin: 2, seq: 1, lifetime_s: 60, withdrawn: false }).collect())
+                Frame::Advertise(
+                    c.iter()
+                        .map(|&i| Advert {
+                            name: name(i),
+                            origin: 2,
+                            seq: 1,
+                            lifetime_s: 60,
+                            withdrawn: false,
+                        })
+                        .collect(),
+                )
             })
             .collect();
         let t = Instant::now();

@@ -109,7 +109,14 @@ pub(crate) fn config(id: RouterId, initial_seq: u64) -> Config {
 /// A well-formed envelope header with an empty sealed payload; routers read only the name.
 pub(crate) fn envelope(name: Name, session: u64, seq: u64) -> Bytes {
     let mut v = Vec::new();
-    EnvelopeHeader { flags: EnvelopeFlags(0), name, session, seq, send_time_us: 0 }.write(&mut v);
+    EnvelopeHeader {
+        flags: EnvelopeFlags(0),
+        name,
+        session,
+        seq,
+        send_time_us: 0,
+    }
+    .write(&mut v);
     v.extend_from_slice(&[0u8; roam_proto::envelope::TAG_LEN]);
     Bytes::from(v)
 }
@@ -141,7 +148,8 @@ impl Sim {
     /// Adds a router with id `node + 1`; returns its node index.
     pub fn add_router(&mut self) -> usize {
         let node = self.routers.len();
-        self.routers.push(Router::new(config(node as RouterId + 1, 1), self.now));
+        self.routers
+            .push(Router::new(config(node as RouterId + 1, 1), self.now));
         self.local_rx.push(HashMap::new());
         self.demand.push(Vec::new());
         node
@@ -160,7 +168,12 @@ impl Sim {
     pub fn connect(&mut self, a: usize, b: usize, latency: Duration) -> usize {
         let (la, lb) = (self.link_id(), self.link_id());
         let w = self.wires.len();
-        self.wires.push(Wire { a: End::Router(a, la), b: End::Router(b, lb), latency, up: true });
+        self.wires.push(Wire {
+            a: End::Router(a, la),
+            b: End::Router(b, lb),
+            latency,
+            up: true,
+        });
         self.by_end.insert((a, la), w);
         self.by_end.insert((b, lb), w);
         let (ida, idb) = (self.id(a), self.id(b));
@@ -202,12 +215,20 @@ impl Sim {
     /// Puts a frame on the wire from router `from` to router `to`, as if `from` sent it (to
     /// play a misbehaving or out-of-date neighbour).
     pub fn inject(&mut self, from: usize, to: usize, frame: Frame) {
-        let found = (0..self.wires.len()).find_map(|w| match (self.wires[w].up, self.wires[w].a, self.wires[w].b) {
-            (true, End::Router(a, _), End::Router(b, lb)) if (a, b) == (from, to) => Some((w, End::Router(b, lb))),
-            (true, End::Router(a, la), End::Router(b, _)) if (b, a) == (from, to) => Some((w, End::Router(a, la))),
-            _ => None,
+        let found = (0..self.wires.len()).find_map(|w| {
+            match (self.wires[w].up, self.wires[w].a, self.wires[w].b) {
+                (true, End::Router(a, _), End::Router(b, lb)) if (a, b) == (from, to) => {
+                    Some((w, End::Router(b, lb)))
+                }
+                (true, End::Router(a, la), End::Router(b, _)) if (b, a) == (from, to) => {
+                    Some((w, End::Router(a, la)))
+                }
+                _ => None,
+            }
         });
-        let Some((w, end)) = found else { panic!("no wire {from} -> {to}") };
+        let Some((w, end)) = found else {
+            panic!("no wire {from} -> {to}")
+        };
         let latency = self.wires[w].latency;
         self.enqueue(w, end, latency, frame);
     }
@@ -235,13 +256,21 @@ impl Sim {
         let node = self.clients[cid].node;
         let link = self.link_id();
         let w = self.wires.len();
-        self.wires.push(Wire { a: End::Client(cid), b: End::Router(node, link), latency: Duration::from_millis(2), up: true });
+        self.wires.push(Wire {
+            a: End::Client(cid),
+            b: End::Router(node, link),
+            latency: Duration::from_millis(2),
+            up: true,
+        });
         self.by_end.insert((node, link), w);
         self.clients[cid].wire = w;
         self.routers[node].link_up(self.now, link, Role::Client, 0);
         self.drain(node);
         // A reconnecting client re-announces what it does, like `roam pub/sub` would.
-        let (p, s) = (self.clients[cid].publishes.clone(), self.clients[cid].subscribes.clone());
+        let (p, s) = (
+            self.clients[cid].publishes.clone(),
+            self.clients[cid].subscribes.clone(),
+        );
         if !p.is_empty() {
             self.client_frame(cid, Frame::Publish(p));
         }
@@ -285,7 +314,13 @@ impl Sim {
     /// The client sends message `seq` on `n`; its session is `1000 + cid`.
     pub fn send(&mut self, cid: usize, n: Name, seq: u64) {
         let env = envelope(n, session_of(cid), seq);
-        self.client_frame(cid, Frame::Data { origin: 0, envelope: env });
+        self.client_frame(
+            cid,
+            Frame::Data {
+                origin: 0,
+                envelope: env,
+            },
+        );
     }
 
     /// Replaces router `node` with a fresh instance (same id, larger `initial_seq`), as after a
@@ -328,7 +363,13 @@ impl Sim {
 
     fn enqueue(&mut self, wire: usize, to: End, latency: Duration, frame: Frame) {
         self.seq += 1;
-        self.queue.push(Arrival { at: self.now + latency, seq: self.seq, wire, to, frame });
+        self.queue.push(Arrival {
+            at: self.now + latency,
+            seq: self.seq,
+            wire,
+            to,
+            frame,
+        });
     }
 
     /// Moves everything router `node` produced onto wires and into the records.
@@ -341,7 +382,11 @@ impl Sim {
                 continue;
             }
             let wire = &self.wires[w];
-            let to = if wire.a == End::Router(node, t.link) { wire.b } else { wire.a };
+            let to = if wire.a == End::Router(node, t.link) {
+                wire.b
+            } else {
+                wire.a
+            };
             let latency = wire.latency;
             self.enqueue(w, to, latency, t.frame);
         }
@@ -358,18 +403,27 @@ impl Sim {
     }
 
     fn next_timer(&self) -> Option<(Instant, usize)> {
-        self.routers.iter().enumerate().filter_map(|(i, r)| r.poll_timeout().map(|t| (t, i))).min()
+        self.routers
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.poll_timeout().map(|t| (t, i)))
+            .min()
     }
 
     /// Runs the next arrival or timer; false if there is nothing left to do.
     pub fn step(&mut self) -> bool {
         self.steps += 1;
-        assert!(self.steps <= self.step_cap, "step cap reached: the network does not settle");
+        assert!(
+            self.steps <= self.step_cap,
+            "step cap reached: the network does not settle"
+        );
         let msg = self.queue.peek().map(|a| a.at);
         let timer = self.next_timer();
         match (msg, timer) {
             (Some(m), t) if t.is_none_or(|(t, _)| m <= t) => {
-                let Some(a) = self.queue.pop() else { return false };
+                let Some(a) = self.queue.pop() else {
+                    return false;
+                };
                 self.now = self.now.max(a.at);
                 self.deliver(a);
             }
@@ -418,7 +472,13 @@ impl Sim {
     pub fn run_for(&mut self, d: Duration) {
         let end = self.now + d;
         loop {
-            let next = [self.queue.peek().map(|a| a.at), self.next_timer().map(|(t, _)| t)].into_iter().flatten().min();
+            let next = [
+                self.queue.peek().map(|a| a.at),
+                self.next_timer().map(|(t, _)| t),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
             match next {
                 Some(t) if t <= end => {
                     self.step();
@@ -434,7 +494,11 @@ impl Sim {
         for &s in subs {
             for &p in pubs {
                 for q in seqs.clone() {
-                    let got = self.clients[s].received.get(&(session_of(p), q)).copied().unwrap_or(0);
+                    let got = self.clients[s]
+                        .received
+                        .get(&(session_of(p), q))
+                        .copied()
+                        .unwrap_or(0);
                     assert_eq!(got, 1, "subscriber {s} (router {}) got message {q} of publisher {p} (router {}) {got} times", self.clients[s].node, self.clients[p].node);
                 }
             }

@@ -11,7 +11,10 @@ const SETTLE: Duration = Duration::from_secs(2);
 
 fn chain(sim: &mut Sim, n: usize) -> Vec<usize> {
     let nodes: Vec<usize> = (0..n).map(|_| sim.add_router()).collect();
-    let wires = nodes.windows(2).map(|w| sim.connect(w[0], w[1], Duration::from_millis(5))).collect();
+    let wires = nodes
+        .windows(2)
+        .map(|w| sim.connect(w[0], w[1], Duration::from_millis(5)))
+        .collect();
     wires
 }
 
@@ -34,7 +37,11 @@ fn chain_of_three_delivers_once() {
     sim.publish(p, n);
     sim.subscribe(s, n);
     sim.run_for(SETTLE);
-    assert_eq!(sim.clients[p].wanted.get(&n), Some(&true), "publisher learns it is wanted");
+    assert_eq!(
+        sim.clients[p].wanted.get(&n),
+        Some(&true),
+        "publisher learns it is wanted"
+    );
     send_round(&mut sim, &[p], n, 0..10);
     sim.assert_exactly_once(&[s], &[p], 0..10);
     assert_eq!(sim.routers[1].stats().data_forwarded, 10);
@@ -139,8 +146,13 @@ fn mesh_of_fifty(seed: u64) {
     }
     let mut extra = 0;
     while extra < 30 {
-        let (a, b) = (sim.rng.gen_range(0..n_routers), sim.rng.gen_range(0..n_routers));
-        let dup = wires.iter().any(|&w| matches!(sim.wire_nodes(w), Some((x, y)) if (x, y) == (a, b) || (x, y) == (b, a)));
+        let (a, b) = (
+            sim.rng.gen_range(0..n_routers),
+            sim.rng.gen_range(0..n_routers),
+        );
+        let dup = wires.iter().any(
+            |&w| matches!(sim.wire_nodes(w), Some((x, y)) if (x, y) == (a, b) || (x, y) == (b, a)),
+        );
         if a != b && !dup {
             wires.push(sim.connect_random(a, b));
             extra += 1;
@@ -162,7 +174,10 @@ fn mesh_of_fifty(seed: u64) {
         subs_by_name[i % 3].push(c);
     }
     sim.run_for(SETTLE);
-    println!("seed {seed}: converged after {} steps {:?}", sim.steps, sim.frames);
+    println!(
+        "seed {seed}: converged after {} steps {:?}",
+        sim.steps, sim.frames
+    );
     let mut round = 0u64;
     let mut check = |sim: &mut Sim| {
         let seqs = round * 100..round * 100 + 5;
@@ -209,7 +224,10 @@ fn mesh_of_fifty(seed: u64) {
     sim.run_for(Duration::from_secs(120));
     check(&mut sim);
     let rpf: u64 = sim.routers.iter().map(|r| r.stats().data_rpf_drop).sum();
-    println!("seed {seed}: 50-router mesh: {} sim steps, {rpf} RPF drops", sim.steps);
+    println!(
+        "seed {seed}: 50-router mesh: {} sim steps, {rpf} RPF drops",
+        sim.steps
+    );
 }
 
 #[test]
@@ -240,11 +258,17 @@ fn withdrawn_publisher_disappears_everywhere() {
     sim.publish(p, b);
     sim.run_for(SETTLE);
     let now = sim.now;
-    assert!(sim.routers.iter_mut().all(|r| r.has_route(now, &a) && r.has_route(now, &b)));
+    assert!(sim
+        .routers
+        .iter_mut()
+        .all(|r| r.has_route(now, &a) && r.has_route(now, &b)));
     sim.unpublish(p, a);
     sim.run_for(SETTLE);
     let now = sim.now;
-    assert!(sim.routers.iter_mut().all(|r| !r.has_route(now, &a) && r.has_route(now, &b)));
+    assert!(sim
+        .routers
+        .iter_mut()
+        .all(|r| !r.has_route(now, &a) && r.has_route(now, &b)));
     // The client going away withdraws the rest.
     sim.detach(p);
     sim.run_for(SETTLE);
@@ -422,7 +446,14 @@ fn malformed_envelopes_cross_the_mesh_without_harm() {
     sim.subscribe(s, n);
     sim.run_for(SETTLE);
     for bytes in [&[][..], &[1u8; 20][..], &[2u8; 200][..]] {
-        sim.inject(1, 2, roam_proto::Frame::Data { origin: sim.id(0), envelope: bytes::Bytes::copy_from_slice(bytes) });
+        sim.inject(
+            1,
+            2,
+            roam_proto::Frame::Data {
+                origin: sim.id(0),
+                envelope: bytes::Bytes::copy_from_slice(bytes),
+            },
+        );
     }
     sim.run_for(SETTLE);
     assert_eq!(sim.routers[2].stats().data_malformed, 3);

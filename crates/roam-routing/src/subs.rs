@@ -43,7 +43,10 @@ pub(crate) struct Subs {
 
 impl Subs {
     pub fn new(hasher: Seeded, max_names: usize) -> Self {
-        Self { names: Map::with_hasher(hasher), max_names }
+        Self {
+            names: Map::with_hasher(hasher),
+            max_names,
+        }
     }
 
     pub fn get(&self, name: &Name) -> Option<&NameState> {
@@ -72,7 +75,9 @@ impl Subs {
 
     /// Removes an in-process subscriber; true if that was the last one.
     pub fn remove_local(&mut self, name: &Name) -> bool {
-        let Some(s) = self.names.get_mut(name) else { return false };
+        let Some(s) = self.names.get_mut(name) else {
+            return false;
+        };
         if s.local == 0 {
             return false;
         }
@@ -92,7 +97,9 @@ impl Subs {
     }
 
     pub fn remove_client(&mut self, name: &Name, link: LinkId) -> bool {
-        let Some(s) = self.names.get_mut(name) else { return false };
+        let Some(s) = self.names.get_mut(name) else {
+            return false;
+        };
         let before = s.clients.len();
         s.clients.retain(|&l| l != link);
         s.clients.len() != before
@@ -100,20 +107,23 @@ impl Subs {
 
     /// Adds or refreshes a router-link subscription; true if it is new.
     pub fn add_router(&mut self, name: Name, link: LinkId, expires_s: u32) -> bool {
-        self.entry(name).is_some_and(|s| match s.routers.iter_mut().find(|(l, _)| *l == link) {
-            Some(r) => {
-                r.1 = expires_s;
-                false
-            }
-            None => {
-                s.routers.push((link, expires_s));
-                true
-            }
-        })
+        self.entry(name)
+            .is_some_and(|s| match s.routers.iter_mut().find(|(l, _)| *l == link) {
+                Some(r) => {
+                    r.1 = expires_s;
+                    false
+                }
+                None => {
+                    s.routers.push((link, expires_s));
+                    true
+                }
+            })
     }
 
     pub fn remove_router(&mut self, name: &Name, link: LinkId) -> bool {
-        let Some(s) = self.names.get_mut(name) else { return false };
+        let Some(s) = self.names.get_mut(name) else {
+            return false;
+        };
         let before = s.routers.len();
         s.routers.retain(|&(l, _)| l != link);
         s.routers.len() != before
@@ -166,7 +176,11 @@ impl Subs {
     }
 
     pub fn pending(&self) -> Vec<Name> {
-        self.names.iter().filter(|(_, s)| s.pending).map(|(n, _)| *n).collect()
+        self.names
+            .iter()
+            .filter(|(_, s)| s.pending)
+            .map(|(n, _)| *n)
+            .collect()
     }
 
     pub fn len(&self) -> usize {
@@ -226,7 +240,9 @@ mod tests {
         s.drop_link(4, &mut out);
         out.sort();
         assert_eq!(out, vec![N, Name([2; 32]), Name([3; 32])]);
-        assert!(s.get(&Name([3; 32])).is_some_and(|st| st.upstream.is_empty() && st.local == 1));
+        assert!(s
+            .get(&Name([3; 32]))
+            .is_some_and(|st| st.upstream.is_empty() && st.local == 1));
     }
 
     #[test]

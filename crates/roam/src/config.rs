@@ -86,7 +86,8 @@ pub fn parse<T: serde::de::DeserializeOwned>(text: &str, origin: &str) -> Result
 }
 
 pub fn load<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     parse(&text, &path.display().to_string())
 }
 
@@ -116,7 +117,14 @@ mod tests {
         assert!(e.contains("line 3"), "{e}");
         let e = parse::<RouterFile>("id: [\n", "r.yaml").unwrap_err();
         assert!(e.contains("r.yaml"), "{e}");
-        let bad = LinkFile { idle_timeout_ms: Some(1000), keepalive_ms: Some(2000), ..Default::default() };
-        assert!(bad.apply(LinkConfig::default()).unwrap_err().contains("shorter"));
+        let bad = LinkFile {
+            idle_timeout_ms: Some(1000),
+            keepalive_ms: Some(2000),
+            ..Default::default()
+        };
+        assert!(bad
+            .apply(LinkConfig::default())
+            .unwrap_err()
+            .contains("shorter"));
     }
 }

@@ -40,7 +40,11 @@ pub struct Realm {
 
 impl Realm {
     pub fn opener_config(&self) -> OpenerConfig {
-        OpenerConfig { require_signed: self.require_signed, members: self.members.clone(), ..OpenerConfig::default() }
+        OpenerConfig {
+            require_signed: self.require_signed,
+            members: self.members.clone(),
+            ..OpenerConfig::default()
+        }
     }
 }
 
@@ -49,7 +53,10 @@ pub fn check_private(path: &Path) -> Result<(), String> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?.permissions().mode();
+        let mode = std::fs::metadata(path)
+            .map_err(|e| format!("{}: {e}", path.display()))?
+            .permissions()
+            .mode();
         if mode & 0o077 != 0 {
             return Err(format!(
                 "{} is readable by others (mode {:o}); run `chmod 600 {}`",
@@ -64,25 +71,43 @@ pub fn check_private(path: &Path) -> Result<(), String> {
 
 pub fn load(path: &Path) -> Result<Realm, String> {
     check_private(path)?;
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read realm file {}: {e}", path.display()))?;
-    let doc: RealmDoc =
-        serde_yaml_ng::from_str(&text).map_err(|e| format!("realm file {}: {e}", path.display()))?;
-    let secret = RealmSecret::from_hex(&doc.secret).map_err(|e| format!("realm file {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read realm file {}: {e}", path.display()))?;
+    let doc: RealmDoc = serde_yaml_ng::from_str(&text)
+        .map_err(|e| format!("realm file {}: {e}", path.display()))?;
+    let secret = RealmSecret::from_hex(&doc.secret)
+        .map_err(|e| format!("realm file {}: {e}", path.display()))?;
     let mut members = HashMap::new();
     for (name, key) in doc.members {
         let bytes = hex::decode(key.trim())
             .ok()
             .and_then(|v| <[u8; 32]>::try_from(v).ok())
-            .ok_or_else(|| format!("realm file {}: member {name}: key must be 64 hex digits", path.display()))?;
+            .ok_or_else(|| {
+                format!(
+                    "realm file {}: member {name}: key must be 64 hex digits",
+                    path.display()
+                )
+            })?;
         members.insert(bytes, name);
     }
-    Ok(Realm { label: doc.realm, secret, require_signed: doc.require_signed, members })
+    Ok(Realm {
+        label: doc.realm,
+        secret,
+        require_signed: doc.require_signed,
+        members,
+    })
 }
 
 /// Writes a new realm file with mode 0600; refuses to overwrite.
 pub fn create(path: &Path, label: &str) -> Result<(), String> {
-    let secret = RealmSecret::generate().map_err(|_| "the system random source failed".to_string())?;
-    let doc = RealmDoc { realm: label.into(), secret: secret.to_hex(), require_signed: false, members: BTreeMap::new() };
+    let secret =
+        RealmSecret::generate().map_err(|_| "the system random source failed".to_string())?;
+    let doc = RealmDoc {
+        realm: label.into(),
+        secret: secret.to_hex(),
+        require_signed: false,
+        members: BTreeMap::new(),
+    };
     write_private(path, &doc, false)
 }
 
@@ -90,7 +115,8 @@ pub fn create(path: &Path, label: &str) -> Result<(), String> {
 pub fn add_member(path: &Path, name: &str, public_key: &[u8; 32]) -> Result<(), String> {
     check_private(path)?;
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut doc: RealmDoc = serde_yaml_ng::from_str(&text).map_err(|e| format!("realm file {}: {e}", path.display()))?;
+    let mut doc: RealmDoc = serde_yaml_ng::from_str(&text)
+        .map_err(|e| format!("realm file {}: {e}", path.display()))?;
     doc.members.insert(name.into(), hex::encode(public_key));
     write_private(path, &doc, true)
 }
@@ -110,8 +136,11 @@ fn write_private(path: &Path, doc: &RealmDoc, overwrite: bool) -> Result<(), Str
         use std::os::unix::fs::OpenOptionsExt;
         opts.mode(0o600);
     }
-    let mut f = opts.open(path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    f.write_all(text.as_bytes()).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    let mut f = opts
+        .open(path)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    f.write_all(text.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 #[cfg(test)]
@@ -132,7 +161,10 @@ mod tests {
         let r = load(&p).unwrap();
         assert_eq!(r.label, "warehouse");
         add_member(&p, "robot1", &[7; 32]).unwrap();
-        assert_eq!(load(&p).unwrap().members.get(&[7; 32]).map(String::as_str), Some("robot1"));
+        assert_eq!(
+            load(&p).unwrap().members.get(&[7; 32]).map(String::as_str),
+            Some("robot1")
+        );
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -145,7 +177,17 @@ mod tests {
     #[test]
     fn broken_file_reports_line() {
         let p = tmp("b");
-        write_private(&p, &RealmDoc { realm: "x".into(), secret: "00".repeat(32), require_signed: false, members: BTreeMap::new() }, false).unwrap();
+        write_private(
+            &p,
+            &RealmDoc {
+                realm: "x".into(),
+                secret: "00".repeat(32),
+                require_signed: false,
+                members: BTreeMap::new(),
+            },
+            false,
+        )
+        .unwrap();
         std::fs::write(&p, "realm: x\nsecret: 00\nbogus: 1\n").unwrap();
         let e = load(&p).unwrap_err();
         assert!(e.contains("line 3") || e.contains("bogus"), "{e}");

@@ -1,4 +1,5 @@
 //! Fault tolerance: routers die and come back; publishers and subscribers keep running.
+#![allow(clippy::cloned_ref_to_slice_refs)]
 
 mod common;
 
@@ -10,7 +11,10 @@ const T: Duration = Duration::from_secs(30);
 
 /// Messages keep flowing at `rate`; returns the sequence numbers seen within `window`.
 fn seqs(sub: &Proc, window: Duration) -> Vec<u64> {
-    collect(sub, usize::MAX, window).into_iter().map(|m| m.seq).collect()
+    collect(sub, usize::MAX, window)
+        .into_iter()
+        .map(|m| m.seq)
+        .collect()
 }
 
 #[test]
@@ -24,13 +28,20 @@ fn traffic_reroutes_around_a_dead_router_in_a_diamond() {
     let sub = net.sub("/odom", "cloud", &a4, &[]);
     wait_subscribed(&sub);
     let _p = net.publisher("/odom", "robot", &a1, &["--size", "100", "--rate", "200"]);
-    assert!(!seqs(&sub, Duration::from_secs(2)).is_empty(), "no traffic before the fault");
+    assert!(
+        !seqs(&sub, Duration::from_secs(2)).is_empty(),
+        "no traffic before the fault"
+    );
 
     for (victim, addr, name) in [(&mut r2, &a2, "r2"), (&mut r3, &a3, "r3")] {
         victim.kill();
         // Within a few idle timeouts the other path carries the traffic again.
         let after = seqs(&sub, Duration::from_secs(6));
-        assert!(after.len() > 100, "traffic did not resume after killing {name}: {} messages", after.len());
+        assert!(
+            after.len() > 100,
+            "traffic did not resume after killing {name}: {} messages",
+            after.len()
+        );
         // Bring it back on the same address before killing the other one.
         let (p, _) = net.router(name, addr, &[a1.clone()]);
         *victim = p;
@@ -38,7 +49,11 @@ fn traffic_reroutes_around_a_dead_router_in_a_diamond() {
         let seen = seqs(&sub, Duration::from_secs(1));
         let mut sorted = seen.clone();
         sorted.dedup();
-        assert_eq!(sorted.len(), seen.len(), "duplicates after {name} came back");
+        assert_eq!(
+            sorted.len(),
+            seen.len(),
+            "duplicates after {name} came back"
+        );
     }
 }
 
@@ -57,8 +72,16 @@ fn a_restarted_router_resumes_delivery_without_restarting_endpoints() {
     let _ = seqs(&sub, Duration::from_millis(10));
     let (_r2b, _) = net.router("r2", &a2, &[a1.clone()]);
     let after = seqs(&sub, Duration::from_secs(8));
-    assert!(after.len() > 100, "delivery did not resume: {} messages; r3: {}", after.len(), _r3.logs());
-    assert!(after.windows(2).all(|w| w[0] < w[1]), "out of order or duplicated after restart");
+    assert!(
+        after.len() > 100,
+        "delivery did not resume: {} messages; r3: {}",
+        after.len(),
+        _r3.logs()
+    );
+    assert!(
+        after.windows(2).all(|w| w[0] < w[1]),
+        "out of order or duplicated after restart"
+    );
 }
 
 #[test]
@@ -73,5 +96,9 @@ fn the_first_router_restarting_reconnects_its_clients() {
     std::thread::sleep(Duration::from_secs(1));
     let (_r1b, _) = net.router("r1", &a1, &[]);
     let after = seqs(&sub, T.min(Duration::from_secs(8)));
-    assert!(after.len() > 100, "clients did not come back: {}", after.len());
+    assert!(
+        after.len() > 100,
+        "clients did not come back: {}",
+        after.len()
+    );
 }

@@ -1,4 +1,5 @@
 //! The routing plane end to end: real routers, publishers and subscribers on loopback.
+#![allow(clippy::cloned_ref_to_slice_refs)]
 
 mod common;
 
@@ -17,7 +18,12 @@ fn chain_of_three_delivers_10000_reliable_messages_in_order() {
     let (_r3, a3) = net.router("r3", "127.0.0.1:0", &[a2.clone()]);
     let sub = net.sub("/bulk", "cloud", &a3, &["--count", "10000"]);
     wait_subscribed(&sub);
-    let _p = net.publisher("/bulk", "robot", &a1, &["--count", "10000", "--size", "1000"]);
+    let _p = net.publisher(
+        "/bulk",
+        "robot",
+        &a1,
+        &["--count", "10000", "--size", "1000"],
+    );
     let got = collect(&sub, 10_000, T);
     assert_eq!(got.len(), 10_000, "lost messages");
     for (i, m) in got.iter().enumerate() {
@@ -38,8 +44,10 @@ fn triangle_delivers_each_message_exactly_once() {
     let (_r2, a2) = net.router("r2", "127.0.0.1:0", &[a1.clone()]);
     let (_r3, a3) = net.router("r3", "127.0.0.1:0", &[a1.clone(), a2.clone()]);
     // Subscribers on every router, publishers on two of them.
-    let subs: Vec<Proc> =
-        [(&a1, "s1"), (&a2, "s2"), (&a3, "s3")].iter().map(|(a, id)| net.sub("/tri", id, a, &["--count", "400"])).collect();
+    let subs: Vec<Proc> = [(&a1, "s1"), (&a2, "s2"), (&a3, "s3")]
+        .iter()
+        .map(|(a, id)| net.sub("/tri", id, a, &["--count", "400"]))
+        .collect();
     for s in &subs {
         wait_subscribed(s);
     }
@@ -81,7 +89,12 @@ fn a_64_mib_message_arrives_intact() {
     let sub = net.sub("/big", "cloud", &a3, &["--count", "2"]);
     wait_subscribed(&sub);
     let size = 64 << 20;
-    let _p = net.publisher("/big", "robot", &a1, &["--count", "2", "--size", &size.to_string()]);
+    let _p = net.publisher(
+        "/big",
+        "robot",
+        &a1,
+        &["--count", "2", "--size", &size.to_string()],
+    );
     let got = collect(&sub, 2, Duration::from_secs(120));
     assert_eq!(got.len(), 2, "sub logs: {}", sub.logs());
     for (i, m) in got.iter().enumerate() {
@@ -96,14 +109,25 @@ fn routers_link_over_tcp_when_udp_is_blocked() {
     let net = Net::new("tcp");
     let (r1, _a1) = net.router_with("r1", "127.0.0.1:0", &[], &["--listen-tcp", "127.0.0.1:0"]);
     // The TCP address is printed on the line after the QUIC one.
-    let tcp = r1.line(Duration::from_secs(5)).and_then(|l| l.strip_prefix("listening tcp ").map(str::to_string)).expect("tcp addr");
+    let tcp = r1
+        .line(Duration::from_secs(5))
+        .and_then(|l| l.strip_prefix("listening tcp ").map(str::to_string))
+        .expect("tcp addr");
     let (_r2, a2) = net.router("r2", "127.0.0.1:0", &[format!("tcp://{tcp}")]);
     let sub = net.sub("/over-tcp", "cloud", &a2, &["--count", "100"]);
     wait_subscribed(&sub);
-    let _p = net.publisher("/over-tcp", "robot", &format!("tcp://{tcp}"), &["--count", "100", "--size", "2048"]);
+    let _p = net.publisher(
+        "/over-tcp",
+        "robot",
+        &format!("tcp://{tcp}"),
+        &["--count", "100", "--size", "2048"],
+    );
     let got = collect(&sub, 100, T);
     assert_eq!(got.len(), 100);
-    assert!(got.iter().enumerate().all(|(i, m)| m.seq == i as u64 + 1 && m.body == expected_digest(m.seq, 2048)));
+    assert!(got
+        .iter()
+        .enumerate()
+        .all(|(i, m)| m.seq == i as u64 + 1 && m.body == expected_digest(m.seq, 2048)));
 }
 
 #[test]
@@ -117,14 +141,27 @@ fn a_best_effort_flood_does_not_hold_back_a_reliable_topic() {
     wait_subscribed(&flood_sub);
     // A flood of 256 KB best-effort frames as fast as possible, for much longer than the
     // reliable topic needs.
-    let mut flood = net.publisher("/camera", "camera", &a1, &["--size", "262144", "--best-effort", "--count", "20000"]);
+    let mut flood = net.publisher(
+        "/camera",
+        "camera",
+        &a1,
+        &["--size", "262144", "--best-effort", "--count", "20000"],
+    );
     std::thread::sleep(Duration::from_millis(500));
-    let _joy = net.publisher("/joystick", "joy", &a1, &["--count", "100", "--size", "32", "--rate", "100"]);
+    let _joy = net.publisher(
+        "/joystick",
+        "joy",
+        &a1,
+        &["--count", "100", "--size", "32", "--rate", "100"],
+    );
     let got = collect(&sub, 100, T);
     // Every reliable message arrived, in order, while the flood was still running.
     assert_eq!(got.len(), 100);
     assert!(got.iter().enumerate().all(|(i, m)| m.seq == i as u64 + 1));
-    assert!(flood.wait_exit(Duration::from_millis(1)).is_none(), "flood ended before the reliable topic finished");
+    assert!(
+        flood.wait_exit(Duration::from_millis(1)).is_none(),
+        "flood ended before the reliable topic finished"
+    );
 }
 
 #[test]
@@ -139,6 +176,9 @@ fn stdin_lines_are_published_as_text() {
     writeln!(stdin, "second line").unwrap();
     drop(stdin);
     let got = collect(&sub, 2, T);
-    assert_eq!(got.iter().map(|m| m.body.as_str()).collect::<Vec<_>>(), ["text=\"hello roam\"", "text=\"second line\""]);
+    assert_eq!(
+        got.iter().map(|m| m.body.as_str()).collect::<Vec<_>>(),
+        ["text=\"hello roam\"", "text=\"second line\""]
+    );
     assert!(p.wait_exit(T).is_some_and(|s| s.success()));
 }

@@ -38,8 +38,13 @@ impl Procs {
         for (name, child) in self.0.iter_mut().rev() {
             if let Some(pid) = child.id() {
                 // SIGTERM first so each process shuts down cleanly, then make sure.
-                let _ = std::process::Command::new("kill").arg(pid.to_string()).status();
-                if tokio::time::timeout(Duration::from_secs(3), child.wait()).await.is_err() {
+                let _ = std::process::Command::new("kill")
+                    .arg(pid.to_string())
+                    .status();
+                if tokio::time::timeout(Duration::from_secs(3), child.wait())
+                    .await
+                    .is_err()
+                {
                     let _ = child.kill().await;
                 }
                 println!("[demo] stopped {name} (pid {pid})");
@@ -57,7 +62,11 @@ fn roam(exe: &Path, args: &[&str]) -> Command {
 async fn run_ok(exe: &Path, args: &[&str]) -> CmdResult {
     let out = roam(exe, args).output().await.map_err(|e| e.to_string())?;
     if !out.status.success() {
-        return Err(format!("roam {} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr)));
+        return Err(format!(
+            "roam {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
     Ok(())
 }
@@ -83,14 +92,25 @@ pub async fn run(a: DemoArgs) -> CmdResult {
     let pki_s = pki.to_string_lossy().to_string();
     let realm = dir.join("demo.realm");
     let realm_s = realm.to_string_lossy().to_string();
-    println!("[demo] setting up a CA, identities and a realm in {}", dir.display());
+    println!(
+        "[demo] setting up a CA, identities and a realm in {}",
+        dir.display()
+    );
     if !pki.join("ca.pem").exists() {
         run_ok(&exe, &["pki", "init", "--dir", &pki_s]).await?;
         for r in ["r1", "r2", "r3"] {
-            run_ok(&exe, &["pki", "issue", r, "--dir", &pki_s, "--role", "router"]).await?;
+            run_ok(
+                &exe,
+                &["pki", "issue", r, "--dir", &pki_s, "--role", "router"],
+            )
+            .await?;
         }
         for c in ["robot", "cloud"] {
-            run_ok(&exe, &["pki", "issue", c, "--dir", &pki_s, "--role", "client"]).await?;
+            run_ok(
+                &exe,
+                &["pki", "issue", c, "--dir", &pki_s, "--role", "client"],
+            )
+            .await?;
         }
     }
     if !realm.exists() {
@@ -98,29 +118,62 @@ pub async fn run(a: DemoArgs) -> CmdResult {
     }
     let addr = |i: u16| format!("127.0.0.1:{}", a.port + i);
     let mut procs = Procs(Vec::new());
-    println!("[demo] starting routers r1 <- r2 <- r3 on {}, {}, {}", addr(0), addr(1), addr(2));
+    println!(
+        "[demo] starting routers r1 <- r2 <- r3 on {}, {}, {}",
+        addr(0),
+        addr(1),
+        addr(2)
+    );
     for (i, r) in ["r1", "r2", "r3"].iter().enumerate() {
         let listen = addr(i as u16);
-        let mut args = vec!["router", "--id", r, "--pki", &pki_s, "--listen", &listen, "--status-interval", "5"];
+        let mut args = vec![
+            "router",
+            "--id",
+            r,
+            "--pki",
+            &pki_s,
+            "--listen",
+            &listen,
+            "--status-interval",
+            "5",
+        ];
         let prev;
         if i > 0 {
             prev = addr(i as u16 - 1);
             args.extend(["--connect", &prev]);
         }
         let mut child = roam(&exe, &args)
-            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn,roam::cmd::router=info".into()))
-            .stdout(Stdio::null()).stderr(Stdio::piped()).spawn().map_err(|e| e.to_string())?;
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn,roam::cmd::router=info".into()),
+            )
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| e.to_string())?;
         if let Some(e) = child.stderr.take() {
             echo(["r1", "r2", "r3"][i], e);
         }
         procs.0.push((r.to_string(), child));
     }
-    let topic = ["/chatter", "--type", "std_msgs/msg/String", "--realm", &realm_s, "--pki", &pki_s];
+    let topic = [
+        "/chatter",
+        "--type",
+        "std_msgs/msg/String",
+        "--realm",
+        &realm_s,
+        "--pki",
+        &pki_s,
+    ];
     let r3 = addr(2);
     let mut sub_args = vec!["sub"];
     sub_args.extend(topic);
     sub_args.extend(["--connect", &r3, "--id", "cloud"]);
-    let mut sub = roam(&exe, &sub_args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| e.to_string())?;
+    let mut sub = roam(&exe, &sub_args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
     echo("sub@r3", sub.stdout.take().ok_or("no stdout")?);
     echo("sub@r3", sub.stderr.take().ok_or("no stderr")?);
     procs.0.push(("sub".into(), sub));
@@ -130,7 +183,11 @@ pub async fn run(a: DemoArgs) -> CmdResult {
     let mut pub_args = vec!["pub"];
     pub_args.extend(topic);
     pub_args.extend(["--connect", &r1, "--id", "robot", "--rate", &rate]);
-    let mut publisher = roam(&exe, &pub_args).stdin(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| e.to_string())?;
+    let mut publisher = roam(&exe, &pub_args)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
     echo("pub@r1", publisher.stderr.take().ok_or("no stderr")?);
     let mut stdin = publisher.stdin.take().ok_or("no stdin")?;
     procs.0.push(("pub".into(), publisher));

@@ -65,15 +65,23 @@ pub struct SubArgs {
     pub raw_name: Option<String>,
 }
 
-fn topic_name(topic: &TopicArgs, raw: Option<&str>, realm: &crate::realm_file::Realm) -> Result<roam_proto::Name, String> {
+fn topic_name(
+    topic: &TopicArgs,
+    raw: Option<&str>,
+    realm: &crate::realm_file::Realm,
+) -> Result<roam_proto::Name, String> {
     match raw {
-        Some(h) => roam_proto::Name::from_hex(h).ok_or_else(|| format!("--raw-name {h:?} is not 64 hex digits")),
+        Some(h) => roam_proto::Name::from_hex(h)
+            .ok_or_else(|| format!("--raw-name {h:?} is not 64 hex digits")),
         None => Ok(topic.descriptor().name(&realm.secret)),
     }
 }
 
 fn now_us() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
 }
 
 fn client(conn: &ConnectArgs) -> Result<Client, String> {
@@ -91,19 +99,24 @@ pub async fn run_pub(a: PubArgs) -> CmdResult {
     let realm = crate::realm_file::load(&a.topic.realm)?;
     let name = topic_name(&a.topic, a.raw_name.as_deref(), &realm)?;
     let signer = if a.sign {
-        let id = roam_net::pki::load_identity(&a.conn.pki, &a.conn.id).map_err(|e| e.to_string())?;
+        let id =
+            roam_net::pki::load_identity(&a.conn.pki, &a.conn.id).map_err(|e| e.to_string())?;
         Some(Arc::new(SigningIdentity::from_pkcs8(&id.signing_pkcs8)?))
     } else {
         None
     };
-    let mut sealer = Sealer::new(&realm.secret, name, a.best_effort, signer).map_err(|e| e.to_string())?;
+    let mut sealer =
+        Sealer::new(&realm.secret, name, a.best_effort, signer).map_err(|e| e.to_string())?;
     let mut c = client(&a.conn)?;
     c.publish(name).await;
     if !a.no_wait {
         eprintln!("waiting for a subscriber of {} ...", a.topic.topic);
         loop {
             match c.events.recv().await {
-                Some(ClientEvent::Demand { name: n, wanted: true }) if n == name => break,
+                Some(ClientEvent::Demand {
+                    name: n,
+                    wanted: true,
+                }) if n == name => break,
                 Some(_) => {}
                 None => return Err("client session ended".into()),
             }
@@ -132,7 +145,9 @@ pub async fn run_pub(a: PubArgs) -> CmdResult {
         if let Some(t) = tick.as_mut() {
             t.tick().await;
         }
-        sealer.seal(&body, now_us(), &mut buf).map_err(|e| e.to_string())?;
+        sealer
+            .seal(&body, now_us(), &mut buf)
+            .map_err(|e| e.to_string())?;
         let envelope = Bytes::from(std::mem::take(&mut buf));
         if a.replay {
             c.send(envelope.clone()).await;
@@ -143,7 +158,10 @@ pub async fn run_pub(a: PubArgs) -> CmdResult {
     // Exit only once the router has everything: a publisher that quits loses nothing.
     c.finish().await;
     let s = c.stats();
-    eprintln!("sent {sent} messages ({} dropped while offline)", s.dropped_offline);
+    eprintln!(
+        "sent {sent} messages ({} dropped while offline)",
+        s.dropped_offline
+    );
     Ok(())
 }
 
@@ -169,23 +187,28 @@ pub async fn run_sub(a: SubArgs) -> CmdResult {
             _ = super::router::shutdown_signal() => { summary(got, &opener); return Ok(()); }
         };
         match ev {
-            Some(ClientEvent::Data { envelope, .. }) => match opener.open(&envelope, now_us(), &mut out) {
-                Ok(o) => {
-                    got += 1;
-                    if !a.quiet {
-                        let latency = now_us() as i64 - o.header.send_time_us as i64;
-                        let line = payload::describe(o.header.seq, latency, &out, o.signer.as_deref());
-                        let mut lock = stdout.lock();
-                        let _ = writeln!(lock, "{line}");
-                        let _ = lock.flush();
+            Some(ClientEvent::Data { envelope, .. }) => {
+                match opener.open(&envelope, now_us(), &mut out) {
+                    Ok(o) => {
+                        got += 1;
+                        if !a.quiet {
+                            let latency = now_us() as i64 - o.header.send_time_us as i64;
+                            let line =
+                                payload::describe(o.header.seq, latency, &out, o.signer.as_deref());
+                            let mut lock = stdout.lock();
+                            let _ = writeln!(lock, "{line}");
+                            let _ = lock.flush();
+                        }
+                        if a.count.is_some_and(|n| got >= n) {
+                            break;
+                        }
                     }
-                    if a.count.is_some_and(|n| got >= n) {
-                        break;
-                    }
+                    Err(e) => tracing::warn!("dropped an envelope: {e}"),
                 }
-                Err(e) => tracing::warn!("dropped an envelope: {e}"),
-            },
-            Some(ClientEvent::Connected { router }) => tracing::info!("subscribed through {router}"),
+            }
+            Some(ClientEvent::Connected { router }) => {
+                tracing::info!("subscribed through {router}")
+            }
             Some(_) => {}
             None => return Err("client session ended".into()),
         }

@@ -24,7 +24,12 @@ pub struct NameArgs {
 
 pub fn run(a: NameArgs) -> CmdResult {
     let realm = crate::realm_file::load(&a.realm)?;
-    let d = roam_proto::TopicDescriptor { topic: a.topic, type_name: a.type_name, kind: a.kind.into(), instance: a.instance };
+    let d = roam_proto::TopicDescriptor {
+        topic: a.topic,
+        type_name: a.type_name,
+        kind: a.kind.into(),
+        instance: a.instance,
+    };
     println!("{}", d.name(&realm.secret));
     Ok(())
 }

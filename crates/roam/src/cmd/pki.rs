@@ -46,13 +46,24 @@ pub fn run(c: PkiCommand) -> CmdResult {
             pki::init_ca(&dir).map_err(|e| e.to_string())?;
             println!("created CA in {}", dir.display());
         }
-        PkiCommand::Issue { name, dir, role, days, backdate_days } => {
+        PkiCommand::Issue {
+            name,
+            dir,
+            role,
+            days,
+            backdate_days,
+        } => {
             let role = match role {
                 RoleArg::Router => roam_proto::frame::Role::Router,
                 RoleArg::Client => roam_proto::frame::Role::Client,
             };
-            let start = time::OffsetDateTime::now_utc() - time::Duration::hours(1) - time::Duration::days(backdate_days.into());
-            let validity = Validity { not_before: start, not_after: start + time::Duration::days(days.into()) };
+            let start = time::OffsetDateTime::now_utc()
+                - time::Duration::hours(1)
+                - time::Duration::days(backdate_days.into());
+            let validity = Validity {
+                not_before: start,
+                not_after: start + time::Duration::days(days.into()),
+            };
             pki::issue(&dir, &name, role, validity).map_err(|e| e.to_string())?;
             println!("issued {name} ({role:?}) in {}", dir.display());
         }

@@ -34,7 +34,10 @@ pub fn run(c: RealmCommand) -> CmdResult {
     match c {
         RealmCommand::New { name, out } => {
             crate::realm_file::create(&out, &name)?;
-            println!("wrote realm {name:?} to {} (mode 0600): share it only with realm members", out.display());
+            println!(
+                "wrote realm {name:?} to {} (mode 0600): share it only with realm members",
+                out.display()
+            );
             Ok(())
         }
         RealmCommand::AddMember { name, realm, pki } => {

@@ -45,12 +45,32 @@ pub async fn run(a: RouterArgs) -> CmdResult {
         Some(p) => config::load(p)?,
         None => RouterFile::default(),
     };
-    let id = a.id.or(file.id).ok_or("no identity: give --id NAME or `id:` in the config file")?;
-    let pki_dir = a.pki.or(file.pki).ok_or("no PKI directory: give --pki DIR or `pki:` in the config file")?;
-    let listen = a.listen.or(file.listen).map(|s| runtime::resolve(&s)).transpose()?;
-    let listen_tcp = a.listen_tcp.or(file.listen_tcp).map(|s| runtime::resolve(&s)).transpose()?;
-    let connect = if a.connect.is_empty() { file.connect } else { a.connect };
-    let connect = connect.iter().map(|s| s.parse::<PeerAddr>()).collect::<Result<Vec<_>, _>>()?;
+    let id =
+        a.id.or(file.id)
+            .ok_or("no identity: give --id NAME or `id:` in the config file")?;
+    let pki_dir = a
+        .pki
+        .or(file.pki)
+        .ok_or("no PKI directory: give --pki DIR or `pki:` in the config file")?;
+    let listen = a
+        .listen
+        .or(file.listen)
+        .map(|s| runtime::resolve(&s))
+        .transpose()?;
+    let listen_tcp = a
+        .listen_tcp
+        .or(file.listen_tcp)
+        .map(|s| runtime::resolve(&s))
+        .transpose()?;
+    let connect = if a.connect.is_empty() {
+        file.connect
+    } else {
+        a.connect
+    };
+    let connect = connect
+        .iter()
+        .map(|s| s.parse::<PeerAddr>())
+        .collect::<Result<Vec<_>, _>>()?;
     let mut link_file = file.link.clone();
     if let Some(ms) = a.idle_timeout_ms {
         link_file.idle_timeout_ms = Some(ms);
@@ -89,8 +109,13 @@ pub async fn run(a: RouterArgs) -> CmdResult {
                 let Some(r) = h.report().await else { return };
                 let s = r.routing;
                 info!(
-                    names = s.names, routers = s.routers_known, data_in = s.data_in, forwarded = s.data_forwarded,
-                    no_route = s.data_no_route, rpf_drop = s.data_rpf_drop, "status"
+                    names = s.names,
+                    routers = s.routers_known,
+                    data_in = s.data_in,
+                    forwarded = s.data_forwarded,
+                    no_route = s.data_no_route,
+                    rpf_drop = s.data_rpf_drop,
+                    "status"
                 );
                 for l in r.links {
                     info!(peer = %l.peer.name, kind = l.kind, frames_in = l.frames_in, frames_out = l.frames_out,

@@ -50,7 +50,12 @@ impl Proc {
                 sink.lock().unwrap().push(line);
             }
         });
-        Proc { name: name.into(), child, stdout: rx, stderr }
+        Proc {
+            name: name.into(),
+            child,
+            stdout: rx,
+            stderr,
+        }
     }
 
     pub fn pid(&self) -> u32 {
@@ -66,7 +71,13 @@ impl Proc {
     pub fn wait_log(&self, needle: &str, timeout: Duration) -> bool {
         let end = Instant::now() + timeout;
         while Instant::now() < end {
-            if self.stderr.lock().unwrap().iter().any(|l| l.contains(needle)) {
+            if self
+                .stderr
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|l| l.contains(needle))
+            {
                 return true;
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -116,7 +127,11 @@ pub struct Net {
 
 pub fn roam_ok(args: &[&str]) -> String {
     let out = Command::new(ROAM).args(args).output().expect("run roam");
-    assert!(out.status.success(), "roam {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "roam {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -144,12 +159,30 @@ impl Net {
         self.router_with(id, listen, connect, &[])
     }
 
-    pub fn router_with(&self, id: &str, listen: &str, connect: &[String], extra: &[&str]) -> (Proc, String) {
+    pub fn router_with(
+        &self,
+        id: &str,
+        listen: &str,
+        connect: &[String],
+        extra: &[&str],
+    ) -> (Proc, String) {
         self.issue(id, "router");
-        let mut args: Vec<String> = ["router", "--id", id, "--pki", &self.pki, "--listen", listen, "--idle-timeout-ms", "1500", "--status-interval", "0"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let mut args: Vec<String> = [
+            "router",
+            "--id",
+            id,
+            "--pki",
+            &self.pki,
+            "--listen",
+            listen,
+            "--idle-timeout-ms",
+            "1500",
+            "--status-interval",
+            "0",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         for c in connect {
             args.push("--connect".into());
             args.push(c.clone());
@@ -167,26 +200,58 @@ impl Net {
         (p, addr)
     }
 
-    fn endpoint_args(&self, cmd: &str, topic: &str, id: &str, router: &str, extra: &[&str]) -> Vec<String> {
+    fn endpoint_args(
+        &self,
+        cmd: &str,
+        topic: &str,
+        id: &str,
+        router: &str,
+        extra: &[&str],
+    ) -> Vec<String> {
         self.issue(id, "client");
-        let mut a: Vec<String> = [cmd, topic, "--type", "test_msgs/msg/Blob", "--realm", &self.realm, "--pki", &self.pki, "--id", id, "--connect", router]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let mut a: Vec<String> = [
+            cmd,
+            topic,
+            "--type",
+            "test_msgs/msg/Blob",
+            "--realm",
+            &self.realm,
+            "--pki",
+            &self.pki,
+            "--id",
+            id,
+            "--connect",
+            router,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         a.extend(extra.iter().map(|s| s.to_string()));
         a
     }
 
     pub fn sub(&self, topic: &str, id: &str, router: &str, extra: &[&str]) -> Proc {
-        Proc::spawn(&format!("sub-{id}"), &self.endpoint_args("sub", topic, id, router, extra), None)
+        Proc::spawn(
+            &format!("sub-{id}"),
+            &self.endpoint_args("sub", topic, id, router, extra),
+            None,
+        )
     }
 
     pub fn publisher(&self, topic: &str, id: &str, router: &str, extra: &[&str]) -> Proc {
-        Proc::spawn(&format!("pub-{id}"), &self.endpoint_args("pub", topic, id, router, extra), None)
+        Proc::spawn(
+            &format!("pub-{id}"),
+            &self.endpoint_args("pub", topic, id, router, extra),
+            None,
+        )
     }
 
     pub fn publisher_stdin(&self, topic: &str, id: &str, router: &str, extra: &[&str]) -> Proc {
-        Proc::spawn(&format!("pub-{id}"), &self.endpoint_args("pub", topic, id, router, extra), Some(Stdio::piped()))
+        Proc::spawn(
+            &format!("pub-{id}"),
+            &self.endpoint_args("pub", topic, id, router, extra),
+            Some(Stdio::piped()),
+        )
     }
 }
 
@@ -220,7 +285,11 @@ pub fn parse_line(l: &str) -> Option<Msg> {
     if let Some(i) = l.find(" text=") {
         body = l[i + 1..].to_string();
     }
-    Some(Msg { seq: seq?, size: size?, body })
+    Some(Msg {
+        seq: seq?,
+        size: size?,
+        body,
+    })
 }
 
 /// Collects `n` messages from a subscriber, or as many as arrive before `timeout`.
@@ -239,12 +308,19 @@ pub fn collect(sub: &Proc, n: usize, timeout: Duration) -> Vec<Msg> {
 
 /// The digest `roam sub` prints for the generated payload of message `seq`.
 pub fn expected_digest(seq: u64, size: usize) -> String {
-    format!("sha256={}", roam::payload::sha256_hex(&roam::payload::pattern(seq, size)))
+    format!(
+        "sha256={}",
+        roam::payload::sha256_hex(&roam::payload::pattern(seq, size))
+    )
 }
 
 /// Waits until the subscriber's router has it subscribed (its log says so).
 pub fn wait_subscribed(sub: &Proc) {
-    assert!(sub.wait_log("subscribed through", Duration::from_secs(10)), "subscriber never connected: {}", sub.logs());
+    assert!(
+        sub.wait_log("subscribed through", Duration::from_secs(10)),
+        "subscriber never connected: {}",
+        sub.logs()
+    );
 }
 
 impl Proc {
