@@ -282,3 +282,12 @@ pub fn is_best_effort(envelope: &[u8]) -> bool {
         .get(1)
         .is_some_and(|f| f & roam_proto::EnvelopeFlags::BEST_EFFORT != 0)
 }
+
+/// Bytes a frame occupies on the wire, for the link counters. Control frames are counted
+/// approximately: they are a small share of any link's traffic.
+pub fn wire_size(f: &Frame) -> usize {
+    match f {
+        Frame::Data { envelope, .. } => DATA_HEADER_LEN + envelope.len(),
+        _ => 64,
+    }
+}

@@ -18,8 +18,8 @@ use tracing::{debug, warn};
 use crate::framing::read_frame;
 use crate::lane::{Lane, Policy, Pushed};
 use crate::link::{
-    check_hello, is_best_effort, Established, Inbound, LinkConfig, LinkError, LinkId, LinkInput,
-    LinkSender, LinkStats, LocalInfo, Outgoing, Transport,
+    check_hello, is_best_effort, wire_size, Established, Inbound, LinkConfig, LinkError, LinkId,
+    LinkInput, LinkSender, LinkStats, LocalInfo, Outgoing, Transport,
 };
 use crate::pki::Identity;
 use crate::tls;
@@ -355,7 +355,7 @@ async fn read_stream(
     loop {
         match read_frame(&mut rx, t.cfg.max_frame).await {
             Ok(Some(frame)) => {
-                t.stats.count_in(frame_size(&frame));
+                t.stats.count_in(wire_size(&frame));
                 if inbound.send((link, LinkInput::Frame(frame))).await.is_err() {
                     return false;
                 }
@@ -418,12 +418,5 @@ async fn read_datagrams(t: Arc<QuicTransport>, link: LinkId, inbound: Inbound) {
             // A bad datagram is dropped; datagrams are best effort by nature.
             Err(e) => debug!("dropping a bad datagram: {e}"),
         }
-    }
-}
-
-fn frame_size(f: &Frame) -> usize {
-    match f {
-        Frame::Data { envelope, .. } => roam_proto::frame::DATA_HEADER_LEN + envelope.len(),
-        _ => 64,
     }
 }
