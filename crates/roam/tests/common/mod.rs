@@ -21,9 +21,22 @@ pub struct Proc {
 
 impl Proc {
     pub fn spawn(name: &str, args: &[String], stdin: Option<Stdio>) -> Proc {
-        let mut child = Command::new(ROAM)
+        Self::spawn_with(name, ROAM, args, stdin)
+    }
+
+    /// Starts another program (e.g. `ip netns exec NS roam ...`, which execs roam in place).
+    pub fn spawn_program(name: &str, program: &str, args: &[String]) -> Proc {
+        Self::spawn_with(name, program, args, None)
+    }
+
+    fn spawn_with(name: &str, program: &str, args: &[String], stdin: Option<Stdio>) -> Proc {
+        let mut child = Command::new(program)
             .args(args)
-            .env("RUST_LOG", "info,quinn=warn,rustls=warn")
+            .env(
+                "RUST_LOG",
+                std::env::var("ROAM_TEST_RUST_LOG")
+                    .unwrap_or_else(|_| "info,quinn=warn,rustls=warn".into()),
+            )
             .stdin(stdin.unwrap_or(Stdio::null()))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
