@@ -4,4 +4,5 @@
 pub mod cmd;
 pub mod config;
 pub mod payload;
+pub mod proxy;
 pub mod realm_file;

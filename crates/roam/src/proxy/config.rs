@@ -1,0 +1,323 @@
+//! The proxy's YAML configuration (`roam proxy -c robot.yaml`).
+//!
+//! ```yaml
+//! id: robot-7                    # identity in the PKI directory (router or client role)
+//! pki: /etc/roam/pki
+//! upstream:                      # routers the proxy's edge router keeps links to
+//!   - quic://cloud.example.com:7447
+//! listen: 0.0.0.0:7447           # optional: let other routers/clients link to this one
+//! dds:
+//!   domain: 0
+//!   interfaces: [eth0]           # network interfaces DDS may use (default: Cyclone's choice)
+//!   peers: [192.168.1.20]        # unicast discovery peers (default: multicast)
+//!   # config_xml: "<CycloneDDS>...</CycloneDDS>"   # full CycloneDDS config instead
+//! realms:
+//!   warehouse: /etc/roam/warehouse.realm
+//! exports:                       # local topics that leave this network
+//!   - topic: /chatter
+//!     realm: warehouse
+//!     as: /robot7/chatter        # optional: its name inside the realm
+//!   - allow: ['^/camera/.*']     # or every local topic matching a regex ...
+//!     deny: ['^/camera/debug']   # ... except these
+//!     realm: warehouse
+//!   - service: /add_two_ints     # a service this network serves
+//!     realm: warehouse
+//! imports:                       # realm topics that appear in this network
+//!   - topic: /robot7/chatter
+//!     realm: warehouse
+//!     as: /chatter               # optional: local name
+//!   - service: /add_two_ints
+//!     realm: warehouse
+//! ```
+//!
+//! Everything not exported stays private. Syntax and type mistakes are reported with the line
+//! and column; semantic ones (unknown realm, bad regex, bad topic name) with the entry and, where
+//! the value appears in the file, its line.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use regex::Regex;
+use serde::Deserialize;
+
+use super::ros_names::check_ros_name;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProxyFile {
+    pub id: String,
+    pub pki: PathBuf,
+    #[serde(default)]
+    pub upstream: Vec<String>,
+    pub listen: Option<String>,
+    #[serde(default)]
+    pub dds: DdsFile,
+    pub realms: BTreeMap<String, PathBuf>,
+    #[serde(default)]
+    pub exports: Vec<ExportFile>,
+    #[serde(default)]
+    pub imports: Vec<ImportFile>,
+    #[serde(default)]
+    pub link: crate::config::LinkFile,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DdsFile {
+    #[serde(default)]
+    pub domain: u32,
+    #[serde(default)]
+    pub interfaces: Vec<String>,
+    #[serde(default)]
+    pub peers: Vec<String>,
+    pub config_xml: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportFile {
+    pub topic: Option<String>,
+    pub service: Option<String>,
+    #[serde(default)]
+    pub allow: Vec<String>,
+    #[serde(default)]
+    pub deny: Vec<String>,
+    pub realm: String,
+    #[serde(rename = "as")]
+    pub rename: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImportFile {
+    pub topic: Option<String>,
+    pub service: Option<String>,
+    pub realm: String,
+    #[serde(rename = "as")]
+    pub rename: Option<String>,
+}
+
+/// Whether an export or import is a topic or a service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum What {
+    Topic,
+    Service,
+}
+
+/// One exact export or import: `local` name here, `remote` name inside `realm`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mapping {
+    pub what: What,
+    pub local: String,
+    pub remote: String,
+    pub realm: String,
+}
+
+/// Export every local topic matching `allow` and none of `deny`, under its own name.
+#[derive(Debug, Clone)]
+pub struct PatternExport {
+    pub allow: Vec<Regex>,
+    pub deny: Vec<Regex>,
+    pub realm: String,
+}
+
+/// The validated configuration.
+#[derive(Debug)]
+pub struct ProxyConfig {
+    pub id: String,
+    pub pki: PathBuf,
+    pub upstream: Vec<String>,
+    pub listen: Option<String>,
+    pub dds: DdsFile,
+    pub realms: BTreeMap<String, PathBuf>,
+    pub exports: Vec<Mapping>,
+    pub pattern_exports: Vec<PatternExport>,
+    pub imports: Vec<Mapping>,
+    pub link: crate::config::LinkFile,
+}
+
+impl ProxyConfig {
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    pub fn parse(text: &str, origin: &str) -> Result<Self, String> {
+        let f: ProxyFile = crate::config::parse(text, origin)?;
+        let at = |value: &str, what: String| match line_of(text, value) {
+            Some(line) => format!("{origin}: line {line}: {what}"),
+            None => format!("{origin}: {what}"),
+        };
+        let realm_ok = |realm: &str, entry: &str| {
+            if f.realms.contains_key(realm) {
+                Ok(())
+            } else {
+                let known = f.realms.keys().cloned().collect::<Vec<_>>().join(", ");
+                Err(at(realm, format!("{entry}: unknown realm {realm:?} (realms: {known})")))
+            }
+        };
+        let mut exports = Vec::new();
+        let mut pattern_exports = Vec::new();
+        for (i, e) in f.exports.iter().enumerate() {
+            let entry = format!("exports[{i}]");
+            realm_ok(&e.realm, &entry)?;
+            let patterns = !e.allow.is_empty() || !e.deny.is_empty();
+            match (&e.topic, &e.service, patterns) {
+                (Some(t), None, false) | (None, Some(t), false) => {
+                    let what = if e.topic.is_some() { What::Topic } else { What::Service };
+                    let remote = e.rename.clone().unwrap_or_else(|| t.clone());
+                    for n in [t, &remote] {
+                        check_ros_name(n).map_err(|m| at(n, format!("{entry}: {m}")))?;
+                    }
+                    exports.push(Mapping { what, local: t.clone(), remote, realm: e.realm.clone() });
+                }
+                (None, None, true) => {
+                    if e.rename.is_some() {
+                        return Err(format!("{origin}: {entry}: `as` renames one topic; it cannot apply to allow/deny patterns"));
+                    }
+                    if e.allow.is_empty() {
+                        return Err(format!("{origin}: {entry}: deny without allow exports nothing; add allow: ['.*']"));
+                    }
+                    let compile = |list: &[String]| -> Result<Vec<Regex>, String> {
+                        list.iter()
+                            .map(|p| Regex::new(p).map_err(|err| at(p, format!("{entry}: bad regex {p:?}: {err}"))))
+                            .collect()
+                    };
+                    pattern_exports.push(PatternExport { allow: compile(&e.allow)?, deny: compile(&e.deny)?, realm: e.realm.clone() });
+                }
+                _ => {
+                    return Err(format!(
+                        "{origin}: {entry}: expected exactly one of `topic`, `service`, or `allow`/`deny` patterns"
+                    ))
+                }
+            }
+        }
+        let mut imports = Vec::new();
+        for (i, m) in f.imports.iter().enumerate() {
+            let entry = format!("imports[{i}]");
+            realm_ok(&m.realm, &entry)?;
+            let (what, remote) = match (&m.topic, &m.service) {
+                (Some(t), None) => (What::Topic, t),
+                (None, Some(s)) => (What::Service, s),
+                _ => return Err(format!("{origin}: {entry}: expected exactly one of `topic` or `service`")),
+            };
+            let local = m.rename.clone().unwrap_or_else(|| remote.clone());
+            for n in [remote, &local] {
+                check_ros_name(n).map_err(|e| at(n, format!("{entry}: {e}")))?;
+            }
+            imports.push(Mapping { what, local, remote: remote.clone(), realm: m.realm.clone() });
+        }
+        // Importing a name we also export under the same local name would loop it back.
+        for imp in &imports {
+            if exports.iter().any(|e| e.what == imp.what && e.local == imp.local && e.realm == imp.realm) {
+                return Err(format!(
+                    "{origin}: {} is both exported and imported in realm {}: it would loop",
+                    imp.local, imp.realm
+                ));
+            }
+        }
+        if f.exports.is_empty() && f.imports.is_empty() {
+            return Err(format!("{origin}: nothing to do: add `exports` or `imports`"));
+        }
+        Ok(Self {
+            id: f.id,
+            pki: f.pki,
+            upstream: f.upstream,
+            listen: f.listen,
+            dds: f.dds,
+            realms: f.realms,
+            exports,
+            pattern_exports,
+            imports,
+            link: f.link,
+        })
+    }
+
+    /// The realm and realm-side name a local topic is exported under, if any. Exact entries
+    /// win over patterns; topics this proxy imports are never exported back.
+    pub fn export_of(&self, local_topic: &str) -> Option<(String, String)> {
+        if let Some(m) = self.exports.iter().find(|m| m.what == What::Topic && m.local == local_topic) {
+            return Some((m.realm.clone(), m.remote.clone()));
+        }
+        if self.imports.iter().any(|m| m.what == What::Topic && m.local == local_topic) {
+            return None;
+        }
+        self.pattern_exports
+            .iter()
+            .find(|p| p.allow.iter().any(|r| r.is_match(local_topic)) && !p.deny.iter().any(|r| r.is_match(local_topic)))
+            .map(|p| (p.realm.clone(), local_topic.to_string()))
+    }
+}
+
+/// The 1-based line where `needle` first appears in `text`.
+fn line_of(text: &str, needle: &str) -> Option<usize> {
+    if needle.is_empty() {
+        return None;
+    }
+    text.lines().position(|l| l.contains(needle)).map(|i| i + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "\
+id: robot-7
+pki: ./pki
+upstream: [quic://127.0.0.1:7447]
+dds: {domain: 3, interfaces: [lo], peers: [127.0.0.1]}
+realms: {warehouse: ./w.realm}
+exports:
+  - topic: /chatter
+    realm: warehouse
+    as: /robot7/chatter
+  - allow: ['^/camera/.*']
+    deny: ['^/camera/debug']
+    realm: warehouse
+  - service: /add_two_ints
+    realm: warehouse
+imports:
+  - topic: /cloud/plan
+    realm: warehouse
+    as: /plan
+";
+
+    #[test]
+    fn a_full_file_parses_and_maps() {
+        let c = ProxyConfig::parse(GOOD, "robot.yaml").unwrap();
+        assert_eq!(c.dds.domain, 3);
+        assert_eq!(c.export_of("/chatter"), Some(("warehouse".into(), "/robot7/chatter".into())));
+        assert_eq!(c.export_of("/camera/front"), Some(("warehouse".into(), "/camera/front".into())));
+        assert_eq!(c.export_of("/camera/debug"), None);
+        assert_eq!(c.export_of("/private/map"), None, "unlisted topics stay private");
+        assert_eq!(c.exports[1].what, What::Service);
+        assert_eq!(c.imports[0].local, "/plan");
+        assert_eq!(c.imports[0].remote, "/cloud/plan");
+    }
+
+    #[test]
+    fn mistakes_say_where_and_what() {
+        let e = ProxyConfig::parse(&GOOD.replace("realm: warehouse\n    as: /robot7", "realm: wharehouse\n    as: /robot7"), "r.yaml").unwrap_err();
+        assert!(e.starts_with("r.yaml: line 8: exports[0]: unknown realm \"wharehouse\""), "{e}");
+        let e = ProxyConfig::parse(&GOOD.replace("'^/camera/.*'", "'^/camera/(.*'"), "r.yaml").unwrap_err();
+        assert!(e.contains("line 10") && e.contains("bad regex"), "{e}");
+        let e = ProxyConfig::parse(&GOOD.replace("as: /plan", "as: plan"), "r.yaml").unwrap_err();
+        assert!(e.contains("imports[0]") && e.contains("absolute"), "{e}");
+        let e = ProxyConfig::parse(&GOOD.replace("domain: 3", "domain: three"), "r.yaml").unwrap_err();
+        assert!(e.starts_with("r.yaml: line 4"), "{e}");
+        let e = ProxyConfig::parse(&GOOD.replace("  - service: /add_two_ints\n", "  - service: /add_two_ints\n    topic: /x\n"), "r.yaml").unwrap_err();
+        assert!(e.contains("exactly one of"), "{e}");
+        let e = ProxyConfig::parse("id: x\npki: p\nrealms: {}\n", "r.yaml").unwrap_err();
+        assert!(e.contains("nothing to do"), "{e}");
+    }
+
+    #[test]
+    fn an_imported_topic_is_never_exported_back() {
+        let text = GOOD.replace("'^/camera/.*'", "'.*'").replace("deny: ['^/camera/debug']", "deny: []");
+        let c = ProxyConfig::parse(&text, "r.yaml").unwrap();
+        assert_eq!(c.export_of("/plan"), None);
+        assert!(c.export_of("/anything").is_some());
+        let looped = GOOD.replace("topic: /cloud/plan", "topic: /robot7/chatter").replace("as: /plan", "as: /chatter");
+        assert!(ProxyConfig::parse(&looped, "r.yaml").unwrap_err().contains("loop"));
+    }
+}
