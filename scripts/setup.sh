@@ -4,7 +4,8 @@
 set -euo pipefail
 
 need_apt=()
-for pkg in build-essential pkg-config openssl ca-certificates; do
+# cmake + libclang-dev: the cyclors crate builds CycloneDDS from source and runs bindgen.
+for pkg in build-essential pkg-config openssl ca-certificates cmake libclang-dev; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -25,4 +26,10 @@ ver=$(rustc --version | awk '{print $2}')
 if [ "$(printf '%s\n1.80.0\n' "$ver" | sort -V | head -n1)" != "1.80.0" ]; then
   echo "setup: rustc $ver is older than 1.80; run 'rustup update stable'." >&2
   exit 1
+fi
+
+# Python cyclonedds (same CycloneDDS 11 as cyclors, C library bundled in the wheel): the tests use
+# it as a real ROS 2 peer (on the wire, a node on rmw_cyclonedds).
+if ! python3 -c 'import cyclonedds' >/dev/null 2>&1; then
+  python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore cyclonedds==11.0.1
 fi

@@ -1,0 +1,87 @@
+//! The ROS 2 side of roam: CycloneDDS wrapped in a small, safe API.
+//!
+//! A roam proxy is an ordinary DDS participant on the robot's (or cloud's) DDS domain. It
+//! forwards *raw serialized samples*: it takes the CDR bytes a ROS 2 node published and writes
+//! the same bytes on the other side. No type support is compiled in, so every message type works,
+//! custom ones included. This crate gives the proxy exactly that and nothing more:
+//!
+//! - [`Participant`]: a DDS participant on a domain, optionally with its own CycloneDDS
+//!   configuration (the XML that `CYCLONEDDS_URI` would hold). [`loopback_config`] keeps a test on
+//!   `lo`.
+//! - [`Writer`]: publishes raw CDR (4-byte encapsulation header included) on a *blob topic* of
+//!   any type name, keyless or keyed, with the [`Qos`] it is given.
+//! - [`Reader`]: delivers every sample on such a topic as raw CDR ([`Sample`]) to a callback.
+//! - [`Discovery`]: reports every publication and subscription in the domain (topic, type, QoS,
+//!   owning participant), appearing and disappearing, so the proxy can learn what local nodes
+//!   publish and subscribe and recognise its own endpoints ([`Participant::guid`]).
+//!
+//! # What it does not do
+//!
+//! No (de)serialization of message contents, no type lookup, no XTypes type information (a blob
+//! topic announces only its type *name*; peers match on the name, which must be exact), no
+//! partitions, no content filters, no loans / shared memory, no dispose or unregister by
+//! instance handle (the blob sertype of `cyclors` aborts on those code paths, so the API has
+//! none of them). Routing, sealing and configuration live in the other roam crates.
+//!
+//! # Where the unsafe code is
+//!
+//! All of the workspace's `unsafe` lives in this crate (the rest of the workspace forbids it),
+//! in the modules that call the `cyclors` bindings: [`participant`](crate::Participant)
+//! (`src/participant.rs`), `src/qos.rs`, `src/writer.rs`, `src/reader.rs`, `src/discovery.rs`.
+//! Every unsafe block carries a `// SAFETY:` comment. The invariants they rely on:
+//!
+//! - an entity handle is deleted exactly once, by the `Drop` of the value that created it,
+//!   and a participant outlives its readers and writers (they hold a clone of it);
+//! - the closure a listener calls is heap-allocated before the entity exists and freed only
+//!   after `dds_delete` of that entity returned, which in CycloneDDS waits for any callback in
+//!   progress and prevents new ones;
+//! - no Rust panic crosses into C: every callback body runs under `catch_unwind`;
+//! - every serdata reference obtained from `dds_takecdr` is released, and every loan from
+//!   `dds_take` is returned, on every path.
+//!
+//! # Threading
+//!
+//! All types are `Send + Sync`. [`Reader`] and [`Discovery`] callbacks run on CycloneDDS's own
+//! threads (the receive thread or the listener thread of the domain), possibly before the
+//! constructor returned, and possibly concurrently for different entities. Keep them short:
+//! copy or hand the data to a channel and return. A callback must not drop the entity it belongs
+//! to (that `Drop` waits for the callback to finish: a deadlock); creating or dropping *other*
+//! entities from a callback is allowed by CycloneDDS but best avoided.
+
+mod config;
+mod discovery;
+mod error;
+mod participant;
+mod qos;
+mod reader;
+mod writer;
+
+pub use config::loopback_config;
+pub use discovery::{Discovery, DiscoveryEvent, Endpoint};
+pub use error::DdsError;
+pub use participant::Participant;
+pub use qos::{History, Qos};
+pub use reader::{Reader, Sample};
+pub use writer::Writer;
+
+/// A 16-byte DDS GUID (GUID prefix of 12 bytes, entity id of 4).
+pub type Guid = [u8; 16];
+
+/// What a topic is, for a blob (raw CDR) reader or writer.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TopicInfo {
+    /// The DDS topic name, e.g. `rt/chatter` for the ROS 2 topic `/chatter`.
+    pub name: String,
+    /// The DDS type name, e.g. `std_msgs::msg::dds_::String_`. Must match the peers' exactly,
+    /// or DDS never matches the endpoints.
+    pub type_name: String,
+    /// Whether the type has no key fields (every ROS 2 message type is keyless).
+    pub keyless: bool,
+}
+
+impl TopicInfo {
+    /// A keyless topic (what every ROS 2 topic is).
+    pub fn keyless(name: impl Into<String>, type_name: impl Into<String>) -> Self {
+        Self { name: name.into(), type_name: type_name.into(), keyless: true }
+    }
+}

@@ -1,0 +1,217 @@
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::sync::{Arc, Mutex};
+
+use cyclors::{dds_entity_t, dds_guid_t, dds_instance_handle_t};
+
+use crate::error::{call_error, check, DdsError};
+use crate::Guid;
+
+/// The DDS domains this process created explicitly (`dds_create_domain`), shared by every
+/// participant on them. CycloneDDS allows one configuration per domain id and process, so the
+/// first participant's configuration wins and a different one is refused.
+struct DomainEntry {
+    /// `None` when the domain already existed when we first asked (created implicitly by some
+    /// other code in the process): then we do not own it and never delete it.
+    handle: Option<dds_entity_t>,
+    config: Option<String>,
+    users: usize,
+}
+
+static DOMAINS: Mutex<Option<HashMap<u32, DomainEntry>>> = Mutex::new(None);
+
+/// One participant's hold on its domain; deletes the domain when the last one goes.
+struct DomainRef {
+    id: u32,
+}
+
+impl DomainRef {
+    fn acquire(id: u32, config: Option<&str>) -> Result<DomainRef, DdsError> {
+        let mut guard = DOMAINS.lock().unwrap_or_else(|e| e.into_inner());
+        let domains = guard.get_or_insert_with(HashMap::new);
+        if let Some(entry) = domains.get_mut(&id) {
+            if entry.config.as_deref() != config {
+                return Err(DdsError::DomainConfigConflict(id));
+            }
+            entry.users += 1;
+            return Ok(DomainRef { id });
+        }
+        let c_config = match config {
+            Some(c) => Some(
+                CString::new(c)
+                    .map_err(|_| DdsError::InvalidArgument("config contains a NUL byte".into()))?,
+            ),
+            None => None,
+        };
+        let ptr = c_config.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
+        // SAFETY: `ptr` is NULL (use CYCLONEDDS_URI) or a NUL-terminated string that outlives
+        // the call; CycloneDDS copies what it needs.
+        let ret = unsafe { cyclors::dds_create_domain(id, ptr) };
+        let handle = if ret == cyclors::DDS_RETCODE_PRECONDITION_NOT_MET {
+            // Created implicitly elsewhere in this process: usable, but not ours to delete,
+            // and its configuration is not the one asked for.
+            if config.is_some() {
+                return Err(DdsError::DomainConfigConflict(id));
+            }
+            None
+        } else {
+            Some(check("dds_create_domain", ret)?)
+        };
+        domains.insert(id, DomainEntry { handle, config: config.map(str::to_owned), users: 1 });
+        Ok(DomainRef { id })
+    }
+}
+
+impl Drop for DomainRef {
+    fn drop(&mut self) {
+        let mut guard = DOMAINS.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(domains) = guard.as_mut() else { return };
+        let Some(entry) = domains.get_mut(&self.id) else { return };
+        entry.users -= 1;
+        if entry.users == 0 {
+            if let Some(handle) = entry.handle {
+                // SAFETY: the handle came from dds_create_domain and this is the last user;
+                // it is deleted once, under the registry lock, so no one re-creates the domain
+                // concurrently.
+                unsafe { cyclors::dds_delete(handle) };
+            }
+            domains.remove(&self.id);
+        }
+    }
+}
+
+struct Inner {
+    handle: dds_entity_t,
+    guid: Guid,
+    instance_handle: dds_instance_handle_t,
+    domain_id: u32,
+    // Dropped after `Drop::drop` deleted the participant.
+    _domain: DomainRef,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // SAFETY: the participant handle is owned by this value and deleted exactly once. Every
+        // reader/writer holds a clone of the `Participant`, so none is alive any more.
+        unsafe { cyclors::dds_delete(self.handle) };
+    }
+}
+
+/// A DDS domain participant. Cheap to clone (a shared handle); the participant is deleted when
+/// the last clone, and every [`Reader`](crate::Reader), [`Writer`](crate::Writer) and
+/// [`Discovery`](crate::Discovery) made from it, is gone.
+#[derive(Clone)]
+pub struct Participant {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Participant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Participant")
+            .field("domain_id", &self.inner.domain_id)
+            .field("guid", &hex(&self.inner.guid))
+            .finish()
+    }
+}
+
+impl Participant {
+    /// Joins DDS domain `domain_id`. `config` is a CycloneDDS configuration (XML, or anything
+    /// `CYCLONEDDS_URI` accepts); `None` uses `CYCLONEDDS_URI` or CycloneDDS's defaults.
+    ///
+    /// CycloneDDS has one configuration per domain and process: a second participant on the
+    /// same domain shares the domain and must pass the same `config`
+    /// ([`DdsError::DomainConfigConflict`] otherwise).
+    pub fn new(domain_id: u32, config: Option<&str>) -> Result<Participant, DdsError> {
+        if domain_id >= 230 {
+            // DDSI port mapping: 7400 + 250 * domain must fit in 16 bits; also excludes
+            // DDS_DOMAIN_DEFAULT, whose meaning depends on the configuration.
+            return Err(DdsError::InvalidArgument(format!("domain id {domain_id} (max 229)")));
+        }
+        let domain = DomainRef::acquire(domain_id, config)?;
+        // SAFETY: NULL qos and listener mean defaults; the domain exists (we hold it).
+        let handle = check("dds_create_participant", unsafe {
+            cyclors::dds_create_participant(domain_id, std::ptr::null(), std::ptr::null())
+        })?;
+        let mut guid = dds_guid_t { v: [0; 16] };
+        let mut ih: dds_instance_handle_t = 0;
+        // SAFETY: `handle` is a live participant; both out-pointers point to owned locals.
+        let ret = unsafe { cyclors::dds_get_guid(handle, &mut guid) };
+        // SAFETY: as above.
+        let ret2 = unsafe { cyclors::dds_get_instance_handle(handle, &mut ih) };
+        let inner = Inner { handle, guid: guid.v, instance_handle: ih, domain_id, _domain: domain };
+        check("dds_get_guid", ret)?;
+        check("dds_get_instance_handle", ret2)?;
+        Ok(Participant { inner: Arc::new(inner) })
+    }
+
+    /// The participant's GUID. A discovered [`Endpoint`](crate::Endpoint) whose
+    /// `participant_guid` equals this one is ours (never re-import what you exported).
+    pub fn guid(&self) -> Guid {
+        self.inner.guid
+    }
+
+    /// The participant's local instance handle (`participant_instance_handle` of the
+    /// endpoints it owns, as seen by discovery in this process).
+    pub fn instance_handle(&self) -> u64 {
+        self.inner.instance_handle
+    }
+
+    /// The DDS domain id.
+    pub fn domain_id(&self) -> u32 {
+        self.inner.domain_id
+    }
+
+    /// True when `endpoint` belongs to this participant.
+    pub fn owns(&self, endpoint: &crate::Endpoint) -> bool {
+        endpoint.participant_guid == self.inner.guid
+    }
+
+    pub(crate) fn handle(&self) -> dds_entity_t {
+        self.inner.handle
+    }
+}
+
+/// Creates a blob (raw CDR) topic on `participant`.
+pub(crate) fn create_blob_topic(
+    participant: &Participant,
+    topic: &crate::TopicInfo,
+) -> Result<dds_entity_t, DdsError> {
+    let name = CString::new(topic.name.as_str())
+        .map_err(|_| DdsError::InvalidArgument("topic name contains a NUL byte".into()))?;
+    let type_name = CString::new(topic.type_name.as_str())
+        .map_err(|_| DdsError::InvalidArgument("type name contains a NUL byte".into()))?;
+    if topic.name.is_empty() || topic.type_name.is_empty() {
+        return Err(DdsError::InvalidArgument("empty topic or type name".into()));
+    }
+    // SAFETY: the participant is alive (we borrow it); both strings are NUL-terminated and
+    // outlive the call, and cdds_create_blob_topic only reads them (it copies the type name
+    // into the sertype and the topic name into the topic), despite the `*mut` in its signature.
+    let ret = unsafe {
+        cyclors::cdds_create_blob_topic(
+            participant.handle(),
+            name.as_ptr() as *mut _,
+            type_name.as_ptr() as *mut _,
+            topic.keyless,
+        )
+    };
+    if ret < 0 {
+        return Err(call_error("dds_create_topic_sertype", ret));
+    }
+    Ok(ret)
+}
+
+/// Deletes an entity we own, logging (not panicking on) failure. Returns true when the entity
+/// is gone (deleted now, or already).
+pub(crate) fn delete_entity(what: &'static str, handle: dds_entity_t) -> bool {
+    // SAFETY: callers own `handle` and call this once for it.
+    let ret = unsafe { cyclors::dds_delete(handle) };
+    if ret < 0 && ret != cyclors::DDS_RETCODE_ALREADY_DELETED {
+        tracing::warn!("dds_delete({what}) failed: {}", call_error("dds_delete", ret));
+        return ret == cyclors::DDS_RETCODE_BAD_PARAMETER;
+    }
+    true
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

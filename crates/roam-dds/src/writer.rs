@@ -1,0 +1,102 @@
+use cyclors::{dds_entity_t, ddsi_sertype, ddsrt_iovec_t};
+
+use crate::error::{check, DdsError};
+use crate::participant::{create_blob_topic, delete_entity, Participant};
+use crate::qos::RawQos;
+use crate::{Qos, TopicInfo};
+
+/// Publishes raw serialized samples on a blob topic.
+pub struct Writer {
+    handle: dds_entity_t,
+    topic: dds_entity_t,
+    info: TopicInfo,
+    // Keeps the participant (and so the domain) alive as long as this writer.
+    _participant: Participant,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer").field("topic", &self.info).finish()
+    }
+}
+
+impl Writer {
+    /// Creates a writer for `topic` with `qos`. A transient-local writer keeps its last
+    /// `history` samples for late-joining readers.
+    pub fn new(participant: &Participant, topic: &TopicInfo, qos: &Qos) -> Result<Writer, DdsError> {
+        let topic_handle = create_blob_topic(participant, topic)?;
+        let raw = RawQos::new(qos);
+        // SAFETY: participant and topic handles are live; the qos is valid for the call and
+        // copied by CycloneDDS; NULL listener = none.
+        let ret = unsafe {
+            cyclors::dds_create_writer(participant.handle(), topic_handle, raw.as_ptr(), std::ptr::null())
+        };
+        if ret < 0 {
+            delete_entity("topic", topic_handle);
+        }
+        let handle = check("dds_create_writer", ret)?;
+        Ok(Writer { handle, topic: topic_handle, info: topic.clone(), _participant: participant.clone() })
+    }
+
+    /// Publishes one sample: `cdr` is the complete serialized sample as it goes on the wire,
+    /// starting with the 4-byte encapsulation header (e.g. `00 01 00 00` for plain CDR,
+    /// little endian). For a keyed topic the key is whatever the bytes hold.
+    ///
+    /// A reliable write blocks (up to one second, then `DDS_RETCODE_TIMEOUT`, see
+    /// [`DdsError::is_timeout`]) while the readers have too much unacknowledged data.
+    pub fn write_cdr(&self, cdr: &[u8]) -> Result<(), DdsError> {
+        if cdr.len() < 4 {
+            return Err(DdsError::InvalidArgument(format!(
+                "a serialized sample is at least the 4-byte encapsulation header, got {} bytes",
+                cdr.len()
+            )));
+        }
+        if u32::try_from(cdr.len()).is_err() {
+            return Err(DdsError::InvalidArgument("sample larger than 4 GiB".into()));
+        }
+        let mut sertype: *const ddsi_sertype = std::ptr::null();
+        // SAFETY: `self.handle` is our live writer; the out-pointer is a local. The sertype
+        // stays valid while the writer (which references its topic) exists.
+        check("dds_get_entity_sertype", unsafe {
+            cyclors::dds_get_entity_sertype(self.handle, &mut sertype)
+        })?;
+        let iov = ddsrt_iovec_t { iov_base: cdr.as_ptr() as *mut _, iov_len: cdr.len() };
+        // SAFETY: the blob sertype's from_ser_iov copies `size` bytes out of the one iovec
+        // (it only reads iov_base, despite the `*mut`), and returns a new serdata holding one
+        // reference (it never returns NULL short of OOM, which aborts).
+        let serdata = unsafe {
+            cyclors::ddsi_serdata_from_ser_iov(sertype, cyclors::ddsi_serdata_kind_SDK_DATA, 1, &iov, cdr.len())
+        };
+        if serdata.is_null() {
+            return Err(DdsError::InvalidArgument("sertype refused the sample".into()));
+        }
+        // SAFETY: dds_writecdr takes over our reference to `serdata` (it is released by the
+        // writer history), on success and on failure once the writer is locked; the writer
+        // is ours and alive, so the lock cannot fail.
+        check("dds_writecdr", unsafe { cyclors::dds_writecdr(self.handle, serdata) })?;
+        Ok(())
+    }
+
+    /// How many readers are matched with this writer now (in this and other processes).
+    pub fn matched_readers(&self) -> Result<u32, DdsError> {
+        // SAFETY: the status struct is plain integers, for which all-zero is valid.
+        let mut st: cyclors::dds_publication_matched_status_t = unsafe { std::mem::zeroed() };
+        // SAFETY: live writer handle; out-pointer to a local.
+        check("dds_get_publication_matched_status", unsafe {
+            cyclors::dds_get_publication_matched_status(self.handle, &mut st)
+        })?;
+        Ok(st.current_count)
+    }
+
+    /// The topic this writer publishes on.
+    pub fn topic(&self) -> &TopicInfo {
+        &self.info
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        delete_entity("writer", self.handle);
+        delete_entity("topic", self.topic);
+    }
+}

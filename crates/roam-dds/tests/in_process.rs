@@ -1,0 +1,170 @@
+//! Rust writer -> Rust reader in one process, over a real CycloneDDS domain on loopback.
+
+mod common;
+
+use std::sync::mpsc::channel;
+use std::time::Duration;
+
+use common::{cdr_string, decode_cdr_string, wait_for};
+use roam_dds::{
+    loopback_config, DdsError, Discovery, DiscoveryEvent, History, Participant, Qos, Reader, TopicInfo, Writer,
+};
+
+const T: Duration = Duration::from_secs(20);
+
+fn participant(domain: u32) -> Participant {
+    Participant::new(domain, Some(loopback_config())).expect("participant")
+}
+
+#[test]
+fn keyless_samples_arrive_byte_exact() {
+    let p = participant(101);
+    let topic = TopicInfo::keyless("rt/chatter", "std_msgs::msg::dds_::String_");
+    let (tx, rx) = channel();
+    let reader = Reader::new(&p, &topic, &Qos::default(), move |s| tx.send(s).unwrap()).unwrap();
+    let writer = Writer::new(&p, &topic, &Qos::default()).unwrap();
+    wait_for("match", T, || (writer.matched_readers().unwrap() >= 1).then_some(()));
+    assert!(reader.matched_writers().unwrap() >= 1);
+
+    let sent: Vec<Vec<u8>> = (0..20).map(|i| cdr_string(&format!("hello {i}"))).collect();
+    for s in &sent {
+        writer.write_cdr(s).unwrap();
+    }
+    for (i, s) in sent.iter().enumerate() {
+        let got = rx.recv_timeout(T).expect("sample");
+        assert_eq!(&got.cdr, s, "sample {i}");
+        assert_eq!(decode_cdr_string(&got.cdr).unwrap(), format!("hello {i}"));
+        assert!(got.source_timestamp_ns > 1_600_000_000_000_000_000, "timestamp {}", got.source_timestamp_ns);
+        assert_ne!(got.writer_guid, [0; 16], "writer guid resolved");
+        assert_eq!(got.writer_guid[..12], p.guid()[..12], "our writer: same GUID prefix as our participant");
+    }
+}
+
+#[test]
+fn keyed_samples_keep_their_key_bytes() {
+    let p = participant(102);
+    // A keyed type: struct { @key long id; string text; } — the bytes are opaque to us.
+    let topic = TopicInfo { name: "roam_keyed".into(), type_name: "roam::test::Keyed".into(), keyless: false };
+    // Keep all: the blob sertype cannot tell keys apart (every sample is one instance to it),
+    // so keep-last 1 would let samples of different keys replace each other.
+    let qos = Qos { reliable: true, transient_local: false, history: History::KeepAll };
+    let (tx, rx) = channel();
+    let _reader = Reader::new(&p, &topic, &qos, move |s| tx.send(s).unwrap()).unwrap();
+    let writer = Writer::new(&p, &topic, &qos).unwrap();
+    wait_for("match", T, || (writer.matched_readers().unwrap() >= 1).then_some(()));
+
+    let sample = |id: u32, text: &str| {
+        let mut v = vec![0x00, 0x01, 0x00, 0x00];
+        v.extend_from_slice(&id.to_le_bytes());
+        v.extend_from_slice(&cdr_string(text)[4..]);
+        v
+    };
+    let sent = [sample(7, "seven"), sample(0xdead_beef, "big"), sample(7, "seven again")];
+    for s in &sent {
+        writer.write_cdr(s).unwrap();
+    }
+    for s in &sent {
+        let got = rx.recv_timeout(T).expect("sample");
+        assert_eq!(&got.cdr, s);
+    }
+    assert!(rx.recv_timeout(Duration::from_millis(200)).is_err(), "no extra samples");
+}
+
+#[test]
+fn twenty_megabyte_sample_arrives_intact() {
+    let p = participant(103);
+    let topic = TopicInfo::keyless("rt/big", "roam::test::Blob");
+    let qos = Qos { reliable: true, transient_local: false, history: History::KeepLast(1) };
+    let (tx, rx) = channel();
+    let _reader = Reader::new(&p, &topic, &qos, move |s| tx.send(s).unwrap()).unwrap();
+    let writer = Writer::new(&p, &topic, &qos).unwrap();
+    wait_for("match", T, || (writer.matched_readers().unwrap() >= 1).then_some(()));
+
+    let mut big = vec![0x00, 0x01, 0x00, 0x00];
+    let n = 20 * 1024 * 1024;
+    big.extend_from_slice(&(n as u32).to_le_bytes());
+    big.extend((0..n).map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3]));
+    writer.write_cdr(&big).unwrap();
+    let got = rx.recv_timeout(T).expect("20 MB sample");
+    assert_eq!(got.cdr.len(), big.len());
+    assert!(got.cdr == big, "20 MB sample differs");
+}
+
+#[test]
+fn transient_local_history_reaches_a_late_reader() {
+    let p = participant(104);
+    let topic = TopicInfo::keyless("rt/tf_static", "tf2_msgs::msg::dds_::TFMessage_");
+    let writer = Writer::new(&p, &topic, &Qos::latched(2)).unwrap();
+    for i in 0..3 {
+        writer.write_cdr(&cdr_string(&format!("static {i}"))).unwrap();
+    }
+    let (tx, rx) = channel();
+    let _reader = Reader::new(&p, &topic, &Qos::latched(2), move |s| tx.send(s).unwrap()).unwrap();
+    let got: Vec<String> =
+        (0..2).map(|_| decode_cdr_string(&rx.recv_timeout(T).expect("history sample").cdr).unwrap()).collect();
+    assert_eq!(got, ["static 1", "static 2"]);
+}
+
+#[test]
+fn discovery_reports_our_own_endpoints_and_their_departure() {
+    let p = participant(105);
+    let (tx, rx) = channel();
+    let disco = Discovery::new(&p, move |e| tx.send(e).unwrap()).unwrap();
+    let topic = TopicInfo::keyless("rt/disco_self", "std_msgs::msg::dds_::String_");
+    let writer = Writer::new(&p, &topic, &Qos::latched(3)).unwrap();
+    let _reader = Reader::new(&p, &topic, &Qos::best_effort(5), |_| {}).unwrap();
+
+    let mut saw_pub = None;
+    let mut saw_sub = None;
+    while saw_pub.is_none() || saw_sub.is_none() {
+        match rx.recv_timeout(T).expect("discovery event") {
+            DiscoveryEvent::Publication(e) if e.topic_name == "rt/disco_self" => saw_pub = Some(e),
+            DiscoveryEvent::Subscription(e) if e.topic_name == "rt/disco_self" => saw_sub = Some(e),
+            _ => {}
+        }
+    }
+    let (pb, sb) = (saw_pub.unwrap(), saw_sub.unwrap());
+    assert!(pb.alive && p.owns(&pb) && pb.keyless());
+    assert_eq!(pb.type_name, "std_msgs::msg::dds_::String_");
+    assert_eq!(pb.qos, Qos::latched(3));
+    assert_eq!(pb.participant_instance_handle, p.instance_handle());
+    assert!(sb.alive && p.owns(&sb) && sb.keyless());
+    assert_eq!(sb.qos, Qos::best_effort(5));
+    assert!(disco.endpoints().iter().any(|e| e.guid == pb.guid));
+
+    drop(writer);
+    let gone = wait_for("publication gone", T, || match rx.try_recv() {
+        Ok(DiscoveryEvent::Publication(e)) if e.guid == pb.guid => Some(e),
+        _ => None,
+    });
+    assert!(!gone.alive);
+    assert_eq!(gone.topic_name, "rt/disco_self");
+    assert!(!disco.endpoints().iter().any(|e| e.guid == pb.guid));
+}
+
+#[test]
+fn bad_input_is_an_error_not_a_crash() {
+    let p = participant(106);
+    let topic = TopicInfo::keyless("rt/x", "roam::test::X");
+    let writer = Writer::new(&p, &topic, &Qos::default()).unwrap();
+    assert!(matches!(writer.write_cdr(&[0, 1]), Err(DdsError::InvalidArgument(_))));
+    assert!(Writer::new(&p, &TopicInfo::keyless("a\0b", "t"), &Qos::default()).is_err());
+    assert!(Writer::new(&p, &TopicInfo::keyless("", "t"), &Qos::default()).is_err());
+    // One configuration per domain and process.
+    assert!(matches!(Participant::new(106, Some("<General/>")), Err(DdsError::DomainConfigConflict(106))));
+    // Same configuration: shares the domain.
+    let p2 = participant(106);
+    assert_ne!(p2.guid(), p.guid());
+    // A panicking callback does not take the process down.
+    let (tx, rx) = channel();
+    let _r = Reader::new(&p2, &topic, &Qos::default(), move |s| {
+        tx.send(s.cdr.len()).unwrap();
+        panic!("callback panic (expected in this test)");
+    })
+    .unwrap();
+    wait_for("match", T, || (writer.matched_readers().unwrap() >= 1).then_some(()));
+    writer.write_cdr(&cdr_string("a")).unwrap();
+    writer.write_cdr(&cdr_string("b")).unwrap();
+    assert_eq!(rx.recv_timeout(T).unwrap(), 10);
+    assert_eq!(rx.recv_timeout(T).unwrap(), 10);
+}

@@ -1,0 +1,37 @@
+"""A ROS 2-style listener: prints every std_msgs/String received on a DDS topic.
+
+usage: listener.py DOMAIN TOPIC [--summary]
+Prints "ready" once the reader exists, then one line per sample: "data: TEXT", or with
+--summary "len: N sha256: HEX" (for big samples).
+"""
+import argparse
+import hashlib
+import time
+
+from common import String_, exit_on_sigterm, qos
+from cyclonedds.domain import DomainParticipant
+from cyclonedds.sub import DataReader
+from cyclonedds.topic import Topic
+
+p = argparse.ArgumentParser()
+p.add_argument("domain", type=int)
+p.add_argument("topic")
+p.add_argument("--summary", action="store_true")
+a = p.parse_args()
+exit_on_sigterm()
+
+dp = DomainParticipant(a.domain)
+topic = Topic(dp, a.topic, String_)
+reader = DataReader(dp, topic, qos=qos())
+print("ready", flush=True)
+while True:
+    for s in reader.take(N=100):
+        # take() also returns invalid samples (a writer left): skip them.
+        if not s.sample_info.valid_data:
+            continue
+        if a.summary:
+            data = s.data.encode()
+            print(f"len: {len(data)} sha256: {hashlib.sha256(data).hexdigest()}", flush=True)
+        else:
+            print(f"data: {s.data}", flush=True)
+    time.sleep(0.01)

@@ -1,0 +1,32 @@
+"""A ROS 2-style talker: publishes std_msgs/String on a DDS topic until stopped.
+
+usage: talker.py DOMAIN TOPIC TEXT [--transient-local] [--depth N] [--period S]
+Publishes "TEXT N" for N = 0, 1, ...; prints "ready" once the writer exists.
+"""
+import argparse
+import time
+
+from common import String_, exit_on_sigterm, qos
+from cyclonedds.domain import DomainParticipant
+from cyclonedds.pub import DataWriter
+from cyclonedds.topic import Topic
+
+p = argparse.ArgumentParser()
+p.add_argument("domain", type=int)
+p.add_argument("topic")
+p.add_argument("text")
+p.add_argument("--transient-local", action="store_true")
+p.add_argument("--depth", type=int, default=10)
+p.add_argument("--period", type=float, default=0.05)
+a = p.parse_args()
+exit_on_sigterm()
+
+dp = DomainParticipant(a.domain)
+topic = Topic(dp, a.topic, String_)
+writer = DataWriter(dp, topic, qos=qos(transient_local=a.transient_local, depth=a.depth))
+print("ready", flush=True)
+n = 0
+while True:
+    writer.write(String_(data=f"{a.text} {n}"))
+    n += 1
+    time.sleep(a.period)
