@@ -26,8 +26,9 @@
 //! # Where the unsafe code is
 //!
 //! All of the workspace's `unsafe` lives in this crate (the rest of the workspace forbids it),
-//! in the modules that call the `cyclors` bindings: [`participant`](crate::Participant)
-//! (`src/participant.rs`), `src/qos.rs`, `src/writer.rs`, `src/reader.rs`, `src/discovery.rs`.
+//! in the modules that call the `cyclors` bindings: `src/participant.rs` (domains,
+//! participants, topics), `src/qos.rs`, `src/writer.rs`, `src/reader.rs`, `src/discovery.rs`
+//! and `src/error.rs` (return-code text).
 //! Every unsafe block carries a `// SAFETY:` comment. The invariants they rely on:
 //!
 //! - an entity handle is deleted exactly once, by the `Drop` of the value that created it,
@@ -38,6 +39,25 @@
 //! - no Rust panic crosses into C: every callback body runs under `catch_unwind`;
 //! - every serdata reference obtained from `dds_takecdr` is released, and every loan from
 //!   `dds_take` is returned, on every path.
+//!
+//! # CycloneDDS behaviours this API accounts for
+//!
+//! - A transient-local writer keeps for late joiners only its *durability-service* history,
+//!   which defaults to keep-last 1 whatever the history QoS says; [`Writer`] sets it to the
+//!   history depth (as rmw_cyclonedds does).
+//! - Data that arrives while a reader is being created (a transient-local writer's history,
+//!   endpoints discovered before a [`Discovery`]) raises "data available" before the listener is
+//!   armed, and no callback ever comes for it; the constructors therefore take once themselves.
+//! - The `cyclors` blob sertype cannot see keys: every sample of a keyed blob topic is the same
+//!   instance to the local DDS (key hash all zeros). Bytes, keys included, pass through intact,
+//!   and remote typed readers see the right instances, but keep-last history (and so a
+//!   transient-local writer's memory) counts samples across all keys: use enough depth, or
+//!   keep-all, for keyed topics.
+//! - The blob sertype has no `print` operation: enabling CycloneDDS's `data`/`trace` tracing
+//!   categories in a configuration crashes the process on the first write. `discovery` is fine.
+//! - One configuration per domain and process: participants of one process on one domain share
+//!   it ([`DdsError::DomainConfigConflict`] for a different one), and samples between them take
+//!   an in-process shortcut, not the network.
 //!
 //! # Threading
 //!
