@@ -138,7 +138,8 @@ fn run() -> Result<(), String> {
             });
         }
         for s in scenarios {
-            let o = rt.block_on(throughput::run(s))?;
+            let repeat = if s.rate.is_some() { 1 } else { 3 };
+            let o = rt.block_on(throughput::run_repeated(s, repeat))?;
             eprintln!("  {}", throughput::describe(&o));
             results.throughput.push(o);
         }

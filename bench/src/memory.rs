@@ -188,7 +188,11 @@ async fn router_process(names: u64) -> Result<ProcessMemory, String> {
     drop(client);
     drop(proc);
     Ok(ProcessMemory {
-        program: format!("{} router", roam.display()),
+        program: format!(
+            "{} router",
+            roam.file_name()
+                .map_or("roam".into(), |f| f.to_string_lossy())
+        ),
         idle_rss_kib: idle,
         names,
         loaded_rss_kib: loaded,

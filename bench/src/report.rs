@@ -45,6 +45,8 @@ fn size(b: usize) -> String {
 fn ns(v: f64) -> String {
     if v >= 1e6 {
         format!("{:.2} ms", v / 1e6)
+    } else if v >= 1e4 {
+        format!("{:.1} µs", v / 1e3)
     } else if v >= 1e3 {
         format!("{:.2} µs", v / 1e3)
     } else {
@@ -110,6 +112,14 @@ pub fn markdown(r: &Report) -> String {
             ns(x.open.median_ns),
             ns(x.open.p90_ns),
             x.open_mb_s
+        );
+    }
+
+    if !r.results.seal_open.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nSigned mode signs the whole sealed envelope with pure Ed25519, which hashes the message twice \
+             (SHA-512) to sign and once to verify: that is why signed seal is slower than signed open for large payloads."
         );
     }
 
@@ -184,7 +194,8 @@ pub fn markdown(r: &Report) -> String {
              router and a subscriber `Client` on the last, QUIC with mutual TLS. The publisher seals each \
              message (`Sealer`) and sends as fast as `Client::send` accepts (unpaced) or at a fixed rate \
              (paced); the subscriber opens each (`Opener`). Rate: delivered messages from the first send to \
-             the last delivery. Latency: one-way, envelope send time to opening. Everything (both clients, \
+             the last delivery; unpaced scenarios run three times, each in a fresh network, and the row is \
+             the run with the median rate (all three rates in the JSON, and in brackets). Latency: one-way, envelope send time to opening. Everything (both clients, \
              sealing, opening and the routers) shares the same cores, so absolute rates are a lower bound \
              for a router on its own machine; the 1-vs-2-router ratio is the figure to watch.\n",
             m.nproc
@@ -194,15 +205,28 @@ pub fn markdown(r: &Report) -> String {
             "| routers | mode | sent | delivered | lost | msg/s | MB/s | p50 latency | p99 latency | max |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
         );
         for o in &r.results.throughput {
+            let runs = if o.runs_msgs_per_s.len() > 1 {
+                format!(
+                    " ({})",
+                    o.runs_msgs_per_s
+                        .iter()
+                        .map(|r| format!("{r:.0}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {} | {:.0} | {:.1} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {:.0}{} | {:.1} | {} | {} | {} |",
                 o.routers,
                 mode_label(o),
                 o.sent,
                 o.delivered,
                 o.lost,
                 o.msgs_per_s,
+                runs,
                 o.mb_per_s,
                 ns(o.latency_p50_us * 1e3),
                 ns(o.latency_p99_us * 1e3),
@@ -245,7 +269,8 @@ pub fn markdown(r: &Report) -> String {
         let _ = writeln!(s, "\n## 4. Router resident memory\n");
         let _ = writeln!(
             s,
-            "Router process: a real `roam router` process (`{}`); VmRSS from `/proc/PID/status` 1 s after it \
+            "Router process: a real `roam router` process (`{}`, the release binary from the bench's own \
+             target directory, built there if missing; `ROAM_BIN` overrides), stopped by PID afterwards; VmRSS from `/proc/PID/status` 1 s after it \
              printed its listen address, then after a client published {} names one `Client::publish` call \
              each and the router's status log counted them all (plus 1 s). Routing core: a child bench process \
              holding only a `Router`, VmRSS before and after 1,000,000 adverts from a neighbour.\n",

@@ -50,6 +50,8 @@ pub struct Outcome {
     pub latency_max_us: f64,
     /// Frames the routers' links dropped (full or stale queues), summed over routers.
     pub router_link_drops: u64,
+    /// Delivered msg/s of every repetition of this scenario; the row shows the median one.
+    pub runs_msgs_per_s: Vec<f64>,
 }
 
 fn now_us() -> u64 {
@@ -273,6 +275,7 @@ pub async fn run(s: Scenario) -> Result<Outcome, String> {
         latency_p99_us: quantile(lat, 0.99),
         latency_max_us: quantile(lat, 1.0),
         router_link_drops: drops,
+        runs_msgs_per_s: Vec::new(),
     })
 }
 
@@ -288,6 +291,20 @@ async fn shutdown(net: Net) {
         h.shutdown().await;
         let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
     }
+}
+
+/// Runs a scenario `repeat` times, each in a fresh network, and keeps the run with the median
+/// delivered rate (all rates kept in `runs_msgs_per_s`).
+pub async fn run_repeated(s: Scenario, repeat: usize) -> Result<Outcome, String> {
+    let mut runs = Vec::new();
+    for _ in 0..repeat.max(1) {
+        runs.push(run(s).await?);
+    }
+    runs.sort_by(|a, b| a.msgs_per_s.total_cmp(&b.msgs_per_s));
+    let rates = runs.iter().map(|o| o.msgs_per_s).collect();
+    let mut mid = runs.swap_remove(runs.len() / 2);
+    mid.runs_msgs_per_s = rates;
+    Ok(mid)
 }
 
 pub fn describe(o: &Outcome) -> String {
