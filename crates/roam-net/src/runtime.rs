@@ -196,6 +196,12 @@ impl RouterHandle {
         let _ = self.cmd.send(Command::Send { name, envelope }).await;
     }
 
+    /// Like [`Self::send`], for threads outside the async runtime (DDS listener callbacks):
+    /// blocks while the router is busy, which pushes back on the DDS writer.
+    pub fn send_blocking(&self, name: Name, envelope: Bytes) {
+        let _ = self.cmd.blocking_send(Command::Send { name, envelope });
+    }
+
     /// Subscribes an in-process endpoint; envelopes arrive on the returned channel (bounded:
     /// a reader that falls `depth` behind loses messages, counted in the report).
     pub async fn subscribe(&self, name: Name, depth: usize) -> mpsc::Receiver<Bytes> {

@@ -54,6 +54,8 @@ impl LinkFile {
     pub fn apply(&self, mut c: LinkConfig) -> Result<LinkConfig, String> {
         if let Some(ms) = self.idle_timeout_ms {
             c.idle_timeout = Duration::from_millis(ms);
+            // Keep the default keepalive unless it would not fit in a shorter timeout.
+            c.keepalive = c.keepalive.min(c.idle_timeout / 4);
         }
         if let Some(ms) = self.keepalive_ms {
             c.keepalive = Duration::from_millis(ms);

@@ -8,6 +8,7 @@ pub mod demo;
 pub mod endpoint;
 pub mod name;
 pub mod pki;
+pub mod proxy;
 pub mod realm;
 pub mod router;
 
@@ -26,6 +27,9 @@ pub struct Cli {
 pub enum Command {
     /// Run a router: accept links, dial peers, forward envelopes by name.
     Router(router::RouterArgs),
+    /// Run a ROS 2 proxy: a DDS participant with its own edge router that exports and imports
+    /// the topics its configuration names.
+    Proxy(proxy::ProxyArgs),
     /// Manage the deployment's certificate authority and identities.
     #[command(subcommand)]
     Pki(pki::PkiCommand),
@@ -107,6 +111,7 @@ pub type CmdResult = Result<(), String>;
 pub async fn run(cli: Cli) -> CmdResult {
     match cli.command {
         Command::Router(a) => router::run(a).await,
+        Command::Proxy(a) => proxy::run(a).await,
         Command::Pki(c) => pki::run(c),
         Command::Realm(c) => realm::run(c),
         Command::Name(a) => name::run(a),

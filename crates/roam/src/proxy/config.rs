@@ -138,7 +138,8 @@ pub struct ProxyConfig {
 
 impl ProxyConfig {
     pub fn load(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         Self::parse(&text, &path.display().to_string())
     }
 
@@ -153,7 +154,10 @@ impl ProxyConfig {
                 Ok(())
             } else {
                 let known = f.realms.keys().cloned().collect::<Vec<_>>().join(", ");
-                Err(at(realm, format!("{entry}: unknown realm {realm:?} (realms: {known})")))
+                Err(at(
+                    realm,
+                    format!("{entry}: unknown realm {realm:?} (realms: {known})"),
+                ))
             }
         };
         let mut exports = Vec::new();
@@ -199,17 +203,29 @@ impl ProxyConfig {
             let (what, remote) = match (&m.topic, &m.service) {
                 (Some(t), None) => (What::Topic, t),
                 (None, Some(s)) => (What::Service, s),
-                _ => return Err(format!("{origin}: {entry}: expected exactly one of `topic` or `service`")),
+                _ => {
+                    return Err(format!(
+                        "{origin}: {entry}: expected exactly one of `topic` or `service`"
+                    ))
+                }
             };
             let local = m.rename.clone().unwrap_or_else(|| remote.clone());
             for n in [remote, &local] {
                 check_ros_name(n).map_err(|e| at(n, format!("{entry}: {e}")))?;
             }
-            imports.push(Mapping { what, local, remote: remote.clone(), realm: m.realm.clone() });
+            imports.push(Mapping {
+                what,
+                local,
+                remote: remote.clone(),
+                realm: m.realm.clone(),
+            });
         }
         // Importing a name we also export under the same local name would loop it back.
         for imp in &imports {
-            if exports.iter().any(|e| e.what == imp.what && e.local == imp.local && e.realm == imp.realm) {
+            if exports
+                .iter()
+                .any(|e| e.what == imp.what && e.local == imp.local && e.realm == imp.realm)
+            {
                 return Err(format!(
                     "{origin}: {} is both exported and imported in realm {}: it would loop",
                     imp.local, imp.realm
@@ -217,7 +233,9 @@ impl ProxyConfig {
             }
         }
         if f.exports.is_empty() && f.imports.is_empty() {
-            return Err(format!("{origin}: nothing to do: add `exports` or `imports`"));
+            return Err(format!(
+                "{origin}: nothing to do: add `exports` or `imports`"
+            ));
         }
         Ok(Self {
             id: f.id,
@@ -236,15 +254,26 @@ impl ProxyConfig {
     /// The realm and realm-side name a local topic is exported under, if any. Exact entries
     /// win over patterns; topics this proxy imports are never exported back.
     pub fn export_of(&self, local_topic: &str) -> Option<(String, String)> {
-        if let Some(m) = self.exports.iter().find(|m| m.what == What::Topic && m.local == local_topic) {
+        if let Some(m) = self
+            .exports
+            .iter()
+            .find(|m| m.what == What::Topic && m.local == local_topic)
+        {
             return Some((m.realm.clone(), m.remote.clone()));
         }
-        if self.imports.iter().any(|m| m.what == What::Topic && m.local == local_topic) {
+        if self
+            .imports
+            .iter()
+            .any(|m| m.what == What::Topic && m.local == local_topic)
+        {
             return None;
         }
         self.pattern_exports
             .iter()
-            .find(|p| p.allow.iter().any(|r| r.is_match(local_topic)) && !p.deny.iter().any(|r| r.is_match(local_topic)))
+            .find(|p| {
+                p.allow.iter().any(|r| r.is_match(local_topic))
+                    && !p.deny.iter().any(|r| r.is_match(local_topic))
+            })
             .map(|p| (p.realm.clone(), local_topic.to_string()))
     }
 }
@@ -286,10 +315,20 @@ imports:
     fn a_full_file_parses_and_maps() {
         let c = ProxyConfig::parse(GOOD, "robot.yaml").unwrap();
         assert_eq!(c.dds.domain, 3);
-        assert_eq!(c.export_of("/chatter"), Some(("warehouse".into(), "/robot7/chatter".into())));
-        assert_eq!(c.export_of("/camera/front"), Some(("warehouse".into(), "/camera/front".into())));
+        assert_eq!(
+            c.export_of("/chatter"),
+            Some(("warehouse".into(), "/robot7/chatter".into()))
+        );
+        assert_eq!(
+            c.export_of("/camera/front"),
+            Some(("warehouse".into(), "/camera/front".into()))
+        );
         assert_eq!(c.export_of("/camera/debug"), None);
-        assert_eq!(c.export_of("/private/map"), None, "unlisted topics stay private");
+        assert_eq!(
+            c.export_of("/private/map"),
+            None,
+            "unlisted topics stay private"
+        );
         assert_eq!(c.exports[1].what, What::Service);
         assert_eq!(c.imports[0].local, "/plan");
         assert_eq!(c.imports[0].remote, "/cloud/plan");
@@ -297,15 +336,34 @@ imports:
 
     #[test]
     fn mistakes_say_where_and_what() {
-        let e = ProxyConfig::parse(&GOOD.replace("realm: warehouse\n    as: /robot7", "realm: wharehouse\n    as: /robot7"), "r.yaml").unwrap_err();
-        assert!(e.starts_with("r.yaml: line 8: exports[0]: unknown realm \"wharehouse\""), "{e}");
-        let e = ProxyConfig::parse(&GOOD.replace("'^/camera/.*'", "'^/camera/(.*'"), "r.yaml").unwrap_err();
+        let e = ProxyConfig::parse(
+            &GOOD.replace(
+                "realm: warehouse\n    as: /robot7",
+                "realm: wharehouse\n    as: /robot7",
+            ),
+            "r.yaml",
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("r.yaml: line 8: exports[0]: unknown realm \"wharehouse\""),
+            "{e}"
+        );
+        let e = ProxyConfig::parse(&GOOD.replace("'^/camera/.*'", "'^/camera/(.*'"), "r.yaml")
+            .unwrap_err();
         assert!(e.contains("line 10") && e.contains("bad regex"), "{e}");
         let e = ProxyConfig::parse(&GOOD.replace("as: /plan", "as: plan"), "r.yaml").unwrap_err();
         assert!(e.contains("imports[0]") && e.contains("absolute"), "{e}");
-        let e = ProxyConfig::parse(&GOOD.replace("domain: 3", "domain: three"), "r.yaml").unwrap_err();
+        let e =
+            ProxyConfig::parse(&GOOD.replace("domain: 3", "domain: three"), "r.yaml").unwrap_err();
         assert!(e.starts_with("r.yaml: line 4"), "{e}");
-        let e = ProxyConfig::parse(&GOOD.replace("  - service: /add_two_ints\n", "  - service: /add_two_ints\n    topic: /x\n"), "r.yaml").unwrap_err();
+        let e = ProxyConfig::parse(
+            &GOOD.replace(
+                "  - service: /add_two_ints\n",
+                "  - service: /add_two_ints\n    topic: /x\n",
+            ),
+            "r.yaml",
+        )
+        .unwrap_err();
         assert!(e.contains("exactly one of"), "{e}");
         let e = ProxyConfig::parse("id: x\npki: p\nrealms: {}\n", "r.yaml").unwrap_err();
         assert!(e.contains("nothing to do"), "{e}");
@@ -313,11 +371,17 @@ imports:
 
     #[test]
     fn an_imported_topic_is_never_exported_back() {
-        let text = GOOD.replace("'^/camera/.*'", "'.*'").replace("deny: ['^/camera/debug']", "deny: []");
+        let text = GOOD
+            .replace("'^/camera/.*'", "'.*'")
+            .replace("deny: ['^/camera/debug']", "deny: []");
         let c = ProxyConfig::parse(&text, "r.yaml").unwrap();
         assert_eq!(c.export_of("/plan"), None);
         assert!(c.export_of("/anything").is_some());
-        let looped = GOOD.replace("topic: /cloud/plan", "topic: /robot7/chatter").replace("as: /plan", "as: /chatter");
-        assert!(ProxyConfig::parse(&looped, "r.yaml").unwrap_err().contains("loop"));
+        let looped = GOOD
+            .replace("topic: /cloud/plan", "topic: /robot7/chatter")
+            .replace("as: /plan", "as: /chatter");
+        assert!(ProxyConfig::parse(&looped, "r.yaml")
+            .unwrap_err()
+            .contains("loop"));
     }
 }

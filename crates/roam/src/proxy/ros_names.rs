@@ -20,10 +20,16 @@ pub fn ros_endpoint(dds_topic: &str) -> Option<RosEndpoint> {
     if let Some(rest) = dds_topic.strip_prefix("rt/") {
         return Some(RosEndpoint::Topic(format!("/{rest}")));
     }
-    if let Some(rest) = dds_topic.strip_prefix("rq/").and_then(|r| r.strip_suffix("Request")) {
+    if let Some(rest) = dds_topic
+        .strip_prefix("rq/")
+        .and_then(|r| r.strip_suffix("Request"))
+    {
         return Some(RosEndpoint::ServiceRequest(format!("/{rest}")));
     }
-    if let Some(rest) = dds_topic.strip_prefix("rr/").and_then(|r| r.strip_suffix("Reply")) {
+    if let Some(rest) = dds_topic
+        .strip_prefix("rr/")
+        .and_then(|r| r.strip_suffix("Reply"))
+    {
         return Some(RosEndpoint::ServiceReply(format!("/{rest}")));
     }
     None
@@ -44,7 +50,9 @@ pub fn service_to_dds(ros: &str) -> (String, String) {
 pub fn type_from_dds(dds: &str) -> String {
     let parts: Vec<&str> = dds.split("::").collect();
     match parts.as_slice() {
-        [pkg, kind, "dds_", name] => format!("{pkg}/{kind}/{}", name.strip_suffix('_').unwrap_or(name)),
+        [pkg, kind, "dds_", name] => {
+            format!("{pkg}/{kind}/{}", name.strip_suffix('_').unwrap_or(name))
+        }
         _ => dds.to_string(),
     }
 }
@@ -53,7 +61,9 @@ pub fn type_from_dds(dds: &str) -> String {
 pub fn type_to_dds(ros: &str) -> String {
     let parts: Vec<&str> = ros.split('/').collect();
     match parts.as_slice() {
-        [pkg, kind, name] if !pkg.is_empty() && !name.is_empty() => format!("{pkg}::{kind}::dds_::{name}_"),
+        [pkg, kind, name] if !pkg.is_empty() && !name.is_empty() => {
+            format!("{pkg}::{kind}::dds_::{name}_")
+        }
         _ => ros.to_string(),
     }
 }
@@ -84,16 +94,37 @@ mod tests {
     #[test]
     fn topics_services_and_types_map_both_ways() {
         assert_eq!(topic_to_dds("/chatter"), "rt/chatter");
-        assert_eq!(ros_endpoint("rt/robot/odom"), Some(RosEndpoint::Topic("/robot/odom".into())));
-        assert_eq!(service_to_dds("/add"), ("rq/addRequest".into(), "rr/addReply".into()));
-        assert_eq!(ros_endpoint("rq/addRequest"), Some(RosEndpoint::ServiceRequest("/add".into())));
-        assert_eq!(ros_endpoint("rr/addReply"), Some(RosEndpoint::ServiceReply("/add".into())));
+        assert_eq!(
+            ros_endpoint("rt/robot/odom"),
+            Some(RosEndpoint::Topic("/robot/odom".into()))
+        );
+        assert_eq!(
+            service_to_dds("/add"),
+            ("rq/addRequest".into(), "rr/addReply".into())
+        );
+        assert_eq!(
+            ros_endpoint("rq/addRequest"),
+            Some(RosEndpoint::ServiceRequest("/add".into()))
+        );
+        assert_eq!(
+            ros_endpoint("rr/addReply"),
+            Some(RosEndpoint::ServiceReply("/add".into()))
+        );
         assert_eq!(ros_endpoint("DCPSParticipant"), None);
-        assert_eq!(type_to_dds("std_msgs/msg/String"), "std_msgs::msg::dds_::String_");
-        assert_eq!(type_from_dds("std_msgs::msg::dds_::String_"), "std_msgs/msg/String");
+        assert_eq!(
+            type_to_dds("std_msgs/msg/String"),
+            "std_msgs::msg::dds_::String_"
+        );
+        assert_eq!(
+            type_from_dds("std_msgs::msg::dds_::String_"),
+            "std_msgs/msg/String"
+        );
         assert_eq!(type_from_dds("KeyedSeq"), "KeyedSeq");
         assert_eq!(type_to_dds("KeyedSeq"), "KeyedSeq");
-        for t in ["sensor_msgs/msg/LaserScan", "example_interfaces/srv/AddTwoInts_Request"] {
+        for t in [
+            "sensor_msgs/msg/LaserScan",
+            "example_interfaces/srv/AddTwoInts_Request",
+        ] {
             assert_eq!(type_from_dds(&type_to_dds(t)), t);
         }
     }

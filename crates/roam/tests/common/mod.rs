@@ -29,9 +29,30 @@ impl Proc {
         Self::spawn_with(name, program, args, None)
     }
 
+    /// Python peers must load the CycloneDDS bundled with their wheel, not the one cargo
+    /// points LD_LIBRARY_PATH at for cyclors' build (another build, and they would not
+    /// discover roam's participants).
+    fn spawn_python(name: &str, args: &[String]) -> Proc {
+        let mut cmd = Command::new("python3");
+        cmd.env_remove("LD_LIBRARY_PATH");
+        Self::spawn_cmd(name, cmd, args, None)
+    }
+
     fn spawn_with(name: &str, program: &str, args: &[String], stdin: Option<Stdio>) -> Proc {
-        let mut child = Command::new(program)
+        Self::spawn_cmd(name, Command::new(program), args, stdin)
+    }
+
+    fn spawn_cmd(name: &str, mut cmd: Command, args: &[String], stdin: Option<Stdio>) -> Proc {
+        let mut child = cmd
             .args(args)
+            // DDS peers (Python cyclonedds, roam proxies) stay on loopback in tests.
+            .env(
+                "CYCLONEDDS_URI",
+                format!(
+                    "<CycloneDDS><Domain>{}</Domain></CycloneDDS>",
+                    roam_dds::loopback_config()
+                ),
+            )
             .env(
                 "RUST_LOG",
                 std::env::var("ROAM_TEST_RUST_LOG")
@@ -341,5 +362,47 @@ impl Proc {
     pub fn terminate(&mut self) -> Option<std::process::ExitStatus> {
         let _ = Command::new("kill").arg(self.pid().to_string()).status();
         self.wait_exit(Duration::from_secs(10))
+    }
+}
+
+/// The Python ROS 2 stand-ins (PyPI cyclonedds): talker.py, listener.py.
+pub fn python(name: &str, script: &str, args: &[&str]) -> Proc {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../roam-dds/tests/py");
+    let mut a = vec![
+        "-u".to_string(),
+        dir.join(script).to_string_lossy().into_owned(),
+    ];
+    a.extend(args.iter().map(|s| s.to_string()));
+    let p = Proc::spawn_python(name, &a);
+    assert_eq!(
+        p.line(Duration::from_secs(20)).as_deref(),
+        Some("ready"),
+        "{name} did not start (run scripts/setup.sh): {}",
+        p.logs()
+    );
+    p
+}
+
+impl Net {
+    /// Starts `roam proxy` for DDS domain `domain`, linked to `router`, with the given
+    /// `exports:`/`imports:` YAML.
+    pub fn proxy(&self, id: &str, domain: u32, router: &str, body: &str) -> Proc {
+        self.issue(id, "router");
+        let yaml = format!(
+            "id: {id}\npki: {}\nupstream: [{router}]\ndds: {{domain: {domain}, interfaces: [lo], peers: [127.0.0.1]}}\nrealms: {{test: {}}}\nlink: {{idle_timeout_ms: 1500}}\n{body}",
+            self.pki, self.realm
+        );
+        let path = self.dir.join(format!("{id}.yaml"));
+        std::fs::write(&path, &yaml).unwrap();
+        let _ = std::fs::write("/tmp/last-proxy.yaml", &yaml);
+        Proc::spawn(
+            id,
+            &[
+                "proxy".to_string(),
+                "-c".to_string(),
+                path.to_string_lossy().into_owned(),
+            ],
+            None,
+        )
     }
 }

@@ -1,0 +1,294 @@
+//! The proxy process: a DDS participant on the local domain, an in-process edge router, and
+//! one task per exported or imported topic between them.
+//!
+//! Export: a local publication on `rt/<topic>` that the configuration exports is announced in
+//! its realm (metadata and data names). Only while someone in the realm subscribes does the
+//! proxy hold a DDS reader on it, sealing every sample and handing it to the edge router.
+//! Import: the proxy subscribes to the topic's metadata name; once an exporter announces the
+//! type and QoS, it creates a matching local DDS writer and subscribes to the data.
+//! Endpoints of the proxy's own participant are never exported, so what it imports never
+//! goes back out.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use roam_dds::{Discovery, DiscoveryEvent, Endpoint, Participant, Reader, TopicInfo, Writer};
+use roam_net::link::LinkConfig;
+use roam_net::runtime::{self, PeerAddr, RouterConfig, RouterHandle, RoutingTimers};
+use roam_proto::{Name, Opener, Sealer};
+use tokio::sync::mpsc;
+use tracing::{info, warn};
+
+use super::config::{ProxyConfig, What};
+use super::meta::{data_descriptor, meta_descriptor, TopicMeta};
+use super::ros_names::{ros_endpoint, topic_to_dds, RosEndpoint};
+use crate::realm_file::{self, Realm};
+
+/// How often an exporter re-announces a topic's metadata while anyone listens for it.
+const META_PERIOD: Duration = Duration::from_secs(2);
+
+fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+}
+
+/// Runs a proxy until `stop` resolves.
+pub async fn run(
+    cfg: ProxyConfig,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<(), String> {
+    let identity = roam_net::pki::load_identity(&cfg.pki, &cfg.id).map_err(|e| e.to_string())?;
+    if identity.role != roam_proto::frame::Role::Router {
+        return Err(format!(
+            "the proxy runs an edge router: identity {} needs a router certificate (`roam pki issue {} --role router`)",
+            cfg.id, cfg.id
+        ));
+    }
+    let mut realms = BTreeMap::new();
+    for (name, path) in &cfg.realms {
+        realms.insert(name.clone(), Arc::new(realm_file::load(path)?));
+    }
+    let connect = cfg
+        .upstream
+        .iter()
+        .map(|s| s.parse::<PeerAddr>())
+        .collect::<Result<Vec<_>, _>>()?;
+    let listen = cfg.listen.as_deref().map(runtime::resolve).transpose()?;
+    let (router, router_task) = runtime::start(RouterConfig {
+        identity: Arc::new(identity),
+        listen,
+        listen_tcp: None,
+        connect,
+        link: cfg.link.apply(LinkConfig::default())?,
+        timers: RoutingTimers::default(),
+        max_backoff: Duration::from_millis(cfg.link.max_backoff_ms.unwrap_or(2000)),
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    if let Some(a) = router.quic_addr {
+        println!("listening quic {a}");
+    }
+
+    let xml = super::dds_config::xml(&cfg.dds);
+    let participant =
+        Participant::new(cfg.dds.domain, xml.as_deref()).map_err(|e| format!("DDS: {e}"))?;
+    info!(domain = cfg.dds.domain, "DDS participant up");
+
+    for imp in cfg.imports.iter().filter(|m| m.what == What::Topic) {
+        let realm = realms[&imp.realm].clone();
+        tokio::spawn(import(
+            router.clone(),
+            participant.clone(),
+            realm,
+            imp.remote.clone(),
+            imp.local.clone(),
+        ));
+        info!(topic = %imp.local, from = %imp.remote, realm = %imp.realm, "importing");
+    }
+    if cfg
+        .exports
+        .iter()
+        .chain(&cfg.imports)
+        .any(|m| m.what == What::Service)
+    {
+        warn!("services are configured but not forwarded yet by this version of the proxy");
+    }
+
+    // Discovery events are few (one per endpoint in the domain and its changes), so an
+    // unbounded channel is fine, and sending never blocks a CycloneDDS thread.
+    let (ev_tx, mut ev_rx) = mpsc::unbounded_channel::<DiscoveryEvent>();
+    let _discovery = Discovery::new(&participant, move |ev| {
+        let _ = ev_tx.send(ev);
+    })
+    .map_err(|e| format!("DDS discovery: {e}"))?;
+
+    let mut exported: HashSet<String> = HashSet::new();
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            ev = ev_rx.recv() => {
+                let Some(ev) = ev else { continue };
+                tracing::debug!(?ev, "DDS discovery");
+                let DiscoveryEvent::Publication(ep) = ev else { continue };
+                if let Some((local, realm, remote)) = exportable(&cfg, &participant, &ep) {
+                    if exported.insert(local.clone()) {
+                        let meta = TopicMeta { dds_type: ep.type_name.clone(), keyless: ep.keyless(), qos: ep.qos };
+                        info!(topic = %local, as_ = %remote, realm = %realm, ty = %meta.dds_type, "exporting");
+                        tokio::spawn(export(router.clone(), participant.clone(), realms[&realm].clone(), ep.topic_name.clone(), remote, meta));
+                    }
+                }
+            }
+        }
+    }
+    router.shutdown().await;
+    let _ = router_task.await;
+    Ok(())
+}
+
+/// Whether a discovered publication is one this proxy exports: (local topic, realm, realm topic).
+fn exportable(
+    cfg: &ProxyConfig,
+    me: &Participant,
+    ep: &Endpoint,
+) -> Option<(String, String, String)> {
+    if !ep.alive || me.owns(ep) {
+        return None;
+    }
+    let Some(RosEndpoint::Topic(local)) = ros_endpoint(&ep.topic_name) else {
+        return None;
+    };
+    let (realm, remote) = cfg.export_of(&local)?;
+    Some((local, realm, remote))
+}
+
+/// Announces one exported topic and forwards its samples while anyone in the realm wants them.
+async fn export(
+    router: RouterHandle,
+    participant: Participant,
+    realm: Arc<Realm>,
+    dds_topic: String,
+    remote: String,
+    meta: TopicMeta,
+) {
+    let data_name = data_descriptor(&remote, &meta.dds_type).name(&realm.secret);
+    let meta_name = meta_descriptor(&remote).name(&realm.secret);
+    let mut meta_demand = router.publish(meta_name).await;
+    let mut data_demand = router.publish(data_name).await;
+    let Ok(mut meta_sealer) = Sealer::new(&realm.secret, meta_name, false, None) else {
+        return;
+    };
+    let Ok(sealer) = Sealer::new(&realm.secret, data_name, !meta.qos.reliable, None) else {
+        return;
+    };
+    let sealer = Arc::new(Mutex::new(sealer));
+    let topic = TopicInfo {
+        name: dds_topic.clone(),
+        type_name: meta.dds_type.clone(),
+        keyless: meta.keyless,
+    };
+    let mut reader: Option<Reader> = None;
+    let mut tick = tokio::time::interval(META_PERIOD);
+    let mut buf = Vec::new();
+    loop {
+        tokio::select! {
+            r = meta_demand.changed() => {
+                if r.is_err() { return; }
+                if *meta_demand.borrow() {
+                    send_meta(&router, &mut meta_sealer, meta_name, &meta, &mut buf).await;
+                }
+            }
+            _ = tick.tick() => {
+                if *meta_demand.borrow() {
+                    send_meta(&router, &mut meta_sealer, meta_name, &meta, &mut buf).await;
+                }
+            }
+            r = data_demand.changed() => {
+                if r.is_err() { return; }
+                let wanted = *data_demand.borrow();
+                if wanted && reader.is_none() {
+                    let (router, sealer) = (router.clone(), sealer.clone());
+                    let on_sample = move |s: roam_dds::Sample| {
+                        let mut out = Vec::new();
+                        let sealed = sealer.lock().map(|mut sl| sl.seal(&s.cdr, now_us(), &mut out));
+                        if matches!(sealed, Ok(Ok(()))) {
+                            router.send_blocking(data_name, Bytes::from(out));
+                        }
+                    };
+                    // The constructor may deliver historical samples (transient local) on this
+                    // thread, and the callback blocks: build it off the async runtime.
+                    let (p, t, q) = (participant.clone(), topic.clone(), meta.qos);
+                    let made = tokio::task::spawn_blocking(move || Reader::new(&p, &t, &q, on_sample)).await;
+                    match made.map_err(|e| roam_dds::DdsError::InvalidArgument(e.to_string())).and_then(|r| r) {
+                        Ok(r) => {
+                            info!(topic = %dds_topic, "a remote subscriber appeared: reading");
+                            reader = Some(r);
+                        }
+                        Err(e) => warn!(topic = %dds_topic, "cannot create a DDS reader: {e}"),
+                    }
+                } else if !wanted && reader.is_some() {
+                    info!(topic = %dds_topic, "no remote subscriber left: reader closed");
+                    reader = None;
+                }
+            }
+        }
+    }
+}
+
+async fn send_meta(
+    router: &RouterHandle,
+    sealer: &mut Sealer,
+    name: Name,
+    meta: &TopicMeta,
+    buf: &mut Vec<u8>,
+) {
+    if sealer.seal(&meta.encode(), now_us(), buf).is_ok() {
+        router.send(name, Bytes::from(std::mem::take(buf))).await;
+    }
+}
+
+/// Makes a realm topic appear locally once its exporter announced its type and QoS.
+async fn import(
+    router: RouterHandle,
+    participant: Participant,
+    realm: Arc<Realm>,
+    remote: String,
+    local: String,
+) {
+    let meta_name = meta_descriptor(&remote).name(&realm.secret);
+    let mut meta_rx = router.subscribe(meta_name, 16).await;
+    let mut opener = Opener::new(&realm.secret, realm.opener_config());
+    let mut current: Option<(TopicMeta, Name, Writer)> = None;
+    let mut data_rx: Option<mpsc::Receiver<Bytes>> = None;
+    let mut plain = Vec::new();
+    loop {
+        tokio::select! {
+            env = meta_rx.recv() => {
+                let Some(env) = env else { return };
+                let meta = match opener.open(&env, now_us(), &mut plain).map_err(|e| e.to_string()).and_then(|_| TopicMeta::decode(&plain)) {
+                    Ok(m) => m,
+                    Err(e) => { warn!(topic = %remote, "dropped topic metadata: {e}"); continue; }
+                };
+                if current.as_ref().is_some_and(|(m, _, _)| *m == meta) {
+                    continue;
+                }
+                let topic = TopicInfo { name: topic_to_dds(&local), type_name: meta.dds_type.clone(), keyless: meta.keyless };
+                let writer = match Writer::new(&participant, &topic, &meta.qos) {
+                    Ok(w) => w,
+                    Err(e) => { warn!(topic = %local, "cannot create a DDS writer: {e}"); continue; }
+                };
+                let data_name = data_descriptor(&remote, &meta.dds_type).name(&realm.secret);
+                if let Some((_, old, _)) = &current {
+                    if *old != data_name {
+                        router.unsubscribe(*old).await;
+                    }
+                }
+                info!(topic = %local, ty = %meta.dds_type, reliable = meta.qos.reliable, transient_local = meta.qos.transient_local, "remote topic announced: writing locally");
+                data_rx = Some(router.subscribe(data_name, 4096).await);
+                current = Some((meta, data_name, writer));
+            }
+            env = recv(&mut data_rx) => {
+                let Some(env) = env else { data_rx = None; continue };
+                let Some((_, _, writer)) = &current else { continue };
+                match opener.open(&env, now_us(), &mut plain) {
+                    // A reliable write may block while local readers catch up.
+                    Ok(_) => if let Err(e) = tokio::task::block_in_place(|| writer.write_cdr(&plain)) {
+                        warn!(topic = %local, "DDS write failed: {e}");
+                    },
+                    Err(e) => warn!(topic = %local, "dropped an envelope: {e}"),
+                }
+            }
+        }
+    }
+}
+
+async fn recv(rx: &mut Option<mpsc::Receiver<Bytes>>) -> Option<Bytes> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}

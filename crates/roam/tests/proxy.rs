@@ -1,0 +1,62 @@
+//! The ROS 2 proxy end to end: real DDS peers (Python cyclonedds, on the wire the same as ROS 2
+//! nodes on rmw_cyclonedds) in two separate DDS domains, proxies and a router between them.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn wait_line(p: &Proc, prefix: &str, timeout: Duration) -> Option<String> {
+    let end = Instant::now() + timeout;
+    while Instant::now() < end {
+        if let Some(l) = p.line(Duration::from_millis(100)) {
+            if l.starts_with(prefix) {
+                return Some(l);
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn a_talker_in_one_ros_network_reaches_a_listener_in_another_and_private_topics_stay_home() {
+    let net = Net::new("proxy-chatter");
+    let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
+    let robot = net.proxy(
+        "robot",
+        21,
+        &addr,
+        "exports:\n  - topic: /chatter\n    realm: test\n",
+    );
+    let base = net.proxy("base", 22, &addr, "imports:\n  - topic: /chatter\n    realm: test\n  - topic: /private_map\n    realm: test\n");
+    let _talker = python("talker", "talker.py", &["21", "rt/chatter", "hello"]);
+    let _secret = python("secret", "talker.py", &["21", "rt/private_map", "secret"]);
+    let listener = python("listener", "listener.py", &["22", "rt/chatter"]);
+    let spy = python("spy", "listener.py", &["22", "rt/private_map"]);
+    let first = wait_line(&listener, "data: hello", Duration::from_secs(30));
+    assert!(
+        first.is_some(),
+        "nothing crossed.\nrobot: {}\nbase: {}",
+        robot.logs(),
+        base.logs()
+    );
+    // It keeps flowing, in order.
+    let mut last = -1i64;
+    for _ in 0..20 {
+        let l = wait_line(&listener, "data: hello", Duration::from_secs(5)).expect("flow stopped");
+        let n: i64 = l.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!(n > last, "out of order: {n} after {last}");
+        last = n;
+    }
+    // The private topic was never exported, so nothing of it reaches the other network.
+    assert!(
+        wait_line(&spy, "data:", Duration::from_secs(1)).is_none(),
+        "a private topic leaked"
+    );
+    assert!(
+        !robot.logs().contains("/private_map"),
+        "the robot's proxy touched a private topic: {}",
+        robot.logs()
+    );
+}
