@@ -195,14 +195,16 @@ pub fn markdown(r: &Report) -> String {
              message (`Sealer`) and sends as fast as `Client::send` accepts (unpaced) or at a fixed rate \
              (paced); the subscriber opens each (`Opener`). Rate: delivered messages from the first send to \
              the last delivery; unpaced scenarios run three times, each in a fresh network, and the row is \
-             the run with the median rate (all three rates in the JSON, and in brackets). Latency: one-way, envelope send time to opening. Everything (both clients, \
+             the run with the median rate (all three rates in the JSON, and in brackets). Latency: one-way, envelope send time to opening. `sent` counts what \
+             `Client::send` accepted; \"reached router 1\" is the first router's `data_in` and \"forwarded by \
+             last\" the last router's `data_forwarded`, which locate best-effort losses. Everything (both clients, \
              sealing, opening and the routers) shares the same cores, so absolute rates are a lower bound \
              for a router on its own machine; the 1-vs-2-router ratio is the figure to watch.\n",
             m.nproc
         );
         let _ = writeln!(
             s,
-            "| routers | mode | sent | delivered | lost | msg/s | MB/s | p50 latency | p99 latency | max |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+            "| routers | mode | sent | reached router 1 | forwarded by last | delivered | lost | msg/s | MB/s | p50 latency | p99 latency | max |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         );
         for o in &r.results.throughput {
             let runs = if o.runs_msgs_per_s.len() > 1 {
@@ -219,10 +221,12 @@ pub fn markdown(r: &Report) -> String {
             };
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {} | {:.0}{} | {:.1} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {:.0}{} | {:.1} | {} | {} | {} |",
                 o.routers,
                 mode_label(o),
                 o.sent,
+                o.first_router_data_in,
+                o.last_router_forwarded,
                 o.delivered,
                 o.lost,
                 o.msgs_per_s,
@@ -231,6 +235,31 @@ pub fn markdown(r: &Report) -> String {
                 ns(o.latency_p50_us * 1e3),
                 ns(o.latency_p99_us * 1e3),
                 ns(o.latency_max_us * 1e3)
+            );
+        }
+        for o in r
+            .results
+            .throughput
+            .iter()
+            .filter(|o| !o.best_effort && o.runs_lost.iter().any(|&l| l > 0))
+        {
+            let _ = writeln!(
+                s,
+                "\n**Reliable loss across repetitions:** through {} router(s), the runs lost {:?} of {} messages each.",
+                o.routers, o.runs_lost, o.sent
+            );
+        }
+        for o in r
+            .results
+            .throughput
+            .iter()
+            .filter(|o| !o.best_effort && o.lost > 0)
+        {
+            let _ = writeln!(
+                s,
+                "\n**Reliable loss:** {} of {} reliable messages through {} router(s) were not delivered; \
+                 the routers counted {} link drops (full or stale queues). Reliable traffic should push back, not drop.",
+                o.lost, o.sent, o.routers, o.router_link_drops
             );
         }
         let find = |n: usize, be: bool| {

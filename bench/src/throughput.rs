@@ -50,8 +50,15 @@ pub struct Outcome {
     pub latency_max_us: f64,
     /// Frames the routers' links dropped (full or stale queues), summed over routers.
     pub router_link_drops: u64,
+    /// Data messages the first router took in (`Stats::data_in`): `sent` minus this were lost
+    /// before reaching a router (in the publisher's own link queue).
+    pub first_router_data_in: u64,
+    /// Data messages the last router forwarded (to the subscriber's link).
+    pub last_router_forwarded: u64,
     /// Delivered msg/s of every repetition of this scenario; the row shows the median one.
     pub runs_msgs_per_s: Vec<f64>,
+    /// Messages lost in every repetition, in the same order as `runs_msgs_per_s`.
+    pub runs_lost: Vec<u64>,
 }
 
 fn now_us() -> u64 {
@@ -235,8 +242,12 @@ pub async fn run(s: Scenario) -> Result<Outcome, String> {
     let got = receiver.await.map_err(|e| format!("subscriber task: {e}"));
     let sent = net.publisher.stats().sent;
     let mut drops = 0;
+    let mut data_in = Vec::new();
+    let mut forwarded = Vec::new();
     for (h, _) in &net.routers {
         if let Some(rep) = h.report().await {
+            data_in.push(rep.routing.data_in);
+            forwarded.push(rep.routing.data_forwarded);
             drops += rep.local_dropped
                 + rep
                     .links
@@ -275,7 +286,10 @@ pub async fn run(s: Scenario) -> Result<Outcome, String> {
         latency_p99_us: quantile(lat, 0.99),
         latency_max_us: quantile(lat, 1.0),
         router_link_drops: drops,
+        first_router_data_in: data_in.first().copied().unwrap_or(0),
+        last_router_forwarded: forwarded.last().copied().unwrap_or(0),
         runs_msgs_per_s: Vec::new(),
+        runs_lost: Vec::new(),
     })
 }
 
@@ -302,8 +316,10 @@ pub async fn run_repeated(s: Scenario, repeat: usize) -> Result<Outcome, String>
     }
     runs.sort_by(|a, b| a.msgs_per_s.total_cmp(&b.msgs_per_s));
     let rates = runs.iter().map(|o| o.msgs_per_s).collect();
+    let lost = runs.iter().map(|o| o.lost).collect();
     let mut mid = runs.swap_remove(runs.len() / 2);
     mid.runs_msgs_per_s = rates;
+    mid.runs_lost = lost;
     Ok(mid)
 }
 
