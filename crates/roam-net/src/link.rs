@@ -43,7 +43,9 @@ impl Default for LinkConfig {
             },
             max_lanes: 256,
             idle_timeout: Duration::from_secs(10),
-            keepalive: Duration::from_secs(2),
+            // Short enough to fit in a peer's shorter idle timeout, and it is what tells a
+            // router a robot's new address after the robot moved while only receiving.
+            keepalive: Duration::from_secs(1),
             hello_timeout: Duration::from_secs(5),
         }
     }

@@ -11,7 +11,7 @@
 //! status_interval_s: 30      # log per-link counters this often (0: never)
 //! link:
 //!   idle_timeout_ms: 10000   # a silent peer is declared dead after this
-//!   keepalive_ms: 2000
+//!   keepalive_ms: 1000
 //!   max_message_bytes: 134217728
 //!   reliable_queue_messages: 65536
 //!   reliable_queue_bytes: 268435456

@@ -210,7 +210,7 @@ impl Net {
             "--listen",
             listen,
             "--idle-timeout-ms",
-            "1500",
+            "3000",
             "--status-interval",
             "0",
         ]
