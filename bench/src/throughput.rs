@@ -88,6 +88,7 @@ async fn start_router(
         link: LinkConfig::default(),
         timers: RoutingTimers::default(),
         max_backoff: Duration::from_millis(500),
+        stall_timeout: Duration::from_secs(5),
     };
     runtime::start(config)
         .await

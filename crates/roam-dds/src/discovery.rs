@@ -106,12 +106,20 @@ impl Discovery {
             known: Mutex::new(HashMap::new()),
             deliver: Mutex::new(()),
         }));
-        let mut disco = Discovery { readers: Vec::new(), state, args: Vec::new(), _participant: participant.clone() };
+        let mut disco = Discovery {
+            readers: Vec::new(),
+            state,
+            args: Vec::new(),
+            _participant: participant.clone(),
+        };
         for (topic, publications) in [
             (cyclors::DDS_BUILTIN_TOPIC_DCPSPUBLICATION, true),
             (cyclors::DDS_BUILTIN_TOPIC_DCPSSUBSCRIPTION, false),
         ] {
-            let arg = Box::into_raw(Box::new(ListenerArg { state, publications }));
+            let arg = Box::into_raw(Box::new(ListenerArg {
+                state,
+                publications,
+            }));
             disco.args.push(arg);
             // SAFETY: the listener only stores `arg`, valid until after the reader is deleted.
             let listener = unsafe { cyclors::dds_create_listener(arg as *mut c_void) };
@@ -119,7 +127,9 @@ impl Discovery {
             unsafe { cyclors::dds_lset_data_available(listener, Some(on_builtin_data)) };
             // SAFETY: live participant; built-in topic pseudo handle; NULL qos = the built-in
             // readers' defaults (reliable, transient-local: existing endpoints are reported).
-            let ret = unsafe { cyclors::dds_create_reader(participant.handle(), topic, std::ptr::null(), listener) };
+            let ret = unsafe {
+                cyclors::dds_create_reader(participant.handle(), topic, std::ptr::null(), listener)
+            };
             // SAFETY: copied by dds_create_reader; ours to delete once.
             unsafe { cyclors::dds_delete_listener(listener) };
             // On error `disco`'s Drop deletes what exists and frees the states.
@@ -137,7 +147,13 @@ impl Discovery {
     pub fn endpoints(&self) -> Vec<Endpoint> {
         // SAFETY: `state` is valid for our lifetime (freed in Drop).
         let state = unsafe { &*self.state };
-        state.known.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect()
+        state
+            .known
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect()
     }
 }
 
@@ -180,7 +196,13 @@ fn take_all(reader: dds_entity_t, state: &DiscoveryState, publications: bool) {
         // returned below with dds_return_loan. Built-in topics have a real sertype, so loans
         // are fine here (unlike blob topics).
         let n = unsafe {
-            cyclors::dds_take(reader, samples.as_mut_ptr(), infos.as_mut_ptr(), BATCH, BATCH as u32)
+            cyclors::dds_take(
+                reader,
+                samples.as_mut_ptr(),
+                infos.as_mut_ptr(),
+                BATCH,
+                BATCH as u32,
+            )
         };
         if n <= 0 {
             return;
@@ -194,7 +216,8 @@ fn take_all(reader: dds_entity_t, state: &DiscoveryState, publications: bool) {
             // SAFETY: a loaned, initialised dds_builtintopic_endpoint_t (the key at least;
             // strings and qos may be NULL for an invalid sample, checked below).
             let ep = unsafe { &*(*s as *const dds_builtintopic_endpoint_t) };
-            let alive = info.valid_data && info.instance_state == cyclors::dds_instance_state_DDS_IST_ALIVE;
+            let alive =
+                info.valid_data && info.instance_state == cyclors::dds_instance_state_DDS_IST_ALIVE;
             let mut known = state.known.lock().unwrap_or_else(|e| e.into_inner());
             if alive {
                 let endpoint = Endpoint {
@@ -221,8 +244,11 @@ fn take_all(reader: dds_entity_t, state: &DiscoveryState, publications: bool) {
         // SAFETY: returns the loan dds_take gave us, once, for the n samples.
         unsafe { cyclors::dds_return_loan(reader, samples.as_mut_ptr(), n as i32) };
         for e in events {
-            let event =
-                if publications { DiscoveryEvent::Publication(e) } else { DiscoveryEvent::Subscription(e) };
+            let event = if publications {
+                DiscoveryEvent::Publication(e)
+            } else {
+                DiscoveryEvent::Subscription(e)
+            };
             if catch_unwind(AssertUnwindSafe(|| (state.on_event)(event))).is_err() {
                 tracing::error!("roam-dds: a Discovery callback panicked; event dropped");
             }

@@ -45,7 +45,9 @@ impl DdsError {
 pub(crate) fn call_error(op: &'static str, code: dds_return_t) -> DdsError {
     // SAFETY: dds_strretcode accepts any value and returns a pointer to a static,
     // NUL-terminated string (or "Unknown return code"), never NULL.
-    let msg = unsafe { CStr::from_ptr(cyclors::dds_strretcode(code)) }.to_string_lossy().into_owned();
+    let msg = unsafe { CStr::from_ptr(cyclors::dds_strretcode(code)) }
+        .to_string_lossy()
+        .into_owned();
     DdsError::Call { op, code, msg }
 }
 

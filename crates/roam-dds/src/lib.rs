@@ -102,6 +102,10 @@ pub struct TopicInfo {
 impl TopicInfo {
     /// A keyless topic (what every ROS 2 topic is).
     pub fn keyless(name: impl Into<String>, type_name: impl Into<String>) -> Self {
-        Self { name: name.into(), type_name: type_name.into(), keyless: true }
+        Self {
+            name: name.into(),
+            type_name: type_name.into(),
+            keyless: true,
+        }
     }
 }

@@ -57,7 +57,14 @@ impl DomainRef {
         } else {
             Some(check("dds_create_domain", ret)?)
         };
-        domains.insert(id, DomainEntry { handle, config: config.map(str::to_owned), users: 1 });
+        domains.insert(
+            id,
+            DomainEntry {
+                handle,
+                config: config.map(str::to_owned),
+                users: 1,
+            },
+        );
         Ok(DomainRef { id })
     }
 }
@@ -65,8 +72,12 @@ impl DomainRef {
 impl Drop for DomainRef {
     fn drop(&mut self) {
         let mut guard = DOMAINS.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(domains) = guard.as_mut() else { return };
-        let Some(entry) = domains.get_mut(&self.id) else { return };
+        let Some(domains) = guard.as_mut() else {
+            return;
+        };
+        let Some(entry) = domains.get_mut(&self.id) else {
+            return;
+        };
         entry.users -= 1;
         if entry.users == 0 {
             if let Some(handle) = entry.handle {
@@ -125,7 +136,9 @@ impl Participant {
         if domain_id >= 230 {
             // DDSI port mapping: 7400 + 250 * domain must fit in 16 bits; also excludes
             // DDS_DOMAIN_DEFAULT, whose meaning depends on the configuration.
-            return Err(DdsError::InvalidArgument(format!("domain id {domain_id} (max 229)")));
+            return Err(DdsError::InvalidArgument(format!(
+                "domain id {domain_id} (max 229)"
+            )));
         }
         let domain = DomainRef::acquire(domain_id, config)?;
         // SAFETY: NULL qos and listener mean defaults; the domain exists (we hold it).
@@ -138,10 +151,18 @@ impl Participant {
         let ret = unsafe { cyclors::dds_get_guid(handle, &mut guid) };
         // SAFETY: as above.
         let ret2 = unsafe { cyclors::dds_get_instance_handle(handle, &mut ih) };
-        let inner = Inner { handle, guid: guid.v, instance_handle: ih, domain_id, _domain: domain };
+        let inner = Inner {
+            handle,
+            guid: guid.v,
+            instance_handle: ih,
+            domain_id,
+            _domain: domain,
+        };
         check("dds_get_guid", ret)?;
         check("dds_get_instance_handle", ret2)?;
-        Ok(Participant { inner: Arc::new(inner) })
+        Ok(Participant {
+            inner: Arc::new(inner),
+        })
     }
 
     /// The participant's GUID. A discovered [`Endpoint`](crate::Endpoint) whose
@@ -206,7 +227,10 @@ pub(crate) fn delete_entity(what: &'static str, handle: dds_entity_t) -> bool {
     // SAFETY: callers own `handle` and call this once for it.
     let ret = unsafe { cyclors::dds_delete(handle) };
     if ret < 0 && ret != cyclors::DDS_RETCODE_ALREADY_DELETED {
-        tracing::warn!("dds_delete({what}) failed: {}", call_error("dds_delete", ret));
+        tracing::warn!(
+            "dds_delete({what}) failed: {}",
+            call_error("dds_delete", ret)
+        );
         return ret == cyclors::DDS_RETCODE_BAD_PARAMETER;
     }
     true

@@ -25,19 +25,31 @@ pub struct Qos {
 impl Default for Qos {
     /// The ROS 2 default profile: reliable, volatile, keep last 10.
     fn default() -> Self {
-        Qos { reliable: true, transient_local: false, history: History::KeepLast(10) }
+        Qos {
+            reliable: true,
+            transient_local: false,
+            history: History::KeepLast(10),
+        }
     }
 }
 
 impl Qos {
     /// Reliable, transient-local, keep last `depth` (e.g. `/tf_static`, `/robot_description`).
     pub fn latched(depth: u32) -> Self {
-        Qos { reliable: true, transient_local: true, history: History::KeepLast(depth) }
+        Qos {
+            reliable: true,
+            transient_local: true,
+            history: History::KeepLast(depth),
+        }
     }
 
     /// Best effort, volatile, keep last `depth` (the ROS 2 sensor-data profile uses 5).
     pub fn best_effort(depth: u32) -> Self {
-        Qos { reliable: false, transient_local: false, history: History::KeepLast(depth) }
+        Qos {
+            reliable: false,
+            transient_local: false,
+            history: History::KeepLast(depth),
+        }
     }
 }
 
@@ -104,7 +116,11 @@ impl Drop for RawQos {
 /// # Safety
 /// `qos` must be NULL or point to a valid `dds_qos_t` for the duration of the call.
 pub(crate) unsafe fn from_raw(qos: *const dds_qos_t, is_writer: bool) -> Qos {
-    let mut out = Qos { reliable: is_writer, transient_local: false, history: History::KeepLast(1) };
+    let mut out = Qos {
+        reliable: is_writer,
+        transient_local: false,
+        history: History::KeepLast(1),
+    };
     if qos.is_null() {
         return out;
     }

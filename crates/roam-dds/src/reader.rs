@@ -3,7 +3,9 @@ use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 
-use cyclors::{dds_entity_t, dds_instance_handle_t, dds_sample_info_t, ddsi_serdata, ddsrt_iovec_t};
+use cyclors::{
+    dds_entity_t, dds_instance_handle_t, dds_sample_info_t, ddsi_serdata, ddsrt_iovec_t,
+};
 
 use crate::error::{check, DdsError};
 use crate::participant::{create_blob_topic, delete_entity, Participant};
@@ -103,7 +105,13 @@ impl Reader {
         // entity, so no callback comes for them: take them now.
         // SAFETY: `state` is valid (freed only in Drop); the reader is live.
         take_all(handle, unsafe { &*state });
-        Ok(Reader { handle, topic: topic_handle, state, info: topic.clone(), _participant: participant.clone() })
+        Ok(Reader {
+            handle,
+            topic: topic_handle,
+            state,
+            info: topic.clone(),
+            _participant: participant.clone(),
+        })
     }
 
     /// How many writers are matched with this reader now.
@@ -155,11 +163,20 @@ fn take_all(reader: dds_entity_t, state: &ReaderState) {
         // SAFETY: `reader` is the live reader this callback belongs to; both arrays hold BATCH
         // elements. On success the first n entries are serdata references we now own.
         let n = unsafe {
-            cyclors::dds_takecdr(reader, bufs.as_mut_ptr(), BATCH as u32, infos.as_mut_ptr(), cyclors::DDS_ANY_STATE)
+            cyclors::dds_takecdr(
+                reader,
+                bufs.as_mut_ptr(),
+                BATCH as u32,
+                infos.as_mut_ptr(),
+                cyclors::DDS_ANY_STATE,
+            )
         };
         if n <= 0 {
             if n < 0 {
-                tracing::debug!("dds_takecdr: {}", crate::error::call_error("dds_takecdr", n));
+                tracing::debug!(
+                    "dds_takecdr: {}",
+                    crate::error::call_error("dds_takecdr", n)
+                );
             }
             return;
         }
@@ -181,7 +198,11 @@ fn take_all(reader: dds_entity_t, state: &ReaderState) {
         }
         for (cdr, ts, ph) in samples {
             let writer_guid = writer_guid(reader, &mut writers, ph);
-            let sample = Sample { cdr, source_timestamp_ns: ts, writer_guid };
+            let sample = Sample {
+                cdr,
+                source_timestamp_ns: ts,
+                writer_guid,
+            };
             if catch_unwind(AssertUnwindSafe(|| (state.on_sample)(sample))).is_err() {
                 tracing::error!("roam-dds: a Reader callback panicked; sample dropped");
             }
@@ -199,7 +220,10 @@ fn take_all(reader: dds_entity_t, state: &ReaderState) {
 unsafe fn serdata_bytes(sd: *mut ddsi_serdata) -> Vec<u8> {
     // SAFETY: valid serdata per the contract.
     let size = unsafe { cyclors::ddsi_serdata_size(sd) } as usize;
-    let mut iov = ddsrt_iovec_t { iov_base: std::ptr::null_mut(), iov_len: 0 };
+    let mut iov = ddsrt_iovec_t {
+        iov_base: std::ptr::null_mut(),
+        iov_len: 0,
+    };
     // SAFETY: asks for a reference to bytes [0, size) of the serialized form; the blob
     // sertype points `iov` into its own payload and returns an extra serdata reference.
     let held = unsafe { cyclors::ddsi_serdata_to_ser_ref(sd, 0, size, &mut iov) };
@@ -214,7 +238,11 @@ unsafe fn serdata_bytes(sd: *mut ddsi_serdata) -> Vec<u8> {
     out
 }
 
-fn writer_guid(reader: dds_entity_t, cache: &mut HashMap<dds_instance_handle_t, Guid>, ph: dds_instance_handle_t) -> Guid {
+fn writer_guid(
+    reader: dds_entity_t,
+    cache: &mut HashMap<dds_instance_handle_t, Guid>,
+    ph: dds_instance_handle_t,
+) -> Guid {
     if let Some(g) = cache.get(&ph) {
         return *g;
     }

@@ -23,19 +23,33 @@ impl std::fmt::Debug for Writer {
 impl Writer {
     /// Creates a writer for `topic` with `qos`. A transient-local writer keeps its last
     /// `history` samples for late-joining readers.
-    pub fn new(participant: &Participant, topic: &TopicInfo, qos: &Qos) -> Result<Writer, DdsError> {
+    pub fn new(
+        participant: &Participant,
+        topic: &TopicInfo,
+        qos: &Qos,
+    ) -> Result<Writer, DdsError> {
         let topic_handle = create_blob_topic(participant, topic)?;
         let raw = RawQos::new(qos);
         // SAFETY: participant and topic handles are live; the qos is valid for the call and
         // copied by CycloneDDS; NULL listener = none.
         let ret = unsafe {
-            cyclors::dds_create_writer(participant.handle(), topic_handle, raw.as_ptr(), std::ptr::null())
+            cyclors::dds_create_writer(
+                participant.handle(),
+                topic_handle,
+                raw.as_ptr(),
+                std::ptr::null(),
+            )
         };
         if ret < 0 {
             delete_entity("topic", topic_handle);
         }
         let handle = check("dds_create_writer", ret)?;
-        Ok(Writer { handle, topic: topic_handle, info: topic.clone(), _participant: participant.clone() })
+        Ok(Writer {
+            handle,
+            topic: topic_handle,
+            info: topic.clone(),
+            _participant: participant.clone(),
+        })
     }
 
     /// Publishes one sample: `cdr` is the complete serialized sample as it goes on the wire,
@@ -60,20 +74,33 @@ impl Writer {
         check("dds_get_entity_sertype", unsafe {
             cyclors::dds_get_entity_sertype(self.handle, &mut sertype)
         })?;
-        let iov = ddsrt_iovec_t { iov_base: cdr.as_ptr() as *mut _, iov_len: cdr.len() };
+        let iov = ddsrt_iovec_t {
+            iov_base: cdr.as_ptr() as *mut _,
+            iov_len: cdr.len(),
+        };
         // SAFETY: the blob sertype's from_ser_iov copies `size` bytes out of the one iovec
         // (it only reads iov_base, despite the `*mut`), and returns a new serdata holding one
         // reference (it never returns NULL short of OOM, which aborts).
         let serdata = unsafe {
-            cyclors::ddsi_serdata_from_ser_iov(sertype, cyclors::ddsi_serdata_kind_SDK_DATA, 1, &iov, cdr.len())
+            cyclors::ddsi_serdata_from_ser_iov(
+                sertype,
+                cyclors::ddsi_serdata_kind_SDK_DATA,
+                1,
+                &iov,
+                cdr.len(),
+            )
         };
         if serdata.is_null() {
-            return Err(DdsError::InvalidArgument("sertype refused the sample".into()));
+            return Err(DdsError::InvalidArgument(
+                "sertype refused the sample".into(),
+            ));
         }
         // SAFETY: dds_writecdr takes over our reference to `serdata` (it is released by the
         // writer history), on success and on failure once the writer is locked; the writer
         // is ours and alive, so the lock cannot fail.
-        check("dds_writecdr", unsafe { cyclors::dds_writecdr(self.handle, serdata) })?;
+        check("dds_writecdr", unsafe {
+            cyclors::dds_writecdr(self.handle, serdata)
+        })?;
         Ok(())
     }
 

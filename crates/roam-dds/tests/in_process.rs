@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use common::{cdr_string, decode_cdr_string, wait_for};
 use roam_dds::{
-    loopback_config, DdsError, Discovery, DiscoveryEvent, History, Participant, Qos, Reader, TopicInfo, Writer,
+    loopback_config, DdsError, Discovery, DiscoveryEvent, History, Participant, Qos, Reader,
+    TopicInfo, Writer,
 };
 
 const T: Duration = Duration::from_secs(20);
@@ -23,7 +24,9 @@ fn keyless_samples_arrive_byte_exact() {
     let (tx, rx) = channel();
     let reader = Reader::new(&p, &topic, &Qos::default(), move |s| tx.send(s).unwrap()).unwrap();
     let writer = Writer::new(&p, &topic, &Qos::default()).unwrap();
-    wait_for("match", T, || (writer.matched_readers().unwrap() >= 1).then_some(()));
+    wait_for("match", T, || {
+        (writer.matched_readers().unwrap() >= 1).then_some(())
+    });
     assert!(reader.matched_writers().unwrap() >= 1);
 
     let sent: Vec<Vec<u8>> = (0..20).map(|i| cdr_string(&format!("hello {i}"))).collect();
@@ -34,9 +37,17 @@ fn keyless_samples_arrive_byte_exact() {
         let got = rx.recv_timeout(T).expect("sample");
         assert_eq!(&got.cdr, s, "sample {i}");
         assert_eq!(decode_cdr_string(&got.cdr).unwrap(), format!("hello {i}"));
-        assert!(got.source_timestamp_ns > 1_600_000_000_000_000_000, "timestamp {}", got.source_timestamp_ns);
+        assert!(
+            got.source_timestamp_ns > 1_600_000_000_000_000_000,
+            "timestamp {}",
+            got.source_timestamp_ns
+        );
         assert_ne!(got.writer_guid, [0; 16], "writer guid resolved");
-        assert_eq!(got.writer_guid[..12], p.guid()[..12], "our writer: same GUID prefix as our participant");
+        assert_eq!(
+            got.writer_guid[..12],
+            p.guid()[..12],
+            "our writer: same GUID prefix as our participant"
+        );
     }
 }
 
@@ -44,14 +55,24 @@ fn keyless_samples_arrive_byte_exact() {
 fn keyed_samples_keep_their_key_bytes() {
     let p = participant(102);
     // A keyed type: struct { @key long id; string text; } — the bytes are opaque to us.
-    let topic = TopicInfo { name: "roam_keyed".into(), type_name: "roam::test::Keyed".into(), keyless: false };
+    let topic = TopicInfo {
+        name: "roam_keyed".into(),
+        type_name: "roam::test::Keyed".into(),
+        keyless: false,
+    };
     // Keep all: the blob sertype cannot tell keys apart (every sample is one instance to it),
     // so keep-last 1 would let samples of different keys replace each other.
-    let qos = Qos { reliable: true, transient_local: false, history: History::KeepAll };
+    let qos = Qos {
+        reliable: true,
+        transient_local: false,
+        history: History::KeepAll,
+    };
     let (tx, rx) = channel();
     let _reader = Reader::new(&p, &topic, &qos, move |s| tx.send(s).unwrap()).unwrap();
     let writer = Writer::new(&p, &topic, &qos).unwrap();
-    wait_for("match", T, || (writer.matched_readers().unwrap() >= 1).then_some(()));
+    wait_for("match", T, || {
+        (writer.matched_readers().unwrap() >= 1).then_some(())
+    });
 
     let sample = |id: u32, text: &str| {
         let mut v = vec![0x00, 0x01, 0x00, 0x00];
@@ -59,7 +80,11 @@ fn keyed_samples_keep_their_key_bytes() {
         v.extend_from_slice(&cdr_string(text)[4..]);
         v
     };
-    let sent = [sample(7, "seven"), sample(0xdead_beef, "big"), sample(7, "seven again")];
+    let sent = [
+        sample(7, "seven"),
+        sample(0xdead_beef, "big"),
+        sample(7, "seven again"),
+    ];
     for s in &sent {
         writer.write_cdr(s).unwrap();
     }
@@ -67,18 +92,27 @@ fn keyed_samples_keep_their_key_bytes() {
         let got = rx.recv_timeout(T).expect("sample");
         assert_eq!(&got.cdr, s);
     }
-    assert!(rx.recv_timeout(Duration::from_millis(200)).is_err(), "no extra samples");
+    assert!(
+        rx.recv_timeout(Duration::from_millis(200)).is_err(),
+        "no extra samples"
+    );
 }
 
 #[test]
 fn twenty_megabyte_sample_arrives_intact() {
     let p = participant(103);
     let topic = TopicInfo::keyless("rt/big", "roam::test::Blob");
-    let qos = Qos { reliable: true, transient_local: false, history: History::KeepLast(1) };
+    let qos = Qos {
+        reliable: true,
+        transient_local: false,
+        history: History::KeepLast(1),
+    };
     let (tx, rx) = channel();
     let _reader = Reader::new(&p, &topic, &qos, move |s| tx.send(s).unwrap()).unwrap();
     let writer = Writer::new(&p, &topic, &qos).unwrap();
-    wait_for("match", T, || (writer.matched_readers().unwrap() >= 1).then_some(()));
+    wait_for("match", T, || {
+        (writer.matched_readers().unwrap() >= 1).then_some(())
+    });
 
     let mut big = vec![0x00, 0x01, 0x00, 0x00];
     let n = 20 * 1024 * 1024;
@@ -96,12 +130,15 @@ fn transient_local_history_reaches_a_late_reader() {
     let topic = TopicInfo::keyless("rt/tf_static", "tf2_msgs::msg::dds_::TFMessage_");
     let writer = Writer::new(&p, &topic, &Qos::latched(2)).unwrap();
     for i in 0..3 {
-        writer.write_cdr(&cdr_string(&format!("static {i}"))).unwrap();
+        writer
+            .write_cdr(&cdr_string(&format!("static {i}")))
+            .unwrap();
     }
     let (tx, rx) = channel();
     let _reader = Reader::new(&p, &topic, &Qos::latched(2), move |s| tx.send(s).unwrap()).unwrap();
-    let got: Vec<String> =
-        (0..2).map(|_| decode_cdr_string(&rx.recv_timeout(T).expect("history sample").cdr).unwrap()).collect();
+    let got: Vec<String> = (0..2)
+        .map(|_| decode_cdr_string(&rx.recv_timeout(T).expect("history sample").cdr).unwrap())
+        .collect();
     assert_eq!(got, ["static 1", "static 2"]);
 }
 
@@ -147,11 +184,17 @@ fn bad_input_is_an_error_not_a_crash() {
     let p = participant(106);
     let topic = TopicInfo::keyless("rt/x", "roam::test::X");
     let writer = Writer::new(&p, &topic, &Qos::default()).unwrap();
-    assert!(matches!(writer.write_cdr(&[0, 1]), Err(DdsError::InvalidArgument(_))));
+    assert!(matches!(
+        writer.write_cdr(&[0, 1]),
+        Err(DdsError::InvalidArgument(_))
+    ));
     assert!(Writer::new(&p, &TopicInfo::keyless("a\0b", "t"), &Qos::default()).is_err());
     assert!(Writer::new(&p, &TopicInfo::keyless("", "t"), &Qos::default()).is_err());
     // One configuration per domain and process.
-    assert!(matches!(Participant::new(106, Some("<General/>")), Err(DdsError::DomainConfigConflict(106))));
+    assert!(matches!(
+        Participant::new(106, Some("<General/>")),
+        Err(DdsError::DomainConfigConflict(106))
+    ));
     // Same configuration: shares the domain.
     let p2 = participant(106);
     assert_ne!(p2.guid(), p.guid());
@@ -162,7 +205,9 @@ fn bad_input_is_an_error_not_a_crash() {
         panic!("callback panic (expected in this test)");
     })
     .unwrap();
-    wait_for("match", T, || (writer.matched_readers().unwrap() >= 1).then_some(()));
+    wait_for("match", T, || {
+        (writer.matched_readers().unwrap() >= 1).then_some(())
+    });
     writer.write_cdr(&cdr_string("a")).unwrap();
     writer.write_cdr(&cdr_string("b")).unwrap();
     assert_eq!(rx.recv_timeout(T).unwrap(), 10);

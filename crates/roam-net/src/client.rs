@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use tracing::{info, warn};
 
 use crate::lane::Pushed;
-use crate::link::{LinkConfig, LinkInput, LocalInfo};
+use crate::link::{Inbound, LinkConfig, LinkInput, LocalInfo};
 use crate::pki::Identity;
 use crate::runtime::PeerAddr;
 use crate::{quic, tcp, tls};
@@ -60,6 +60,8 @@ pub struct ClientStats {
     pub sent: u64,
     /// Envelopes dropped because no router link was up.
     pub dropped_offline: u64,
+    /// Best-effort envelopes dropped from the link's queue to make room for newer ones.
+    pub dropped_stale: u64,
 }
 
 pub struct Client {
@@ -128,8 +130,20 @@ async fn session(
         link_id += 1;
         let (in_tx, mut in_rx) = mpsc::channel(4096);
         let r = match cfg.router {
-            PeerAddr::Quic(a) => quic::dial(&ep, a, &me, &cfg.link, link_id, in_tx).await,
-            PeerAddr::Tcp(a) => tcp::dial(&cfg.identity, a, &me, &cfg.link, link_id, in_tx).await,
+            PeerAddr::Quic(a) => {
+                quic::dial(&ep, a, &me, &cfg.link, link_id, Inbound::unpaused(in_tx)).await
+            }
+            PeerAddr::Tcp(a) => {
+                tcp::dial(
+                    &cfg.identity,
+                    a,
+                    &me,
+                    &cfg.link,
+                    link_id,
+                    Inbound::unpaused(in_tx),
+                )
+                .await
+            }
         };
         let mut est = match r {
             Ok(e) => e,
@@ -186,7 +200,11 @@ async fn session(
                                     if let Ok(mut s) = stats.lock() { s.dropped_offline += 1; }
                                     break;
                                 }
-                                _ => {
+                                Pushed::DroppedOldest(n) => {
+                                    if let Ok(mut s) = stats.lock() { s.sent += 1; s.dropped_stale += n as u64; }
+                                    break;
+                                }
+                                Pushed::Queued => {
                                     if let Ok(mut s) = stats.lock() { s.sent += 1; }
                                     break;
                                 }

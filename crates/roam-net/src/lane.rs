@@ -53,6 +53,8 @@ struct State<T> {
 pub struct Lane<T> {
     state: Mutex<State<T>>,
     notify: Notify,
+    /// Signalled whenever a message leaves the lane.
+    space: Notify,
     policy: Policy,
     limits: LaneLimits,
 }
@@ -66,6 +68,7 @@ impl<T: Weighted> Lane<T> {
                 closed: false,
             }),
             notify: Notify::new(),
+            space: Notify::new(),
             policy,
             limits,
         }
@@ -118,6 +121,8 @@ impl<T: Weighted> Lane<T> {
                 };
                 if let Some(item) = s.queue.pop_front() {
                     s.bytes -= item.size();
+                    drop(s);
+                    self.space.notify_waiters();
                     return Some(item);
                 }
                 if s.closed {
@@ -136,7 +141,30 @@ impl<T: Weighted> Lane<T> {
         };
         let item = s.queue.pop_front()?;
         s.bytes -= item.size();
+        drop(s);
+        self.space.notify_waiters();
         Some(item)
+    }
+
+    /// Resolves once the lane has room for another message (or is closed).
+    pub async fn wait_space(&self) {
+        loop {
+            let space = self.space.notified();
+            tokio::pin!(space);
+            space.as_mut().enable();
+            {
+                let s = match self.state.lock() {
+                    Ok(s) => s,
+                    Err(p) => p.into_inner(),
+                };
+                if s.closed
+                    || (s.queue.len() < self.limits.max_messages && s.bytes < self.limits.max_bytes)
+                {
+                    return;
+                }
+            }
+            space.await;
+        }
     }
 
     pub fn close(&self) {
@@ -145,6 +173,7 @@ impl<T: Weighted> Lane<T> {
             Err(p) => p.into_inner().closed = true,
         }
         self.notify.notify_one();
+        self.space.notify_waiters();
     }
 
     pub fn queued_bytes(&self) -> usize {

@@ -12,6 +12,7 @@ pub mod client;
 pub mod framing;
 pub mod lane;
 pub mod link;
+pub mod pause;
 pub mod pki;
 pub mod quic;
 pub mod runtime;

@@ -11,6 +11,7 @@ use roam_proto::{Frame, RouterId};
 use tokio::sync::mpsc;
 
 use crate::lane::{LaneLimits, Pushed, Weighted};
+use crate::pause::Pauses;
 use crate::tls::{router_id, PeerIdentity};
 
 pub use roam_routing::LinkId;
@@ -134,8 +135,39 @@ pub enum LinkInput {
     Closed(String),
 }
 
-/// Where a link's reader tasks deliver: the owner's channel, tagged with the link id.
-pub type Inbound = mpsc::Sender<(LinkId, LinkInput)>;
+/// Where a link's reader tasks deliver: the owner's channel, tagged with the link id, and the
+/// owner's paused topics (see [`crate::pause`]).
+#[derive(Clone)]
+pub struct Inbound {
+    tx: mpsc::Sender<(LinkId, LinkInput)>,
+    pauses: Arc<Pauses>,
+}
+
+impl Inbound {
+    pub fn new(tx: mpsc::Sender<(LinkId, LinkInput)>, pauses: Arc<Pauses>) -> Self {
+        Self { tx, pauses }
+    }
+
+    /// For owners that never pause (clients).
+    pub fn unpaused(tx: mpsc::Sender<(LinkId, LinkInput)>) -> Self {
+        Self::new(tx, Arc::new(Pauses::default()))
+    }
+
+    /// Hands a frame to the owner, first waiting while its topic is paused. False when the
+    /// owner is gone.
+    pub async fn frame(&self, link: LinkId, frame: Frame) -> bool {
+        if let Frame::Data { envelope, .. } = &frame {
+            if let Some(name) = roam_proto::envelope::peek_name(envelope) {
+                self.pauses.wait(&name).await;
+            }
+        }
+        self.tx.send((link, LinkInput::Frame(frame))).await.is_ok()
+    }
+
+    pub async fn closed(&self, link: LinkId, reason: String) {
+        let _ = self.tx.send((link, LinkInput::Closed(reason))).await;
+    }
+}
 
 /// Counters of one link, shared with its tasks ("every hop is measured").
 #[derive(Debug, Default)]
@@ -206,11 +238,25 @@ impl Outgoing {
 
 /// The transport behind a [`LinkSender`].
 pub trait Transport: Send + Sync + 'static {
-    fn send(&self, frame: Frame) -> Pushed;
+    /// Queues a frame. A reliable data frame refused by a full lane is dropped and counted.
+    fn send(&self, frame: Frame) -> Pushed {
+        let p = self.send_reliable(frame);
+        if p == Pushed::Refused {
+            self.stats().count_push(p);
+        }
+        p
+    }
+    /// Queues a frame; a refusal is only reported, not counted (the caller keeps the frame).
+    fn send_reliable(&self, frame: Frame) -> Pushed;
     fn close(&self, reason: &str);
     /// Stops accepting frames, sends everything queued, waits until the peer has it (or the
     /// link dies), then closes.
     fn finish(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>>;
+    /// Resolves when the reliable lane carrying `name` has room again.
+    fn wait_space(
+        &self,
+        name: roam_proto::Name,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>>;
     fn stats(&self) -> &LinkStats;
     fn kind(&self) -> &'static str;
 }
@@ -226,6 +272,10 @@ impl LinkSender {
 
     pub fn close(&self, reason: &str) {
         self.0.close(reason)
+    }
+
+    pub async fn wait_space(&self, name: roam_proto::Name) {
+        self.0.wait_space(name).await
     }
 
     /// Delivers what is queued, then closes (see [`Transport::finish`]).

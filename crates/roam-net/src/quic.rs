@@ -19,7 +19,7 @@ use crate::framing::read_frame;
 use crate::lane::{Lane, Policy, Pushed};
 use crate::link::{
     check_hello, is_best_effort, wire_size, Established, Inbound, LinkConfig, LinkError, LinkId,
-    LinkInput, LinkSender, LinkStats, LocalInfo, Outgoing, Transport,
+    LinkSender, LinkStats, LocalInfo, Outgoing, Transport,
 };
 use crate::pki::Identity;
 use crate::tls;
@@ -151,9 +151,7 @@ pub async fn establish(
         tokio::spawn(async move {
             let reason = reader.conn.closed().await;
             reader.close_lanes();
-            let _ = inbound
-                .send((link, LinkInput::Closed(reason.to_string())))
-                .await;
+            inbound.closed(link, reason.to_string()).await;
         });
     });
     Ok(Established::new(peer, LinkSender::from(t), start))
@@ -234,7 +232,7 @@ impl QuicTransport {
 
 /// The transport needs its own `Arc` to spawn lane writers; this wrapper provides it.
 impl Transport for ArcTransport {
-    fn send(&self, frame: Frame) -> Pushed {
+    fn send_reliable(&self, frame: Frame) -> Pushed {
         let t = &self.0;
         let pushed = match frame {
             Frame::Data { origin, envelope } => {
@@ -263,7 +261,10 @@ impl Transport for ArcTransport {
             }
             other => t.control.push(Outgoing::from_frame(other)),
         };
-        t.stats.count_push(pushed)
+        if matches!(pushed, Pushed::DroppedOldest(_)) {
+            t.stats.count_push(pushed);
+        }
+        pushed
     }
 
     fn close(&self, reason: &str) {
@@ -306,6 +307,18 @@ impl Transport for ArcTransport {
 
     fn stats(&self) -> &LinkStats {
         &self.0.stats
+    }
+
+    fn wait_space(
+        &self,
+        name: Name,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        let lane = self.0.lanes.lock().ok().and_then(|l| l.get(&name).cloned());
+        Box::pin(async move {
+            if let Some(lane) = lane {
+                lane.wait_space().await;
+            }
+        })
     }
 
     fn kind(&self) -> &'static str {
@@ -356,7 +369,7 @@ async fn read_stream(
         match read_frame(&mut rx, t.cfg.max_frame).await {
             Ok(Some(frame)) => {
                 t.stats.count_in(wire_size(&frame));
-                if inbound.send((link, LinkInput::Frame(frame))).await.is_err() {
+                if !inbound.frame(link, frame).await {
                     return false;
                 }
             }
@@ -410,7 +423,7 @@ async fn read_datagrams(t: Arc<QuicTransport>, link: LinkId, inbound: Inbound) {
         match roam_proto::frame::decode_all(d, t.cfg.max_frame) {
             Ok(frames) => {
                 for f in frames {
-                    if inbound.send((link, LinkInput::Frame(f))).await.is_err() {
+                    if !inbound.frame(link, f).await {
                         return;
                     }
                 }

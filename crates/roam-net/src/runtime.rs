@@ -18,9 +18,12 @@ use roam_routing::{Event, Router, Stats};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{info, warn};
 
+use crate::lane::Pushed;
 use crate::link::{
-    Established, Inbound, LinkConfig, LinkError, LinkId, LinkInput, LinkSender, LocalInfo, PeerInfo,
+    is_best_effort, wire_size, Established, Inbound, LinkConfig, LinkError, LinkId, LinkInput,
+    LinkSender, LocalInfo, PeerInfo,
 };
+use crate::pause::Pauses;
 use crate::pki::Identity;
 use crate::{quic, tcp, tls};
 
@@ -102,6 +105,9 @@ pub struct RouterConfig {
     pub timers: RoutingTimers,
     /// Longest wait between reconnection attempts.
     pub max_backoff: Duration,
+    /// How long a reliable topic waits for a full subscriber link before that link loses
+    /// the waiting messages (so one stuck subscriber cannot stop a topic for everyone).
+    pub stall_timeout: Duration,
 }
 
 fn routing_config(id: RouterId, t: &RoutingTimers) -> roam_routing::Config {
@@ -168,6 +174,12 @@ enum Command {
     },
     Report(oneshot::Sender<RouterReport>),
     Shutdown,
+    /// A stalled lane has room again (or gave up waiting).
+    Unstall {
+        link: LinkId,
+        name: Name,
+        gave_up: bool,
+    },
 }
 
 /// A handle on a running router: addresses, status, and in-process endpoints.
@@ -242,13 +254,14 @@ pub async fn start(
     };
     let (cmd_tx, cmd_rx) = mpsc::channel(1024);
     let (in_tx, in_rx) = mpsc::channel(4096);
+    let pauses = Arc::new(Pauses::default());
     let next_link = Arc::new(AtomicU32::new(1));
     let shared = Shared {
         me,
         config: config.clone(),
         ep: ep.clone(),
         cmd: cmd_tx.clone(),
-        inbound: in_tx,
+        inbound: Inbound::new(in_tx, pauses.clone()),
         next_link,
     };
 
@@ -275,6 +288,10 @@ pub async fn start(
         local_subs: HashMap::new(),
         demand: HashMap::new(),
         local_dropped: 0,
+        pauses,
+        stalls: HashMap::new(),
+        cmd: cmd_tx.clone(),
+        stall_timeout: config.stall_timeout,
     };
     let task = tokio::spawn(rt.run(cmd_rx, in_rx, ep));
     Ok((
@@ -441,7 +458,21 @@ struct Runtime {
     local_subs: HashMap<Name, mpsc::Sender<Bytes>>,
     demand: HashMap<Name, watch::Sender<bool>>,
     local_dropped: u64,
+    pauses: Arc<Pauses>,
+    /// Reliable data waiting for room in a full lane, per (link, topic), in order.
+    stalls: HashMap<(LinkId, Name), Stall>,
+    cmd: mpsc::Sender<Command>,
+    stall_timeout: Duration,
 }
+
+struct Stall {
+    frames: std::collections::VecDeque<roam_proto::Frame>,
+    bytes: usize,
+}
+
+/// Bytes a stall may hold beyond the full lane: what was already in the router's inbound
+/// channel or in readers' hands when the topic paused. Past it, messages are dropped (counted).
+const MAX_STALL_BYTES: usize = 256 << 20;
 
 impl Runtime {
     async fn run(
@@ -533,6 +564,11 @@ impl Runtime {
                 let _ = tx.send(self.report());
             }
             Command::Shutdown => {}
+            Command::Unstall {
+                link,
+                name,
+                gave_up,
+            } => self.unstall(link, name, gave_up),
         }
     }
 
@@ -549,6 +585,19 @@ impl Runtime {
             LinkInput::Closed(reason) => {
                 if let Some(mut entry) = self.links.remove(&link) {
                     info!(peer = %entry.peer.name, link, "link down: {reason}");
+                    // Whatever waited for this link is moot now.
+                    let stalled: Vec<Name> = self
+                        .stalls
+                        .keys()
+                        .filter(|(l, _)| *l == link)
+                        .map(|(_, n)| *n)
+                        .collect();
+                    for name in stalled {
+                        self.stalls.remove(&(link, name));
+                        if !self.stalls.keys().any(|(_, n)| *n == name) {
+                            self.pauses.resume(name);
+                        }
+                    }
                     if self.peers.get(&entry.peer.id) == Some(&link) {
                         self.peers.remove(&entry.peer.id);
                     }
@@ -566,9 +615,7 @@ impl Runtime {
             if !t.frame.is_data() {
                 tracing::debug!(link = t.link, frame = ?t.frame, "send control frame");
             }
-            if let Some(l) = self.links.get(&t.link) {
-                l.tx.send(t.frame);
-            }
+            self.transmit(t.link, t.frame);
         }
         while let Some(e) = self.core.poll_event() {
             match e {
@@ -585,6 +632,103 @@ impl Runtime {
                     }
                 }
             }
+        }
+    }
+
+    /// Sends a frame on a link. Reliable data that finds its lane full waits in a stall and
+    /// pauses its topic (see [`crate::pause`]) instead of being dropped.
+    fn transmit(&mut self, link: LinkId, frame: roam_proto::Frame) {
+        let Some(l) = self.links.get(&link) else {
+            return;
+        };
+        let reliable_name = match &frame {
+            roam_proto::Frame::Data { envelope, .. } if !is_best_effort(envelope) => {
+                roam_proto::envelope::peek_name(envelope)
+            }
+            _ => None,
+        };
+        let Some(name) = reliable_name else {
+            l.tx.send(frame);
+            return;
+        };
+        if let Some(stall) = self.stalls.get_mut(&(link, name)) {
+            // Keep order: nothing overtakes what is already waiting.
+            let size = wire_size(&frame);
+            if stall.bytes + size > MAX_STALL_BYTES {
+                l.tx.stats().dropped_full.fetch_add(1, Ordering::Relaxed);
+            } else {
+                stall.bytes += size;
+                stall.frames.push_back(frame);
+            }
+            return;
+        }
+        let size = wire_size(&frame);
+        if l.tx.0.send_reliable(frame.clone()) == Pushed::Refused {
+            let mut frames = std::collections::VecDeque::new();
+            frames.push_back(frame);
+            self.stalls.insert(
+                (link, name),
+                Stall {
+                    frames,
+                    bytes: size,
+                },
+            );
+            self.pauses.pause(name);
+            self.wait_for_room(link, name);
+        }
+    }
+
+    fn wait_for_room(&self, link: LinkId, name: Name) {
+        let Some(l) = self.links.get(&link) else {
+            return;
+        };
+        let (tx, cmd, timeout) = (l.tx.clone(), self.cmd.clone(), self.stall_timeout);
+        tokio::spawn(async move {
+            let gave_up = tokio::time::timeout(timeout, tx.wait_space(name))
+                .await
+                .is_err();
+            let _ = cmd
+                .send(Command::Unstall {
+                    link,
+                    name,
+                    gave_up,
+                })
+                .await;
+        });
+    }
+
+    /// Moves a stall's frames into its lane as room allows; resumes the topic once no stall
+    /// holds it. A lane that stayed full for `stall_timeout` (a subscriber that stopped
+    /// reading) loses what waited, counted as `dropped_full`, so it cannot hold the topic up
+    /// for everyone else forever.
+    fn unstall(&mut self, link: LinkId, name: Name, gave_up: bool) {
+        let Some(mut stall) = self.stalls.remove(&(link, name)) else {
+            return;
+        };
+        if let Some(l) = self.links.get(&link) {
+            if gave_up {
+                l.tx.stats()
+                    .dropped_full
+                    .fetch_add(stall.frames.len() as u64, Ordering::Relaxed);
+                warn!(peer = %l.peer.name, "a subscriber link stayed full for {:?}: dropped {} messages", self.stall_timeout, stall.frames.len());
+                stall.frames.clear();
+            }
+            while let Some(f) = stall.frames.pop_front() {
+                let size = wire_size(&f);
+                if l.tx.0.send_reliable(f.clone()) == Pushed::Refused {
+                    stall.frames.push_front(f);
+                    break;
+                }
+                stall.bytes -= size;
+            }
+            if !stall.frames.is_empty() {
+                self.stalls.insert((link, name), stall);
+                self.wait_for_room(link, name);
+                return;
+            }
+        }
+        if !self.stalls.keys().any(|(_, n)| *n == name) {
+            self.pauses.resume(name);
         }
     }
 

@@ -17,7 +17,7 @@ use crate::framing::{read_frame, write_data, ReadError};
 use crate::lane::{Lane, Policy, Pushed};
 use crate::link::{
     check_hello, is_best_effort, wire_size, Established, Inbound, LinkConfig, LinkError, LinkId,
-    LinkInput, LinkSender, LinkStats, LocalInfo, Outgoing, Transport,
+    LinkSender, LinkStats, LocalInfo, Outgoing, Transport,
 };
 use crate::pki::Identity;
 use crate::tls;
@@ -113,7 +113,7 @@ where
                     r = read_frame(&mut rd, max_frame) => match r {
                         Ok(Some(f)) => {
                             reader.stats.count_in(wire_size(&f));
-                            if inbound.send((link, LinkInput::Frame(f))).await.is_err() {
+                            if !inbound.frame(link, f).await {
                                 break "owner gone".to_string();
                             }
                         }
@@ -128,7 +128,7 @@ where
                 }
             };
             reader.close_lanes();
-            let _ = inbound.send((link, LinkInput::Closed(reason))).await;
+            inbound.closed(link, reason).await;
         });
     });
     Ok(Established::new(peer, LinkSender(t), start))
@@ -152,7 +152,7 @@ impl TcpTransport {
 }
 
 impl Transport for TcpTransport {
-    fn send(&self, frame: Frame) -> Pushed {
+    fn send_reliable(&self, frame: Frame) -> Pushed {
         let p = match &frame {
             Frame::Data { envelope, .. } if is_best_effort(envelope) => {
                 self.best_effort.push(Outgoing::from_frame(frame))
@@ -160,7 +160,10 @@ impl Transport for TcpTransport {
             Frame::Data { .. } => self.reliable.push(Outgoing::from_frame(frame)),
             _ => self.control.push(Outgoing::from_frame(frame)),
         };
-        self.stats.count_push(p)
+        if matches!(p, Pushed::DroppedOldest(_)) {
+            self.stats.count_push(p);
+        }
+        p
     }
 
     fn close(&self, _reason: &str) {
@@ -181,6 +184,13 @@ impl Transport for TcpTransport {
 
     fn stats(&self) -> &LinkStats {
         &self.stats
+    }
+
+    fn wait_space(
+        &self,
+        _name: roam_proto::Name,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        Box::pin(self.reliable.wait_space())
     }
 
     fn kind(&self) -> &'static str {

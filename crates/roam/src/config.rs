@@ -13,6 +13,7 @@
 //!   idle_timeout_ms: 10000   # a silent peer is declared dead after this
 //!   keepalive_ms: 1000
 //!   max_message_bytes: 134217728
+//!   stall_timeout_ms: 5000   # a subscriber link full this long loses what waits for it
 //!   reliable_queue_messages: 65536
 //!   reliable_queue_bytes: 268435456
 //! ```
@@ -48,9 +49,15 @@ pub struct LinkFile {
     pub reliable_queue_messages: Option<usize>,
     pub reliable_queue_bytes: Option<usize>,
     pub max_backoff_ms: Option<u64>,
+    pub stall_timeout_ms: Option<u64>,
 }
 
 impl LinkFile {
+    /// How long a reliable topic waits for a full subscriber link (default 5 s).
+    pub fn stall_timeout(&self) -> Duration {
+        Duration::from_millis(self.stall_timeout_ms.unwrap_or(5000))
+    }
+
     pub fn apply(&self, mut c: LinkConfig) -> Result<LinkConfig, String> {
         if let Some(ms) = self.idle_timeout_ms {
             c.idle_timeout = Duration::from_millis(ms);

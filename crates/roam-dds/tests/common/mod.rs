@@ -41,7 +41,13 @@ impl PyPeer {
             .arg("-u")
             .arg(dir.join(script))
             .args(args)
-            .env("CYCLONEDDS_URI", format!("<CycloneDDS><Domain>{}</Domain></CycloneDDS>", loopback_config()))
+            .env(
+                "CYCLONEDDS_URI",
+                format!(
+                    "<CycloneDDS><Domain>{}</Domain></CycloneDDS>",
+                    loopback_config()
+                ),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -64,7 +70,11 @@ impl PyPeer {
     }
 
     /// Waits up to `timeout` for a line matching `pred`; returns it.
-    pub fn expect_line(&mut self, pred: impl Fn(&str) -> bool, timeout: Duration) -> Option<String> {
+    pub fn expect_line(
+        &mut self,
+        pred: impl Fn(&str) -> bool,
+        timeout: Duration,
+    ) -> Option<String> {
         let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.checked_duration_since(Instant::now())?;

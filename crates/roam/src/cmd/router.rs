@@ -89,6 +89,7 @@ pub async fn run(a: RouterArgs) -> CmdResult {
         link,
         timers: RoutingTimers::default(),
         max_backoff: Duration::from_millis(file.link.max_backoff_ms.unwrap_or(2000)),
+        stall_timeout: file.link.stall_timeout(),
     };
     let (handle, mut task) = runtime::start(config).await.map_err(|e| e.to_string())?;
     if let Some(a) = handle.quic_addr {

@@ -66,6 +66,7 @@ pub async fn run(
         link: cfg.link.apply(LinkConfig::default())?,
         timers: RoutingTimers::default(),
         max_backoff: Duration::from_millis(cfg.link.max_backoff_ms.unwrap_or(2000)),
+        stall_timeout: cfg.link.stall_timeout(),
     })
     .await
     .map_err(|e| e.to_string())?;
