@@ -159,8 +159,8 @@ pub async fn run_pub(a: PubArgs) -> CmdResult {
     c.finish().await;
     let s = c.stats();
     eprintln!(
-        "sent {sent} messages ({} dropped while offline)",
-        s.dropped_offline
+        "sent {sent} messages ({} dropped while offline, {} best-effort dropped for newer ones)",
+        s.dropped_offline, s.dropped_stale
     );
     Ok(())
 }
