@@ -182,3 +182,38 @@ fn stdin_lines_are_published_as_text() {
     );
     assert!(p.wait_exit(T).is_some_and(|s| s.success()));
 }
+
+#[test]
+fn full_lanes_push_back_on_the_publisher_instead_of_dropping() {
+    // Tiny reliable queues on the routers: the publisher outruns them constantly, so every
+    // message must wait for room (topic paused) rather than be dropped.
+    let net = Net::new("pushback");
+    let cfg = net.dir.join("small-queues.yaml");
+    std::fs::write(
+        &cfg,
+        "link:\n  reliable_queue_messages: 8\n  idle_timeout_ms: 3000\n",
+    )
+    .unwrap();
+    let cfg = cfg.to_string_lossy().into_owned();
+    let (_r1, a1) = net.router_with("r1", "127.0.0.1:0", &[], &["-c", &cfg]);
+    let (r2, a2) = net.router_with(
+        "r2",
+        "127.0.0.1:0",
+        std::slice::from_ref(&a1),
+        &["-c", &cfg],
+    );
+    let sub = net.sub("/bulk", "cloud", &a2, &["--count", "5000"]);
+    wait_subscribed(&sub);
+    let _p = net.publisher(
+        "/bulk",
+        "robot",
+        &a1,
+        &["--count", "5000", "--size", "4000"],
+    );
+    let got = collect(&sub, 5000, T);
+    assert_eq!(got.len(), 5000, "lost messages; r2: {}", r2.logs());
+    assert!(
+        got.iter().enumerate().all(|(i, m)| m.seq == i as u64 + 1),
+        "out of order"
+    );
+}
