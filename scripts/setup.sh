@@ -5,7 +5,8 @@ set -euo pipefail
 
 need_apt=()
 # cmake + libclang-dev: the cyclors crate builds CycloneDDS from source and runs bindgen.
-for pkg in build-essential pkg-config openssl ca-certificates cmake libclang-dev; do
+# iproute2: network-namespace tests; python3-pip: the Python DDS peers below.
+for pkg in build-essential pkg-config openssl ca-certificates cmake libclang-dev iproute2 python3 python3-pip; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -31,5 +32,7 @@ fi
 # Python cyclonedds (same CycloneDDS 11 as cyclors, C library bundled in the wheel): the tests use
 # it as a real ROS 2 peer (on the wire, a node on rmw_cyclonedds).
 if ! python3 -c 'import cyclonedds' >/dev/null 2>&1; then
-  python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore cyclonedds==11.0.1
+  pip_install() { python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore "$@"; }
+  # Debian 12's own python3 is "externally managed": allow the install there explicitly.
+  pip_install cyclonedds==11.0.1 2>/dev/null || pip_install --break-system-packages cyclonedds==11.0.1
 fi
