@@ -319,6 +319,27 @@ impl Shared {
     fn link_id(&self) -> LinkId {
         self.next_link.fetch_add(1, Ordering::Relaxed)
     }
+
+    /// Hands an accepted link to the runtime, or logs why it was refused.
+    async fn accepted(
+        &self,
+        link: LinkId,
+        r: Result<Established, LinkError>,
+        what: String,
+    ) {
+        match r {
+            Ok(est) => {
+                let up = Command::Up {
+                    link,
+                    est: Box::new(est),
+                    dialed: false,
+                    down: None,
+                };
+                let _ = self.cmd.send(up).await;
+            }
+            Err(e) => warn!("refused {what}: {e}"),
+        }
+    }
 }
 
 async fn accept_quic(s: Shared) {
@@ -333,20 +354,8 @@ async fn accept_quic(s: Shared) {
                     .map_err(|e| LinkError::Connect(e.to_string()))?;
                 quic::establish(conn, &s.me, &s.config.link, link, s.inbound.clone()).await
             };
-            match r.await {
-                Ok(est) => {
-                    let _ = s
-                        .cmd
-                        .send(Command::Up {
-                            link,
-                            est: Box::new(est),
-                            dialed: false,
-                            down: None,
-                        })
-                        .await;
-                }
-                Err(e) => warn!("refused QUIC connection from {remote}: {e}"),
-            }
+            s.accepted(link, r.await, format!("QUIC connection from {remote}"))
+                .await;
         });
     }
 }
@@ -369,7 +378,7 @@ async fn accept_tcp(s: Shared, listener: tokio::net::TcpListener) {
         let acceptor = acceptor.clone();
         tokio::spawn(async move {
             let link = s.link_id();
-            match tcp::accept(
+            let r = tcp::accept(
                 &acceptor,
                 sock,
                 &s.me,
@@ -377,21 +386,9 @@ async fn accept_tcp(s: Shared, listener: tokio::net::TcpListener) {
                 link,
                 s.inbound.clone(),
             )
-            .await
-            {
-                Ok(est) => {
-                    let _ = s
-                        .cmd
-                        .send(Command::Up {
-                            link,
-                            est: Box::new(est),
-                            dialed: false,
-                            down: None,
-                        })
-                        .await;
-                }
-                Err(e) => warn!("refused TCP connection from {remote}: {e}"),
-            }
+            .await;
+            s.accepted(link, r, format!("TCP connection from {remote}"))
+                .await;
         });
     }
 }
