@@ -60,3 +60,61 @@ fn a_talker_in_one_ros_network_reaches_a_listener_in_another_and_private_topics_
         robot.logs()
     );
 }
+
+#[test]
+fn a_late_listener_gets_the_last_sample_of_a_transient_local_topic() {
+    // Like /tf_static: published once, at start, with transient-local durability.
+    let net = Net::new("proxy-latched");
+    let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
+    let _talker = python(
+        "talker",
+        "talker.py",
+        &[
+            "25",
+            "rt/tf_static",
+            "static",
+            "--transient-local",
+            "--depth",
+            "1",
+            "--period",
+            "3600",
+        ],
+    );
+    let robot = net.proxy(
+        "robot",
+        25,
+        &addr,
+        "exports:\n  - topic: /tf_static\n    realm: test\n",
+    );
+    let base = net.proxy(
+        "base",
+        26,
+        &addr,
+        "imports:\n  - topic: /tf_static\n    realm: test\n",
+    );
+    // The importing proxy learns the topic and receives the one sample before anyone listens.
+    assert!(
+        base.wait_log("remote topic announced", Duration::from_secs(30)),
+        "{}\n{}",
+        robot.logs(),
+        base.logs()
+    );
+    assert!(
+        robot.wait_log("a remote subscriber appeared", Duration::from_secs(10)),
+        "{}",
+        robot.logs()
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    // A listener that starts now, long after the only publication, still gets it.
+    let late = python(
+        "late",
+        "listener.py",
+        &["26", "rt/tf_static", "--transient-local"],
+    );
+    assert_eq!(
+        wait_line(&late, "data:", Duration::from_secs(10)).as_deref(),
+        Some("data: static 0"),
+        "base: {}",
+        base.logs()
+    );
+}

@@ -1,6 +1,6 @@
 """A ROS 2-style listener: prints every std_msgs/String received on a DDS topic.
 
-usage: listener.py DOMAIN TOPIC [--summary]
+usage: listener.py DOMAIN TOPIC [--summary] [--transient-local]
 Prints "ready" once the reader exists, then one line per sample: "data: TEXT", or with
 --summary "len: N sha256: HEX" (for big samples).
 """
@@ -17,12 +17,13 @@ p = argparse.ArgumentParser()
 p.add_argument("domain", type=int)
 p.add_argument("topic")
 p.add_argument("--summary", action="store_true")
+p.add_argument("--transient-local", action="store_true", help="ask for samples published before this reader existed")
 a = p.parse_args()
 exit_on_sigterm()
 
 dp = DomainParticipant(a.domain)
 topic = Topic(dp, a.topic, String_)
-reader = DataReader(dp, topic, qos=qos())
+reader = DataReader(dp, topic, qos=qos(transient_local=a.transient_local))
 print("ready", flush=True)
 while True:
     for s in reader.take(N=100):
