@@ -118,3 +118,49 @@ fn a_late_listener_gets_the_last_sample_of_a_transient_local_topic() {
         base.logs()
     );
 }
+
+#[test]
+fn a_service_call_crosses_networks_and_each_of_two_clients_gets_its_own_replies() {
+    let net = Net::new("proxy-service");
+    let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
+    let _server = python("server", "service.py", &["server", "27", "add_two_ints"]);
+    let robot = net.proxy(
+        "robot",
+        27,
+        &addr,
+        "exports:\n  - service: /add_two_ints\n    realm: test\n",
+    );
+    let base = net.proxy(
+        "base",
+        28,
+        &addr,
+        "imports:\n  - service: /add_two_ints\n    realm: test\n",
+    );
+    let c1 = python(
+        "client-1",
+        "service.py",
+        &["client", "28", "add_two_ints", "1000", "5"],
+    );
+    let c2 = python(
+        "client-2",
+        "service.py",
+        &["client", "28", "add_two_ints", "2000", "5"],
+    );
+    for (c, guid) in [(&c1, 1000), (&c2, 2000)] {
+        let mut replies = Vec::new();
+        loop {
+            let l = wait_line(c, "", Duration::from_secs(30)).unwrap_or_else(|| {
+                panic!("no reply.\nrobot: {}\nbase: {}", robot.logs(), base.logs())
+            });
+            if l == "done" {
+                break;
+            }
+            replies.push(l);
+        }
+        // Every answer is to this client's own request: sum = its guid + the sequence.
+        let expected: Vec<String> = (1..=5)
+            .map(|seq| format!("reply {seq} {}", guid + seq))
+            .collect();
+        assert_eq!(replies, expected);
+    }
+}

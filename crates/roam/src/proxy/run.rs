@@ -23,7 +23,7 @@ use tracing::{info, warn};
 
 use super::config::{ProxyConfig, What};
 use super::meta::{data_descriptor, meta_descriptor, TopicMeta};
-use super::ros_names::{ros_endpoint, topic_to_dds, RosEndpoint};
+use super::ros_names::{ros_endpoint, service_to_dds, topic_to_dds, RosEndpoint};
 use crate::realm_file::{self, Realm};
 
 /// How often an exporter re-announces a topic's metadata while anyone listens for it.
@@ -79,24 +79,26 @@ pub async fn run(
         Participant::new(cfg.dds.domain, xml.as_deref()).map_err(|e| format!("DDS: {e}"))?;
     info!(domain = cfg.dds.domain, "DDS participant up");
 
-    for imp in cfg.imports.iter().filter(|m| m.what == What::Topic) {
-        let realm = realms[&imp.realm].clone();
+    let (service_exports, service_imports) = service_legs(&cfg);
+    let topic_imports = cfg
+        .imports
+        .iter()
+        .filter(|m| m.what == What::Topic)
+        .map(|m| Leg {
+            dds_topic: topic_to_dds(&m.local),
+            remote: m.remote.clone(),
+            realm: m.realm.clone(),
+        });
+    for leg in topic_imports.chain(service_imports) {
+        info!(dds_topic = %leg.dds_topic, from = %leg.remote, realm = %leg.realm, "importing");
+        let realm = realms[&leg.realm].clone();
         tokio::spawn(import(
             router.clone(),
             participant.clone(),
             realm,
-            imp.remote.clone(),
-            imp.local.clone(),
+            leg.remote,
+            leg.dds_topic,
         ));
-        info!(topic = %imp.local, from = %imp.remote, realm = %imp.realm, "importing");
-    }
-    if cfg
-        .exports
-        .iter()
-        .chain(&cfg.imports)
-        .any(|m| m.what == What::Service)
-    {
-        warn!("services are configured but not forwarded yet by this version of the proxy");
     }
 
     // Discovery events are few (one per endpoint in the domain and its changes), so an
@@ -116,7 +118,7 @@ pub async fn run(
                 let Some(ev) = ev else { continue };
                 tracing::debug!(?ev, "DDS discovery");
                 let DiscoveryEvent::Publication(ep) = ev else { continue };
-                if let Some((local, realm, remote)) = exportable(&cfg, &participant, &ep) {
+                if let Some((local, realm, remote)) = exportable(&cfg, &service_exports, &participant, &ep) {
                     if exported.insert(local.clone()) {
                         let meta = TopicMeta { dds_type: ep.type_name.clone(), keyless: ep.keyless(), qos: ep.qos };
                         info!(topic = %local, as_ = %remote, realm = %realm, ty = %meta.dds_type, "exporting");
@@ -134,11 +136,18 @@ pub async fn run(
 /// Whether a discovered publication is one this proxy exports: (local topic, realm, realm topic).
 fn exportable(
     cfg: &ProxyConfig,
+    service_exports: &[Leg],
     me: &Participant,
     ep: &Endpoint,
 ) -> Option<(String, String, String)> {
     if !ep.alive || me.owns(ep) {
         return None;
+    }
+    if let Some(leg) = service_exports
+        .iter()
+        .find(|l| l.dds_topic == ep.topic_name)
+    {
+        return Some((leg.dds_topic.clone(), leg.realm.clone(), leg.remote.clone()));
     }
     let Some(RosEndpoint::Topic(local)) = ros_endpoint(&ep.topic_name) else {
         return None;
@@ -240,6 +249,7 @@ async fn import(
     remote: String,
     local: String,
 ) {
+    // `local` is the DDS topic name the writer is created on.
     let meta_name = meta_descriptor(&remote).name(&realm.secret);
     let mut meta_rx = router.subscribe(meta_name, 16).await;
     let mut opener = Opener::new(&realm.secret, realm.opener_config());
@@ -257,7 +267,7 @@ async fn import(
                 if current.as_ref().is_some_and(|(m, _, _)| *m == meta) {
                     continue;
                 }
-                let topic = TopicInfo { name: topic_to_dds(&local), type_name: meta.dds_type.clone(), keyless: meta.keyless };
+                let topic = TopicInfo { name: local.clone(), type_name: meta.dds_type.clone(), keyless: meta.keyless };
                 let writer = match Writer::new(&participant, &topic, &meta.qos) {
                     Ok(w) => w,
                     Err(e) => { warn!(topic = %local, "cannot create a DDS writer: {e}"); continue; }
@@ -292,4 +302,48 @@ async fn recv(rx: &mut Option<mpsc::Receiver<Bytes>>) -> Option<Bytes> {
         Some(rx) => rx.recv().await,
         None => std::future::pending().await,
     }
+}
+
+/// One direction of a topic or service between a DDS topic here and a name in a realm.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Leg {
+    dds_topic: String,
+    remote: String,
+    realm: String,
+}
+
+/// A ROS 2 service is two DDS topics: requests (`rq/...Request`, written by clients) and
+/// replies (`rr/...Reply`, written by the server). The network with the server exports the
+/// replies and imports the requests; a network with clients does the opposite. Both travel
+/// verbatim: the rmw request header inside each sample (client GUID and sequence) lets every
+/// client pick its own replies, so the proxies keep no per-call state.
+fn service_legs(cfg: &ProxyConfig) -> (Vec<Leg>, Vec<Leg>) {
+    let (mut exports, mut imports) = (Vec::new(), Vec::new());
+    for (m, server_here) in cfg
+        .exports
+        .iter()
+        .map(|m| (m, true))
+        .chain(cfg.imports.iter().map(|m| (m, false)))
+        .filter(|(m, _)| m.what == What::Service)
+    {
+        let (rq, rr) = service_to_dds(&m.local);
+        let request = Leg {
+            dds_topic: rq,
+            remote: format!("{}#request", m.remote),
+            realm: m.realm.clone(),
+        };
+        let reply = Leg {
+            dds_topic: rr,
+            remote: format!("{}#reply", m.remote),
+            realm: m.realm.clone(),
+        };
+        if server_here {
+            exports.push(reply);
+            imports.push(request);
+        } else {
+            exports.push(request);
+            imports.push(reply);
+        }
+    }
+    (exports, imports)
 }
