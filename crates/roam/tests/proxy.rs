@@ -164,3 +164,87 @@ fn a_service_call_crosses_networks_and_each_of_two_clients_gets_its_own_replies(
         assert_eq!(replies, expected);
     }
 }
+
+#[test]
+fn a_20_mb_message_crosses_the_proxies_intact() {
+    let net = Net::new("proxy-big");
+    let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
+    let _robot = net.proxy(
+        "robot",
+        29,
+        &addr,
+        "exports:\n  - topic: /map\n    realm: test\n",
+    );
+    let base = net.proxy(
+        "base",
+        30,
+        &addr,
+        "imports:\n  - topic: /map\n    realm: test\n",
+    );
+    let pad = 20 << 20;
+    let _talker = python(
+        "talker",
+        "talker.py",
+        &[
+            "29",
+            "rt/map",
+            "map",
+            "--pad",
+            &pad.to_string(),
+            "--period",
+            "1",
+        ],
+    );
+    let listener = python("listener", "listener.py", &["30", "rt/map", "--summary"]);
+    let line = wait_line(&listener, "len:", Duration::from_secs(60))
+        .unwrap_or_else(|| panic!("nothing arrived: {}", base.logs()));
+    // The text is "map N" plus the padding; check length and content hash of one such message.
+    let (len, hash) = line
+        .strip_prefix("len: ")
+        .and_then(|r| r.split_once(" sha256: "))
+        .expect("summary line");
+    let n: usize = len.parse().unwrap();
+    let candidates: Vec<String> = (0..100)
+        .map(|i| format!("map {i}{}", "x".repeat(pad)))
+        .filter(|t| t.len() == n)
+        .map(|t| roam::payload::sha256_hex(t.as_bytes()))
+        .collect();
+    assert!(
+        candidates.iter().any(|c| c == hash),
+        "a 20 MB message arrived altered (len {n})"
+    );
+}
+
+#[test]
+fn a_restarted_proxy_resumes_delivery_to_a_listener_that_never_restarted() {
+    let net = Net::new("proxy-restart");
+    let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
+    let _robot = net.proxy(
+        "robot",
+        31,
+        &addr,
+        "exports:\n  - topic: /odom\n    realm: test\n",
+    );
+    let body = "imports:\n  - topic: /odom\n    realm: test\n";
+    let mut base = net.proxy("base", 32, &addr, body);
+    let _talker = python(
+        "talker",
+        "talker.py",
+        &["31", "rt/odom", "odom", "--period", "0.02"],
+    );
+    let listener = python("listener", "listener.py", &["32", "rt/odom"]);
+    assert!(
+        wait_line(&listener, "data: odom", Duration::from_secs(30)).is_some(),
+        "{}",
+        base.logs()
+    );
+    base.kill();
+    std::thread::sleep(Duration::from_secs(1));
+    while listener.line(Duration::from_millis(50)).is_some() {}
+    let base2 = net.proxy("base", 32, &addr, body);
+    assert!(
+        wait_line(&listener, "data: odom", Duration::from_secs(30)).is_some(),
+        "no delivery after the proxy restarted: {}",
+        base2.logs()
+    );
+}

@@ -1,6 +1,6 @@
 """A ROS 2-style talker: publishes std_msgs/String on a DDS topic until stopped.
 
-usage: talker.py DOMAIN TOPIC TEXT [--transient-local] [--depth N] [--period S]
+usage: talker.py DOMAIN TOPIC TEXT [--transient-local] [--depth N] [--period S] [--pad BYTES]
 Publishes "TEXT N" for N = 0, 1, ...; prints "ready" once the writer exists.
 """
 import argparse
@@ -18,6 +18,7 @@ p.add_argument("text")
 p.add_argument("--transient-local", action="store_true")
 p.add_argument("--depth", type=int, default=10)
 p.add_argument("--period", type=float, default=0.05)
+p.add_argument("--pad", type=int, default=0, help="append this many bytes of padding to each message (large-message tests)")
 a = p.parse_args()
 exit_on_sigterm()
 
@@ -27,6 +28,7 @@ writer = DataWriter(dp, topic, qos=qos(transient_local=a.transient_local, depth=
 print("ready", flush=True)
 n = 0
 while True:
-    writer.write(String_(data=f"{a.text} {n}"))
+    pad = ("x" * a.pad) if a.pad else ""
+    writer.write(String_(data=f"{a.text} {n}{pad}"))
     n += 1
     time.sleep(a.period)
