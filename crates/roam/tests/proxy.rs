@@ -248,3 +248,38 @@ fn a_restarted_proxy_resumes_delivery_to_a_listener_that_never_restarted() {
         base2.logs()
     );
 }
+
+#[test]
+fn the_proxy_announces_itself_in_ros_discovery_info_like_a_ros_2_node() {
+    let net = Net::new("proxy-node");
+    let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
+    let _robot = net.proxy(
+        "robot",
+        33,
+        &addr,
+        "exports:\n  - topic: /chatter\n    realm: test\n",
+    );
+    let base = net.proxy(
+        "base",
+        34,
+        &addr,
+        "imports:\n  - topic: /chatter\n    realm: test\n",
+    );
+    let _talker = python("talker", "talker.py", &["33", "rt/chatter", "hello"]);
+    let tools = python("ros2-tools", "discovery_info.py", &["34"]);
+    // Once the import is live, the node owns one writer (rt/chatter) and ROS 2 tools see it.
+    let end = Instant::now() + Duration::from_secs(30);
+    let mut seen = Vec::new();
+    while Instant::now() < end {
+        if let Some(l) = tools.line(Duration::from_millis(100)) {
+            if l == "node / roam_proxy_base readers 0 writers 1" {
+                return;
+            }
+            seen.push(l);
+        }
+    }
+    panic!(
+        "no announcement of the import writer; saw {seen:?}\nbase: {}",
+        base.logs()
+    );
+}

@@ -11,6 +11,7 @@
 //!   interfaces: [eth0]           # network interfaces DDS may use (default: Cyclone's choice)
 //!   peers: [192.168.1.20]        # unicast discovery peers (default: multicast)
 //!   # config_xml: "<CycloneDDS>...</CycloneDDS>"   # full CycloneDDS config instead
+//!   ros_distro: jazzy            # humble uses 24-byte GIDs in ros_discovery_info
 //! realms:
 //!   warehouse: /etc/roam/warehouse.realm
 //! exports:                       # local topics that leave this network
@@ -71,6 +72,9 @@ pub struct DdsFile {
     #[serde(default)]
     pub peers: Vec<String>,
     pub config_xml: Option<String>,
+    /// The ROS 2 distribution of this network's nodes, for the GID width in
+    /// `ros_discovery_info`: `humble` (24 bytes) or later (`iron`, `jazzy`, ...: 16 bytes).
+    pub ros_distro: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -160,6 +164,18 @@ impl ProxyConfig {
                 ))
             }
         };
+        if let Some(d) = &f.dds.ros_distro {
+            const KNOWN: [&str; 5] = ["humble", "iron", "jazzy", "kilted", "rolling"];
+            if !KNOWN.contains(&d.as_str()) {
+                return Err(at(
+                    d,
+                    format!(
+                        "dds.ros_distro: unknown distribution {d:?} (expected one of {})",
+                        KNOWN.join(", ")
+                    ),
+                ));
+            }
+        }
         let mut exports = Vec::new();
         let mut pattern_exports = Vec::new();
         for (i, e) in f.exports.iter().enumerate() {

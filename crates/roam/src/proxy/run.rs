@@ -23,6 +23,7 @@ use tracing::{info, warn};
 
 use super::config::{ProxyConfig, What};
 use super::meta::{data_descriptor, meta_descriptor, TopicMeta};
+use super::ros_discovery_info;
 use super::ros_names::{ros_endpoint, service_to_dds, topic_to_dds, RosEndpoint};
 use crate::realm_file::{self, Realm};
 
@@ -109,6 +110,7 @@ pub async fn run(
     })
     .map_err(|e| format!("DDS discovery: {e}"))?;
 
+    let mut node = NodeAnnouncer::new(&participant, &cfg)?;
     let mut exported: HashSet<String> = HashSet::new();
     tokio::pin!(stop);
     loop {
@@ -117,6 +119,7 @@ pub async fn run(
             ev = ev_rx.recv() => {
                 let Some(ev) = ev else { continue };
                 tracing::debug!(?ev, "DDS discovery");
+                node.observe(&participant, &ev);
                 let DiscoveryEvent::Publication(ep) = ev else { continue };
                 if let Some((local, realm, remote)) = exportable(&cfg, &service_exports, &participant, &ep) {
                     if exported.insert(local.clone()) {
@@ -346,4 +349,71 @@ fn service_legs(cfg: &ProxyConfig) -> (Vec<Leg>, Vec<Leg>) {
         }
     }
     (exports, imports)
+}
+
+/// Announces the proxy as a ROS 2 node in `ros_discovery_info`, listing the readers and
+/// writers its participant owns, so `ros2 node list` and `ros2 topic info -v` show it.
+struct NodeAnnouncer {
+    writer: Writer,
+    node: ros_discovery_info::NodeInfo,
+    gid: ros_discovery_info::GidSize,
+}
+
+impl NodeAnnouncer {
+    fn new(participant: &Participant, cfg: &ProxyConfig) -> Result<Self, String> {
+        let topic = TopicInfo::keyless(ros_discovery_info::TOPIC, ros_discovery_info::TYPE);
+        let qos = roam_dds::Qos::latched(1);
+        let writer = Writer::new(participant, &topic, &qos)
+            .map_err(|e| format!("DDS ros_discovery_info: {e}"))?;
+        let name: String = cfg
+            .id
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        let gid = match cfg.dds.ros_distro.as_deref() {
+            Some("humble") => ros_discovery_info::GidSize::Humble,
+            _ => ros_discovery_info::GidSize::Iron,
+        };
+        let node = ros_discovery_info::NodeInfo {
+            namespace: "/".into(),
+            name: format!("roam_proxy_{name}"),
+            ..Default::default()
+        };
+        let me = Self { writer, node, gid };
+        me.publish(participant);
+        Ok(me)
+    }
+
+    /// Tracks our own ROS endpoints; republishes when they change.
+    fn observe(&mut self, participant: &Participant, ev: &DiscoveryEvent) {
+        let ep = ev.endpoint();
+        if !participant.owns(ep) || ros_endpoint(&ep.topic_name).is_none() {
+            return;
+        }
+        let list = match ev {
+            DiscoveryEvent::Publication(_) => &mut self.node.writers,
+            DiscoveryEvent::Subscription(_) => &mut self.node.readers,
+        };
+        let had = list.contains(&ep.guid);
+        if ep.alive && !had {
+            list.push(ep.guid);
+        } else if !ep.alive && had {
+            list.retain(|g| *g != ep.guid);
+        } else {
+            return;
+        }
+        self.publish(participant);
+    }
+
+    fn publish(&self, participant: &Participant) {
+        let sample = ros_discovery_info::encode(
+            &participant.guid(),
+            std::slice::from_ref(&self.node),
+            self.gid,
+        );
+        // A reliable write may wait briefly for local readers: keep it off the async workers.
+        if let Err(e) = tokio::task::block_in_place(|| self.writer.write_cdr(&sample)) {
+            warn!("cannot announce the proxy in ros_discovery_info: {e}");
+        }
+    }
 }
