@@ -51,6 +51,7 @@ mod tests {
             interfaces: vec!["lo".into()],
             peers: vec!["127.0.0.1".into()],
             config_xml: None,
+            ros_distro: None,
         };
         assert_eq!(xml(&d).as_deref(), Some(roam_dds::loopback_config()));
         assert_eq!(xml(&DdsFile::default()), None);

@@ -47,7 +47,7 @@ struct Cdr {
 impl Cdr {
     fn align(&mut self, n: usize) {
         // Alignment counts from the end of the 4-byte encapsulation header.
-        while (self.out.len() - 4) % n != 0 {
+        while !(self.out.len() - 4).is_multiple_of(n) {
             self.out.push(0);
         }
     }
@@ -100,7 +100,7 @@ mod tests {
             readers: vec![[1; 16]],
             writers: vec![],
         };
-        let b = encode(&[9; 16], &[node.clone()], GidSize::Iron);
+        let b = encode(&[9; 16], std::slice::from_ref(&node), GidSize::Iron);
         let mut want = vec![0, 1, 0, 0];
         want.extend([9; 16]);
         want.extend(1u32.to_le_bytes());
