@@ -26,6 +26,8 @@ pub struct Endpoint {
     /// Reliability, durability and history as the endpoint announced them (DDS defaults for
     /// policies it left out).
     pub qos: Qos,
+    /// The endpoint's USER_DATA QoS (empty when it has none).
+    pub user_data: Vec<u8>,
     /// True when the endpoint exists; false when it went away (deleted, or its participant
     /// was lost). The other fields of a false event repeat what was last known.
     pub alive: bool,
@@ -230,6 +232,8 @@ fn take_all(reader: dds_entity_t, state: &DiscoveryState, publications: bool) {
                     type_name: unsafe { opt_str(ep.type_name) },
                     // SAFETY: qos owned by the loan, or NULL.
                     qos: unsafe { crate::qos::from_raw(ep.qos, publications) },
+                    // SAFETY: as above.
+                    user_data: unsafe { crate::qos::user_data(ep.qos) },
                     alive: true,
                 };
                 if known.get(&endpoint.guid) != Some(&endpoint) {

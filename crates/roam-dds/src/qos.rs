@@ -100,6 +100,36 @@ impl RawQos {
     pub(crate) fn as_ptr(&self) -> *const dds_qos_t {
         self.0
     }
+
+    /// Sets the USER_DATA policy (opaque bytes that discovery shows to every peer).
+    pub(crate) fn set_user_data(&self, data: &[u8]) {
+        // SAFETY: `self.0` is a valid qos owned by us; CycloneDDS copies `sz` bytes from
+        // `value`, which points to `data` for the duration of the call.
+        unsafe { cyclors::dds_qset_userdata(self.0, data.as_ptr().cast(), data.len()) };
+    }
+}
+
+/// The USER_DATA of a discovered endpoint's qos (empty when absent).
+///
+/// # Safety
+/// `qos` must be NULL or point to a valid `dds_qos_t` for the duration of the call.
+pub(crate) unsafe fn user_data(qos: *const dds_qos_t) -> Vec<u8> {
+    if qos.is_null() {
+        return Vec::new();
+    }
+    let mut value: *mut std::os::raw::c_void = std::ptr::null_mut();
+    let mut sz: usize = 0;
+    // SAFETY: valid qos per the caller; on success CycloneDDS allocates a copy of the bytes
+    // into `value`, which we own and free with dds_free below.
+    let present = unsafe { cyclors::dds_qget_userdata(qos, &mut value, &mut sz) };
+    if !present || value.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: `value` points to `sz` initialised bytes allocated by CycloneDDS.
+    let out = unsafe { std::slice::from_raw_parts(value as *const u8, sz) }.to_vec();
+    // SAFETY: allocated by CycloneDDS for us, freed exactly once.
+    unsafe { cyclors::dds_free(value) };
+    out
 }
 
 impl Drop for RawQos {

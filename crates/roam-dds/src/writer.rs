@@ -28,8 +28,22 @@ impl Writer {
         topic: &TopicInfo,
         qos: &Qos,
     ) -> Result<Writer, DdsError> {
+        Self::with_user_data(participant, topic, qos, &[])
+    }
+
+    /// Like [`Writer::new`], announcing `user_data` (USER_DATA QoS) in discovery, where every
+    /// peer's [`Endpoint::user_data`](crate::Endpoint::user_data) shows it. Empty: none.
+    pub fn with_user_data(
+        participant: &Participant,
+        topic: &TopicInfo,
+        qos: &Qos,
+        user_data: &[u8],
+    ) -> Result<Writer, DdsError> {
         let topic_handle = create_blob_topic(participant, topic)?;
         let raw = RawQos::new(qos);
+        if !user_data.is_empty() {
+            raw.set_user_data(user_data);
+        }
         // SAFETY: participant and topic handles are live; the qos is valid for the call and
         // copied by CycloneDDS; NULL listener = none.
         let ret = unsafe {

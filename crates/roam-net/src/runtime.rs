@@ -321,12 +321,7 @@ impl Shared {
     }
 
     /// Hands an accepted link to the runtime, or logs why it was refused.
-    async fn accepted(
-        &self,
-        link: LinkId,
-        r: Result<Established, LinkError>,
-        what: String,
-    ) {
+    async fn accepted(&self, link: LinkId, r: Result<Established, LinkError>, what: String) {
         match r {
             Ok(est) => {
                 let up = Command::Up {

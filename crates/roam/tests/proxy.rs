@@ -283,3 +283,54 @@ fn the_proxy_announces_itself_in_ros_discovery_info_like_a_ros_2_node() {
         base.logs()
     );
 }
+
+#[test]
+fn two_proxies_on_one_domain_do_not_loop_an_imported_topic() {
+    let net = Net::new("proxy-twins");
+    let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
+    let _robot = net.proxy(
+        "robot",
+        36,
+        &addr,
+        "exports:\n  - topic: /chatter\n    realm: test\n",
+    );
+    // Two proxies on domain 35: one imports /chatter, the other exports every local topic.
+    let base = net.proxy(
+        "base",
+        35,
+        &addr,
+        "imports:\n  - topic: /chatter\n    realm: test\n",
+    );
+    let greedy = net.proxy(
+        "greedy",
+        35,
+        &addr,
+        "exports:\n  - allow: ['.*']\n    realm: test\n",
+    );
+    let _talker = python(
+        "talker",
+        "talker.py",
+        &["36", "rt/chatter", "hello", "--period", "0.05"],
+    );
+    let listener = python("listener", "listener.py", &["35", "rt/chatter"]);
+    assert!(
+        wait_line(&listener, "data: hello", Duration::from_secs(30)).is_some(),
+        "{}",
+        base.logs()
+    );
+    // For a few seconds every message arrives once: nothing echoes through the second proxy.
+    let mut last = -1i64;
+    let end = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < end {
+        if let Some(l) = wait_line(&listener, "data: hello", Duration::from_millis(500)) {
+            let n: i64 = l.rsplit(' ').next().unwrap().parse().unwrap();
+            assert!(n > last, "message {n} arrived again after {last}: a loop");
+            last = n;
+        }
+    }
+    assert!(
+        !greedy.logs().contains("exporting"),
+        "the second proxy re-exported an import: {}",
+        greedy.logs()
+    );
+}

@@ -27,6 +27,10 @@ use super::ros_discovery_info;
 use super::ros_names::{ros_endpoint, service_to_dds, topic_to_dds, RosEndpoint};
 use crate::realm_file::{self, Realm};
 
+/// USER_DATA on every DDS writer a proxy creates for an import, so that another proxy on the
+/// same domain recognises it and never exports it back into a realm (which would loop it).
+const PROXY_MARK: &[u8] = b"roam-proxy/1";
+
 /// How often an exporter re-announces a topic's metadata while anyone listens for it.
 const META_PERIOD: Duration = Duration::from_secs(2);
 
@@ -143,7 +147,8 @@ fn exportable(
     me: &Participant,
     ep: &Endpoint,
 ) -> Option<(String, String, String)> {
-    if !ep.alive || me.owns(ep) {
+    // Our own endpoints, and any roam proxy's import writers, are never exported.
+    if !ep.alive || me.owns(ep) || ep.user_data == PROXY_MARK {
         return None;
     }
     if let Some(leg) = service_exports
@@ -271,7 +276,7 @@ async fn import(
                     continue;
                 }
                 let topic = TopicInfo { name: local.clone(), type_name: meta.dds_type.clone(), keyless: meta.keyless };
-                let writer = match Writer::new(&participant, &topic, &meta.qos) {
+                let writer = match Writer::with_user_data(&participant, &topic, &meta.qos, PROXY_MARK) {
                     Ok(w) => w,
                     Err(e) => { warn!(topic = %local, "cannot create a DDS writer: {e}"); continue; }
                 };
