@@ -334,3 +334,66 @@ fn two_proxies_on_one_domain_do_not_loop_an_imported_topic() {
         greedy.logs()
     );
 }
+
+#[test]
+fn a_restarted_router_between_proxies_resumes_delivery() {
+    let net = Net::new("proxy-router-restart");
+    let (mut cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
+    let _robot = net.proxy(
+        "robot",
+        37,
+        &addr,
+        "exports:\n  - topic: /odom\n    realm: test\n",
+    );
+    let base = net.proxy(
+        "base",
+        38,
+        &addr,
+        "imports:\n  - topic: /odom\n    realm: test\n",
+    );
+    let _talker = python(
+        "talker",
+        "talker.py",
+        &["37", "rt/odom", "odom", "--period", "0.02"],
+    );
+    let listener = python("listener", "listener.py", &["38", "rt/odom"]);
+    assert!(
+        wait_line(&listener, "data: odom", Duration::from_secs(30)).is_some(),
+        "{}",
+        base.logs()
+    );
+    cloud.kill();
+    std::thread::sleep(Duration::from_secs(1));
+    while listener.line(Duration::from_millis(50)).is_some() {}
+    let (_cloud2, _) = net.router("cloud", &addr, &[]);
+    assert!(
+        wait_line(&listener, "data: odom", Duration::from_secs(30)).is_some(),
+        "no delivery after the router restarted: {}",
+        base.logs()
+    );
+}
+
+#[test]
+fn a_laserscan_of_100000_ranges_and_a_custom_nested_type_cross_intact() {
+    let net = Net::new("proxy-types");
+    let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
+    // No type support anywhere in roam: the proxies only see type names and raw CDR.
+    let exports =
+        "exports:\n  - topic: /scan\n    realm: test\n  - topic: /fleet\n    realm: test\n";
+    let imports =
+        "imports:\n  - topic: /scan\n    realm: test\n  - topic: /fleet\n    realm: test\n";
+    let _robot = net.proxy("robot", 39, &addr, exports);
+    let base = net.proxy("base", 40, &addr, imports);
+    for kind in ["laserscan", "fleet"] {
+        let talker = python(&format!("{kind}-talker"), "typed.py", &["talk", kind, "39"]);
+        let sent = wait_line(&talker, "summary", Duration::from_secs(10)).expect("talker summary");
+        let listener = python(
+            &format!("{kind}-listener"),
+            "typed.py",
+            &["listen", kind, "40"],
+        );
+        let got = wait_line(&listener, "summary", Duration::from_secs(30))
+            .unwrap_or_else(|| panic!("no {kind} arrived: {}", base.logs()));
+        assert_eq!(got, sent, "{kind} changed on the way");
+    }
+}
