@@ -397,3 +397,33 @@ fn a_laserscan_of_100000_ranges_and_a_custom_nested_type_cross_intact() {
         assert_eq!(got, sent, "{kind} changed on the way");
     }
 }
+
+#[test]
+fn the_demo_shows_a_topic_crossing_between_two_ros_2_networks_and_a_private_one_staying() {
+    let dir = std::env::temp_dir().join(format!("roam-e2e-demo-{}", std::process::id()));
+    let out = std::process::Command::new(ROAM)
+        .args([
+            "demo",
+            "--duration",
+            "8",
+            "--port",
+            "17661",
+            "--dir",
+            &dir.to_string_lossy(),
+        ])
+        .env("CYCLONEDDS_URI", "")
+        .output()
+        .expect("run the demo");
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "demo failed: {text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("[listener@B] data: hello from network A"),
+        "{text}"
+    );
+    assert!(text.contains("/private_map: 0 messages crossed"), "{text}");
+}

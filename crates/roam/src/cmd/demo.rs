@@ -1,6 +1,8 @@
-//! `roam demo`: the routing plane end to end, as real processes on loopback.
+//! `roam demo`: roam end to end, as real processes on loopback.
 //!
-//! Creates a CA, identities and a realm in a fresh directory, starts three routers in a chain
+//! By default, the ROS 2 demo ([`super::demo_ros`]): two isolated ROS 2 networks joined by
+//! proxies and a router. With `--routing-only`, the routing plane alone: a CA, identities and
+//! a realm in a fresh directory, three routers in a chain
 //! (r1 <- r2 <- r3, each dialing the previous one), a subscriber on r3 and a publisher on r1,
 //! prints what the subscriber receives, and stops every process it started (by PID) on
 //! Ctrl-C or after `--duration`.
@@ -23,18 +25,22 @@ pub struct DemoArgs {
     /// Working directory for the CA, identities and realm (default: a new temporary one).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
-    /// First UDP port; routers use PORT, PORT+1, PORT+2 on 127.0.0.1.
+    /// UDP port of the router on 127.0.0.1 (with --routing-only: PORT, PORT+1, PORT+2). Keep it
+    /// clear of DDS's ports for domains 41 and 42 (17650-18010).
     #[arg(long, default_value_t = 17447)]
     pub port: u16,
     /// Messages per second from the publisher.
     #[arg(long, default_value_t = 5.0)]
     pub rate: f64,
+    /// Show only the routing plane (routers, `roam pub`, `roam sub`), without ROS 2 networks.
+    #[arg(long)]
+    pub routing_only: bool,
 }
 
-struct Procs(Vec<(String, Child)>);
+pub(super) struct Procs(pub(super) Vec<(String, Child)>);
 
 impl Procs {
-    async fn stop_all(&mut self) {
+    pub(super) async fn stop_all(&mut self) {
         for (name, child) in self.0.iter_mut().rev() {
             if let Some(pid) = child.id() {
                 // SIGTERM first so each process shuts down cleanly, then make sure.
@@ -53,13 +59,13 @@ impl Procs {
     }
 }
 
-fn roam(exe: &Path, args: &[&str]) -> Command {
+pub(super) fn roam(exe: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(exe);
     c.args(args).stdin(Stdio::null()).kill_on_drop(true);
     c
 }
 
-async fn run_ok(exe: &Path, args: &[&str]) -> CmdResult {
+pub(super) async fn run_ok(exe: &Path, args: &[&str]) -> CmdResult {
     let out = roam(exe, args).output().await.map_err(|e| e.to_string())?;
     if !out.status.success() {
         return Err(format!(
@@ -72,7 +78,7 @@ async fn run_ok(exe: &Path, args: &[&str]) -> CmdResult {
 }
 
 /// Prefixes each line of a child's stream and echoes it.
-fn echo<R: tokio::io::AsyncRead + Unpin + Send + 'static>(tag: &'static str, r: R) {
+pub(super) fn echo<R: tokio::io::AsyncRead + Unpin + Send + 'static>(tag: &'static str, r: R) {
     tokio::spawn(async move {
         let mut lines = BufReader::new(r).lines();
         while let Ok(Some(l)) = lines.next_line().await {
@@ -83,10 +89,13 @@ fn echo<R: tokio::io::AsyncRead + Unpin + Send + 'static>(tag: &'static str, r: 
 
 pub async fn run(a: DemoArgs) -> CmdResult {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let dir = match a.dir {
-        Some(d) => d,
+    let dir = match &a.dir {
+        Some(d) => d.clone(),
         None => std::env::temp_dir().join(format!("roam-demo-{}", std::process::id())),
     };
+    if !a.routing_only {
+        return super::demo_ros::run(&a, &exe, &dir).await;
+    }
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let pki = dir.join("pki");
     let pki_s = pki.to_string_lossy().to_string();

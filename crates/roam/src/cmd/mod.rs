@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub mod demo;
+pub mod demo_ros;
 pub mod endpoint;
 pub mod name;
 pub mod pki;
@@ -42,7 +43,8 @@ pub enum Command {
     Pub(endpoint::PubArgs),
     /// Subscribe to a topic through a router and print one line per message.
     Sub(endpoint::SubArgs),
-    /// Run the demo: three routers in a chain, a publisher at one end, a subscriber at the other.
+    /// Run the demo: two isolated ROS 2 networks exchange a topic through proxies and a router
+    /// (with --routing-only: three routers in a chain, a publisher and a subscriber).
     Demo(demo::DemoArgs),
 }
 
