@@ -56,6 +56,15 @@ fn python(py: &Path, script: &str, args: &[&str]) -> Command {
     c
 }
 
+/// A ROS 2 stand-in of the demo: its name, script, arguments, and for listeners the tag and
+/// counter of what they receive.
+type Node<'a> = (
+    &'a str,
+    &'a str,
+    Vec<&'a str>,
+    Option<(&'static str, Arc<AtomicU64>)>,
+);
+
 /// Echoes a listener's lines with a tag and counts them.
 fn count_lines(tag: &'static str, r: tokio::process::ChildStdout, n: Arc<AtomicU64>) {
     tokio::spawn(async move {
@@ -170,12 +179,7 @@ pub async fn run(a: &DemoArgs, exe: &Path, dir: &Path) -> CmdResult {
     let period = (1.0 / a.rate.max(0.1)).to_string();
     let crossed = Arc::new(AtomicU64::new(0));
     let leaked = Arc::new(AtomicU64::new(0));
-    let nodes: [(
-        &str,
-        &str,
-        Vec<&str>,
-        Option<(&'static str, Arc<AtomicU64>)>,
-    ); 4] = [
+    let nodes: [Node; 4] = [
         (
             "talker@A",
             "talker.py",
