@@ -59,6 +59,21 @@ impl Procs {
     }
 }
 
+/// Returns after `secs` seconds (0: never) or on Ctrl-C / SIGTERM, saying which.
+pub(super) async fn run_until_stopped(secs: u64) {
+    let elapsed = async {
+        if secs == 0 {
+            std::future::pending::<()>().await
+        } else {
+            tokio::time::sleep(Duration::from_secs(secs)).await
+        }
+    };
+    tokio::select! {
+        _ = elapsed => println!("[demo] {secs} s elapsed"),
+        _ = super::router::shutdown_signal() => println!("[demo] interrupted"),
+    }
+}
+
 pub(super) fn roam(exe: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(exe);
     c.args(args).stdin(Stdio::null()).kill_on_drop(true);
@@ -211,17 +226,7 @@ pub async fn run(a: DemoArgs) -> CmdResult {
     });
 
     println!("[demo] the routers see only 256-bit names and ciphertext; the subscriber prints what it opens");
-    let stop = async {
-        if a.duration == 0 {
-            std::future::pending::<()>().await
-        } else {
-            tokio::time::sleep(Duration::from_secs(a.duration)).await
-        }
-    };
-    tokio::select! {
-        _ = stop => println!("[demo] {} s elapsed", a.duration),
-        _ = super::router::shutdown_signal() => println!("[demo] interrupted"),
-    }
+    run_until_stopped(a.duration).await;
     procs.stop_all().await;
     Ok(())
 }

@@ -10,12 +10,11 @@ use std::path::Path;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
-use super::demo::{echo, roam, run_ok, DemoArgs, Procs};
+use super::demo::{echo, roam, run_ok, run_until_stopped, DemoArgs, Procs};
 use super::CmdResult;
 
 /// The Python ROS 2 stand-ins, shipped inside the binary so the demo needs no checkout.
@@ -230,17 +229,7 @@ pub async fn run(a: &DemoArgs, exe: &Path, dir: &Path) -> CmdResult {
         procs.0.push((name.into(), c));
     }
     println!("[demo] routers see only 256-bit names and ciphertext; Ctrl-C to stop");
-    let stop = async {
-        if a.duration == 0 {
-            std::future::pending::<()>().await
-        } else {
-            tokio::time::sleep(Duration::from_secs(a.duration)).await
-        }
-    };
-    tokio::select! {
-        _ = stop => println!("[demo] {} s elapsed", a.duration),
-        _ = super::router::shutdown_signal() => println!("[demo] interrupted"),
-    }
+    run_until_stopped(a.duration).await;
     procs.stop_all().await;
     let (c, l) = (
         crossed.load(Ordering::Relaxed),

@@ -5,6 +5,8 @@
 //! each link's non-blocking [`LinkSender`]. Dialers reconnect with backoff; listeners accept
 //! QUIC and, optionally, TCP+TLS. In-process endpoints (the ROS 2 proxy) use [`RouterHandle`].
 
+mod stall;
+
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -18,10 +20,8 @@ use roam_routing::{Event, Router, Stats};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{info, warn};
 
-use crate::lane::Pushed;
 use crate::link::{
-    is_best_effort, wire_size, Established, Inbound, LinkConfig, LinkError, LinkId, LinkInput,
-    LinkSender, LocalInfo, PeerInfo,
+    Established, Inbound, LinkConfig, LinkError, LinkId, LinkInput, LinkSender, LocalInfo, PeerInfo,
 };
 use crate::pause::Pauses;
 use crate::pki::Identity;
@@ -452,19 +452,10 @@ struct Runtime {
     local_dropped: u64,
     pauses: Arc<Pauses>,
     /// Reliable data waiting for room in a full lane, per (link, topic), in order.
-    stalls: HashMap<(LinkId, Name), Stall>,
+    stalls: HashMap<(LinkId, Name), stall::Stall>,
     cmd: mpsc::Sender<Command>,
     stall_timeout: Duration,
 }
-
-struct Stall {
-    frames: std::collections::VecDeque<roam_proto::Frame>,
-    bytes: usize,
-}
-
-/// Bytes a stall may hold beyond the full lane: what was already in the router's inbound
-/// channel or in readers' hands when the topic paused. Past it, messages are dropped (counted).
-const MAX_STALL_BYTES: usize = 256 << 20;
 
 impl Runtime {
     async fn run(
@@ -624,103 +615,6 @@ impl Runtime {
                     }
                 }
             }
-        }
-    }
-
-    /// Sends a frame on a link. Reliable data that finds its lane full waits in a stall and
-    /// pauses its topic (see [`crate::pause`]) instead of being dropped.
-    fn transmit(&mut self, link: LinkId, frame: roam_proto::Frame) {
-        let Some(l) = self.links.get(&link) else {
-            return;
-        };
-        let reliable_name = match &frame {
-            roam_proto::Frame::Data { envelope, .. } if !is_best_effort(envelope) => {
-                roam_proto::envelope::peek_name(envelope)
-            }
-            _ => None,
-        };
-        let Some(name) = reliable_name else {
-            l.tx.send(frame);
-            return;
-        };
-        if let Some(stall) = self.stalls.get_mut(&(link, name)) {
-            // Keep order: nothing overtakes what is already waiting.
-            let size = wire_size(&frame);
-            if stall.bytes + size > MAX_STALL_BYTES {
-                l.tx.stats().dropped_full.fetch_add(1, Ordering::Relaxed);
-            } else {
-                stall.bytes += size;
-                stall.frames.push_back(frame);
-            }
-            return;
-        }
-        let size = wire_size(&frame);
-        if l.tx.0.send_reliable(frame.clone()) == Pushed::Refused {
-            let mut frames = std::collections::VecDeque::new();
-            frames.push_back(frame);
-            self.stalls.insert(
-                (link, name),
-                Stall {
-                    frames,
-                    bytes: size,
-                },
-            );
-            self.pauses.pause(name);
-            self.wait_for_room(link, name);
-        }
-    }
-
-    fn wait_for_room(&self, link: LinkId, name: Name) {
-        let Some(l) = self.links.get(&link) else {
-            return;
-        };
-        let (tx, cmd, timeout) = (l.tx.clone(), self.cmd.clone(), self.stall_timeout);
-        tokio::spawn(async move {
-            let gave_up = tokio::time::timeout(timeout, tx.wait_space(name))
-                .await
-                .is_err();
-            let _ = cmd
-                .send(Command::Unstall {
-                    link,
-                    name,
-                    gave_up,
-                })
-                .await;
-        });
-    }
-
-    /// Moves a stall's frames into its lane as room allows; resumes the topic once no stall
-    /// holds it. A lane that stayed full for `stall_timeout` (a subscriber that stopped
-    /// reading) loses what waited, counted as `dropped_full`, so it cannot hold the topic up
-    /// for everyone else forever.
-    fn unstall(&mut self, link: LinkId, name: Name, gave_up: bool) {
-        let Some(mut stall) = self.stalls.remove(&(link, name)) else {
-            return;
-        };
-        if let Some(l) = self.links.get(&link) {
-            if gave_up {
-                l.tx.stats()
-                    .dropped_full
-                    .fetch_add(stall.frames.len() as u64, Ordering::Relaxed);
-                warn!(peer = %l.peer.name, "a subscriber link stayed full for {:?}: dropped {} messages", self.stall_timeout, stall.frames.len());
-                stall.frames.clear();
-            }
-            while let Some(f) = stall.frames.pop_front() {
-                let size = wire_size(&f);
-                if l.tx.0.send_reliable(f.clone()) == Pushed::Refused {
-                    stall.frames.push_front(f);
-                    break;
-                }
-                stall.bytes -= size;
-            }
-            if !stall.frames.is_empty() {
-                self.stalls.insert((link, name), stall);
-                self.wait_for_room(link, name);
-                return;
-            }
-        }
-        if !self.stalls.keys().any(|(_, n)| *n == name) {
-            self.pauses.resume(name);
         }
     }
 

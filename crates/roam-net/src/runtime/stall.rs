@@ -1,0 +1,119 @@
+//! Per-topic back-pressure in the router runtime: reliable data that finds its link's lane
+//! full waits here, in order, while its topic is paused (see [`crate::pause`]).
+
+use std::sync::atomic::Ordering;
+
+use roam_proto::Name;
+use tracing::warn;
+
+use super::{Command, LinkId, Runtime};
+use crate::lane::Pushed;
+use crate::link::{is_best_effort, wire_size};
+
+pub(super) struct Stall {
+    pub(super) frames: std::collections::VecDeque<roam_proto::Frame>,
+    pub(super) bytes: usize,
+}
+
+/// Bytes a stall may hold beyond the full lane: what was already in the router's inbound
+/// channel or in readers' hands when the topic paused. Past it, messages are dropped (counted).
+const MAX_STALL_BYTES: usize = 256 << 20;
+
+impl Runtime {
+    /// Sends a frame on a link. Reliable data that finds its lane full waits in a stall and
+    /// pauses its topic (see [`crate::pause`]) instead of being dropped.
+    pub(super) fn transmit(&mut self, link: LinkId, frame: roam_proto::Frame) {
+        let Some(l) = self.links.get(&link) else {
+            return;
+        };
+        let reliable_name = match &frame {
+            roam_proto::Frame::Data { envelope, .. } if !is_best_effort(envelope) => {
+                roam_proto::envelope::peek_name(envelope)
+            }
+            _ => None,
+        };
+        let Some(name) = reliable_name else {
+            l.tx.send(frame);
+            return;
+        };
+        if let Some(stall) = self.stalls.get_mut(&(link, name)) {
+            // Keep order: nothing overtakes what is already waiting.
+            let size = wire_size(&frame);
+            if stall.bytes + size > MAX_STALL_BYTES {
+                l.tx.stats().dropped_full.fetch_add(1, Ordering::Relaxed);
+            } else {
+                stall.bytes += size;
+                stall.frames.push_back(frame);
+            }
+            return;
+        }
+        let size = wire_size(&frame);
+        if l.tx.0.send_reliable(frame.clone()) == Pushed::Refused {
+            let mut frames = std::collections::VecDeque::new();
+            frames.push_back(frame);
+            self.stalls.insert(
+                (link, name),
+                Stall {
+                    frames,
+                    bytes: size,
+                },
+            );
+            self.pauses.pause(name);
+            self.wait_for_room(link, name);
+        }
+    }
+
+    fn wait_for_room(&self, link: LinkId, name: Name) {
+        let Some(l) = self.links.get(&link) else {
+            return;
+        };
+        let (tx, cmd, timeout) = (l.tx.clone(), self.cmd.clone(), self.stall_timeout);
+        tokio::spawn(async move {
+            let gave_up = tokio::time::timeout(timeout, tx.wait_space(name))
+                .await
+                .is_err();
+            let _ = cmd
+                .send(Command::Unstall {
+                    link,
+                    name,
+                    gave_up,
+                })
+                .await;
+        });
+    }
+
+    /// Moves a stall's frames into its lane as room allows; resumes the topic once no stall
+    /// holds it. A lane that stayed full for `stall_timeout` (a subscriber that stopped
+    /// reading) loses what waited, counted as `dropped_full`, so it cannot hold the topic up
+    /// for everyone else forever.
+    pub(super) fn unstall(&mut self, link: LinkId, name: Name, gave_up: bool) {
+        let Some(mut stall) = self.stalls.remove(&(link, name)) else {
+            return;
+        };
+        if let Some(l) = self.links.get(&link) {
+            if gave_up {
+                l.tx.stats()
+                    .dropped_full
+                    .fetch_add(stall.frames.len() as u64, Ordering::Relaxed);
+                warn!(peer = %l.peer.name, "a subscriber link stayed full for {:?}: dropped {} messages", self.stall_timeout, stall.frames.len());
+                stall.frames.clear();
+            }
+            while let Some(f) = stall.frames.pop_front() {
+                let size = wire_size(&f);
+                if l.tx.0.send_reliable(f.clone()) == Pushed::Refused {
+                    stall.frames.push_front(f);
+                    break;
+                }
+                stall.bytes -= size;
+            }
+            if !stall.frames.is_empty() {
+                self.stalls.insert((link, name), stall);
+                self.wait_for_room(link, name);
+                return;
+            }
+        }
+        if !self.stalls.keys().any(|(_, n)| *n == name) {
+            self.pauses.resume(name);
+        }
+    }
+}
