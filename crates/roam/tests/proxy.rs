@@ -407,7 +407,7 @@ fn the_demo_shows_a_topic_crossing_between_two_ros_2_networks_and_a_private_one_
             "--duration",
             "8",
             "--port",
-            "17661",
+            "17461",
             "--dir",
             &dir.to_string_lossy(),
         ])
