@@ -158,12 +158,21 @@ pub async fn run(a: &DemoArgs, exe: &Path, dir: &Path) -> CmdResult {
         ],
     )
     .env("RUST_LOG", &log)
-    .stdout(Stdio::null())
+    .stdout(Stdio::piped())
     .stderr(Stdio::piped())
     .spawn()
     .map_err(|e| e.to_string())?;
     echo("router", router.stderr.take().ok_or("no stderr")?);
+    // The router prints its address once it listens; without it there is no demo.
+    let mut out = BufReader::new(router.stdout.take().ok_or("no stdout")?).lines();
+    let listening = tokio::time::timeout(std::time::Duration::from_secs(10), out.next_line()).await;
     procs.0.push(("router".into(), router));
+    if !matches!(listening, Ok(Ok(Some(ref l))) if l.starts_with("listening quic")) {
+        procs.stop_all().await;
+        return Err(format!(
+            "the router could not listen on {router_addr} (see its log above); try another --port"
+        ));
+    }
     for (tag, cfg) in [("proxy A", &robot_cfg), ("proxy B", &base_cfg)] {
         let mut p = roam(exe, &["proxy", "-c", &cfg.to_string_lossy()])
             .env("RUST_LOG", &log)
