@@ -19,6 +19,7 @@ pub enum RoleArg {
 pub enum PkiCommand {
     /// Create a CA (ca.pem, ca.key with mode 0600) in DIR. Keep ca.key offline if you can.
     Init {
+        /// Directory for the CA's files (created if missing; an existing CA is never replaced).
         #[arg(long, value_name = "DIR")]
         dir: PathBuf,
     },
@@ -26,8 +27,10 @@ pub enum PkiCommand {
     Issue {
         /// Identity name: lowercase letters, digits and '-', e.g. robot-7.
         name: String,
+        /// Directory holding the CA (ca.pem, ca.key); NAME.pem and NAME.key are written there.
         #[arg(long, value_name = "DIR")]
         dir: PathBuf,
+        /// What the identity may do on links.
         #[arg(long, value_enum, default_value = "client")]
         role: RoleArg,
         /// Validity in days from its start.
