@@ -427,3 +427,52 @@ fn the_demo_shows_a_topic_crossing_between_two_ros_2_networks_and_a_private_one_
     );
     assert!(text.contains("/private_map: 0 messages crossed"), "{text}");
 }
+
+#[test]
+fn ddsperf_keyed_traffic_crosses_the_proxies() {
+    // ddsperf (Debian cyclonedds-tools, CycloneDDS 0.10) is an independent load generator; its
+    // data topic is keyed (KeyedSeq) and not a ROS 2 topic, so it is exported by DDS name.
+    let net = Net::new("proxy-ddsperf");
+    let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
+    let _robot = net.proxy(
+        "robot",
+        43,
+        &addr,
+        "exports:\n  - dds_topic: DDSPerfRDataKS\n    realm: test\n",
+    );
+    let base = net.proxy(
+        "base",
+        44,
+        &addr,
+        "imports:\n  - dds_topic: DDSPerfRDataKS\n    realm: test\n",
+    );
+    let mut sub = Proc::spawn_system(
+        "ddsperf-sub",
+        "ddsperf",
+        &["-i", "44", "-D", "12", "-1", "sub"],
+    );
+    let _publisher = Proc::spawn_system(
+        "ddsperf-pub",
+        "ddsperf",
+        &["-i", "43", "-D", "20", "pub", "200Hz", "size", "100"],
+    );
+    assert!(
+        sub.wait_exit(Duration::from_secs(40)).is_some(),
+        "ddsperf sub did not finish"
+    );
+    // Its per-second lines: "... size 100 total N lost L delta ...": the last one counts all.
+    let mut last = None;
+    while let Some(l) = sub.line(Duration::from_millis(10)) {
+        let field = |key: &str| {
+            let mut it = l.split_whitespace().skip_while(|w| *w != key).skip(1);
+            it.next().and_then(|v| v.parse::<u64>().ok())
+        };
+        if let (Some(total), Some(lost)) = (field("total"), field("lost")) {
+            last = Some((total, lost, l.clone()));
+        }
+    }
+    let (total, lost, line) =
+        last.unwrap_or_else(|| panic!("ddsperf sub received nothing: {}", base.logs()));
+    assert!(total >= 300, "only {total} samples crossed: {line}");
+    assert_eq!(lost, 0, "ddsperf saw sequence gaps: {line}");
+}

@@ -82,6 +82,8 @@ pub struct DdsFile {
 pub struct ExportFile {
     pub topic: Option<String>,
     pub service: Option<String>,
+    /// A raw DDS topic (not a ROS 2 one), e.g. `DDSPerfRDataKS`.
+    pub dds_topic: Option<String>,
     #[serde(default)]
     pub allow: Vec<String>,
     #[serde(default)]
@@ -96,6 +98,7 @@ pub struct ExportFile {
 pub struct ImportFile {
     pub topic: Option<String>,
     pub service: Option<String>,
+    pub dds_topic: Option<String>,
     pub realm: String,
     #[serde(rename = "as")]
     pub rename: Option<String>,
@@ -106,6 +109,34 @@ pub struct ImportFile {
 pub enum What {
     Topic,
     Service,
+    /// A DDS topic outside the ROS 2 naming conventions, forwarded under its own name.
+    DdsTopic,
+}
+
+/// The one name an export or import entry gives, and what kind it is.
+fn single<'a>(
+    topic: &'a Option<String>,
+    service: &'a Option<String>,
+    dds: &'a Option<String>,
+) -> Option<(What, &'a String)> {
+    match (topic, service, dds) {
+        (Some(t), None, None) => Some((What::Topic, t)),
+        (None, Some(s), None) => Some((What::Service, s)),
+        (None, None, Some(d)) => Some((What::DdsTopic, d)),
+        _ => None,
+    }
+}
+
+/// Checks a name by its kind: ROS names for topics and services; any non-empty DDS topic
+/// name without spaces for raw DDS topics.
+fn check_name(what: What, n: &str) -> Result<(), String> {
+    match what {
+        What::DdsTopic if n.is_empty() || n.chars().any(char::is_whitespace) => {
+            Err(format!("{n:?} is not a DDS topic name"))
+        }
+        What::DdsTopic => Ok(()),
+        _ => check_ros_name(n),
+    }
 }
 
 /// One exact export or import: `local` name here, `remote` name inside `realm`.
@@ -182,16 +213,18 @@ impl ProxyConfig {
             let entry = format!("exports[{i}]");
             realm_ok(&e.realm, &entry)?;
             let patterns = !e.allow.is_empty() || !e.deny.is_empty();
-            match (&e.topic, &e.service, patterns) {
-                (Some(t), None, false) | (None, Some(t), false) => {
-                    let what = if e.topic.is_some() { What::Topic } else { What::Service };
+            let named = [&e.topic, &e.service, &e.dds_topic]
+                .iter()
+                .any(|n| n.is_some());
+            match (single(&e.topic, &e.service, &e.dds_topic), patterns) {
+                (Some((what, t)), false) => {
                     let remote = e.rename.clone().unwrap_or_else(|| t.clone());
                     for n in [t, &remote] {
-                        check_ros_name(n).map_err(|m| at(n, format!("{entry}: {m}")))?;
+                        check_name(what, n).map_err(|m| at(n, format!("{entry}: {m}")))?;
                     }
                     exports.push(Mapping { what, local: t.clone(), remote, realm: e.realm.clone() });
                 }
-                (None, None, true) => {
+                (None, true) if !named => {
                     if e.rename.is_some() {
                         return Err(format!("{origin}: {entry}: `as` renames one topic; it cannot apply to allow/deny patterns"));
                     }
@@ -207,7 +240,7 @@ impl ProxyConfig {
                 }
                 _ => {
                     return Err(format!(
-                        "{origin}: {entry}: expected exactly one of `topic`, `service`, or `allow`/`deny` patterns"
+                        "{origin}: {entry}: expected exactly one of `topic`, `service`, `dds_topic`, or `allow`/`deny` patterns"
                     ))
                 }
             }
@@ -216,18 +249,14 @@ impl ProxyConfig {
         for (i, m) in f.imports.iter().enumerate() {
             let entry = format!("imports[{i}]");
             realm_ok(&m.realm, &entry)?;
-            let (what, remote) = match (&m.topic, &m.service) {
-                (Some(t), None) => (What::Topic, t),
-                (None, Some(s)) => (What::Service, s),
-                _ => {
-                    return Err(format!(
-                        "{origin}: {entry}: expected exactly one of `topic` or `service`"
-                    ))
-                }
+            let Some((what, remote)) = single(&m.topic, &m.service, &m.dds_topic) else {
+                return Err(format!(
+                    "{origin}: {entry}: expected exactly one of `topic`, `service` or `dds_topic`"
+                ));
             };
             let local = m.rename.clone().unwrap_or_else(|| remote.clone());
             for n in [remote, &local] {
-                check_ros_name(n).map_err(|e| at(n, format!("{entry}: {e}")))?;
+                check_name(what, n).map_err(|e| at(n, format!("{entry}: {e}")))?;
             }
             imports.push(Mapping {
                 what,

@@ -84,7 +84,25 @@ pub async fn run(
         Participant::new(cfg.dds.domain, xml.as_deref()).map_err(|e| format!("DDS: {e}"))?;
     info!(domain = cfg.dds.domain, "DDS participant up");
 
-    let (service_exports, service_imports) = service_legs(&cfg);
+    let (mut service_exports, mut service_imports) = service_legs(&cfg);
+    // Raw DDS topics travel like ROS ones, under their own DDS names.
+    let raw = |m: &super::config::Mapping| Leg {
+        dds_topic: m.local.clone(),
+        remote: format!("dds:{}", m.remote),
+        realm: m.realm.clone(),
+    };
+    service_exports.extend(
+        cfg.exports
+            .iter()
+            .filter(|m| m.what == What::DdsTopic)
+            .map(raw),
+    );
+    service_imports.extend(
+        cfg.imports
+            .iter()
+            .filter(|m| m.what == What::DdsTopic)
+            .map(raw),
+    );
     let topic_imports = cfg
         .imports
         .iter()

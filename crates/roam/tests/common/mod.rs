@@ -38,6 +38,15 @@ impl Proc {
         Self::spawn_cmd(name, cmd, args, None)
     }
 
+    /// A system program with its own CycloneDDS (e.g. Debian's ddsperf): it must not load the
+    /// cyclors build that cargo puts on LD_LIBRARY_PATH.
+    pub fn spawn_system(name: &str, program: &str, args: &[&str]) -> Proc {
+        let mut cmd = Command::new(program);
+        cmd.env_remove("LD_LIBRARY_PATH");
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        Self::spawn_cmd(name, cmd, &args, None)
+    }
+
     fn spawn_with(name: &str, program: &str, args: &[String], stdin: Option<Stdio>) -> Proc {
         Self::spawn_cmd(name, Command::new(program), args, stdin)
     }
