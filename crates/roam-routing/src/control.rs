@@ -211,7 +211,7 @@ mod tests {
     use roam_proto::frame::{Advert, Lsa, Role};
     use roam_proto::{Frame, Name};
 
-    use crate::sim::config;
+    use crate::sim::{add_neighbour, config};
     use crate::{Router, Transmit};
 
     const N: Name = Name([9; 32]);
@@ -223,28 +223,8 @@ mod tests {
     /// Router 1 with router neighbours 2 (link 12) and 3 (link 13), edges confirmed.
     fn router(now: Instant) -> Router {
         let mut r = Router::new(config(1, 1), now);
-        r.link_up(now, 12, Role::Router, 2);
-        r.link_up(now, 13, Role::Router, 3);
-        r.handle_frame(
-            now,
-            12,
-            Frame::Lsa(Lsa {
-                origin: 2,
-                seq: 1,
-                lifetime_s: 60,
-                neighbours: vec![1],
-            }),
-        );
-        r.handle_frame(
-            now,
-            13,
-            Frame::Lsa(Lsa {
-                origin: 3,
-                seq: 1,
-                lifetime_s: 60,
-                neighbours: vec![1],
-            }),
-        );
+        add_neighbour(&mut r, now, 12, 2);
+        add_neighbour(&mut r, now, 13, 3);
         drain(&mut r);
         r
     }

@@ -164,17 +164,7 @@ mod tests {
     fn demand_follows_tree_children_only() {
         let now = Instant::now();
         let mut r = Router::new(config(1, 1), now);
-        r.link_up(now, 12, Role::Router, 2);
-        r.handle_frame(
-            now,
-            12,
-            Frame::Lsa(Lsa {
-                origin: 2,
-                seq: 1,
-                lifetime_s: 60,
-                neighbours: vec![1],
-            }),
-        );
+        crate::sim::add_neighbour(&mut r, now, 12, 2);
         r.publish_local(now, N);
         drain(&mut r);
         assert_eq!(r.poll_event(), None);

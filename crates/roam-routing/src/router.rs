@@ -572,7 +572,7 @@ pub(crate) fn secs(d: Duration) -> u32 {
 mod tests {
     use std::time::{Duration, Instant};
 
-    use roam_proto::frame::{Advert, Lsa, Role};
+    use roam_proto::frame::{Advert, Role};
     use roam_proto::{Frame, Name};
 
     use super::*;
@@ -601,18 +601,8 @@ mod tests {
         };
         let now = Instant::now();
         let mut r = Router::new(crate::sim::config(1, 1), now);
-        r.link_up(now, 12, Role::Router, 2);
+        crate::sim::add_neighbour(&mut r, now, 12, 2);
         r.link_up(now, 100, Role::Client, 0);
-        r.handle_frame(
-            now,
-            12,
-            Frame::Lsa(Lsa {
-                origin: 2,
-                seq: 1,
-                lifetime_s: 60,
-                neighbours: vec![1],
-            }),
-        );
         let name = |i: u32| {
             let mut b = [0x5au8; 32];
             b[..4].copy_from_slice(&i.to_le_bytes());

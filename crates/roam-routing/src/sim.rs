@@ -91,6 +91,19 @@ pub(crate) struct Sim {
 }
 
 /// Test timers: short enough that refresh and expiry run within a simulated minute.
+/// Brings up a router link to `peer` on `link` and confirms the edge with the LSA `peer`
+/// would send (listing `r` as its only neighbour): the usual start of a single-router test.
+pub(crate) fn add_neighbour(r: &mut Router, now: Instant, link: LinkId, peer: RouterId) {
+    r.link_up(now, link, roam_proto::frame::Role::Router, peer);
+    let lsa = roam_proto::frame::Lsa {
+        origin: peer,
+        seq: 1,
+        lifetime_s: 60,
+        neighbours: vec![r.id()],
+    };
+    r.handle_frame(now, link, Frame::Lsa(lsa));
+}
+
 pub(crate) fn config(id: RouterId, initial_seq: u64) -> Config {
     Config {
         router_id: id,
