@@ -74,6 +74,7 @@ mod error;
 mod participant;
 mod qos;
 mod reader;
+pub mod ros_discovery_info;
 mod writer;
 
 pub use config::loopback_config;

@@ -36,7 +36,13 @@ impl DomainRef {
             entry.users += 1;
             return Ok(DomainRef { id });
         }
-        let c_config = match config {
+        // dds_create_domain with a NULL configuration takes CycloneDDS's built-in defaults
+        // (multicast on the default interface); only implicitly created domains read
+        // CYCLONEDDS_URI. Read it here, so `None` means what a ROS 2 user expects.
+        let from_env = std::env::var("CYCLONEDDS_URI")
+            .ok()
+            .filter(|v| !v.trim().is_empty());
+        let c_config = match config.or(from_env.as_deref()) {
             Some(c) => Some(
                 CString::new(c)
                     .map_err(|_| DdsError::InvalidArgument("config contains a NUL byte".into()))?,
@@ -44,7 +50,7 @@ impl DomainRef {
             None => None,
         };
         let ptr = c_config.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
-        // SAFETY: `ptr` is NULL (use CYCLONEDDS_URI) or a NUL-terminated string that outlives
+        // SAFETY: `ptr` is NULL (built-in defaults) or a NUL-terminated string that outlives
         // the call; CycloneDDS copies what it needs.
         let ret = unsafe { cyclors::dds_create_domain(id, ptr) };
         let handle = if ret == cyclors::DDS_RETCODE_PRECONDITION_NOT_MET {
@@ -223,6 +229,16 @@ pub(crate) fn create_blob_topic(
 
 /// Deletes an entity we own, logging (not panicking on) failure. Returns true when the entity
 /// is gone (deleted now, or already).
+/// The GUID of a live entity (participant, reader or writer).
+pub(crate) fn entity_guid(handle: dds_entity_t) -> Result<Guid, DdsError> {
+    let mut guid = dds_guid_t { v: [0; 16] };
+    // SAFETY: callers pass a handle they own and keep alive; the out-pointer is a local.
+    check("dds_get_guid", unsafe {
+        cyclors::dds_get_guid(handle, &mut guid)
+    })?;
+    Ok(guid.v)
+}
+
 pub(crate) fn delete_entity(what: &'static str, handle: dds_entity_t) -> bool {
     // SAFETY: callers own `handle` and call this once for it.
     let ret = unsafe { cyclors::dds_delete(handle) };

@@ -8,7 +8,7 @@ use cyclors::{
 };
 
 use crate::error::{check, DdsError};
-use crate::participant::{create_blob_topic, delete_entity, Participant};
+use crate::participant::{create_blob_topic, delete_entity, entity_guid, Participant};
 use crate::qos::RawQos;
 use crate::{Guid, Qos, TopicInfo};
 
@@ -123,6 +123,11 @@ impl Reader {
             cyclors::dds_get_subscription_matched_status(self.handle, &mut st)
         })?;
         Ok(st.current_count)
+    }
+
+    /// The reader's GUID, as discovery reports it (e.g. for `ros_discovery_info`).
+    pub fn guid(&self) -> Result<Guid, DdsError> {
+        entity_guid(self.handle)
     }
 
     /// The topic this reader subscribes to.

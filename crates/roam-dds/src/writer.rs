@@ -1,9 +1,9 @@
 use cyclors::{dds_entity_t, ddsi_sertype, ddsrt_iovec_t};
 
 use crate::error::{check, DdsError};
-use crate::participant::{create_blob_topic, delete_entity, Participant};
+use crate::participant::{create_blob_topic, delete_entity, entity_guid, Participant};
 use crate::qos::RawQos;
-use crate::{Qos, TopicInfo};
+use crate::{Guid, Qos, TopicInfo};
 
 /// Publishes raw serialized samples on a blob topic.
 pub struct Writer {
@@ -127,6 +127,11 @@ impl Writer {
             cyclors::dds_get_publication_matched_status(self.handle, &mut st)
         })?;
         Ok(st.current_count)
+    }
+
+    /// The writer's GUID, as discovery reports it (e.g. for `ros_discovery_info`).
+    pub fn guid(&self) -> Result<Guid, DdsError> {
+        entity_guid(self.handle)
     }
 
     /// The topic this writer publishes on.

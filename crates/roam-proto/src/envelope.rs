@@ -37,7 +37,11 @@ pub struct EnvelopeFlags(pub u8);
 impl EnvelopeFlags {
     pub const SIGNED: u8 = 0x01;
     pub const BEST_EFFORT: u8 = 0x02;
-    const KNOWN: u8 = Self::SIGNED | Self::BEST_EFFORT;
+    /// The payload travels in clear text, authenticated only: the tag is AES-GCM over the
+    /// header and payload as associated data (GMAC). Routers can read it but still cannot
+    /// forge or replay it.
+    pub const CLEAR: u8 = 0x04;
+    const KNOWN: u8 = Self::SIGNED | Self::BEST_EFFORT | Self::CLEAR;
 
     pub fn signed(self) -> bool {
         self.0 & Self::SIGNED != 0
@@ -45,6 +49,10 @@ impl EnvelopeFlags {
 
     pub fn best_effort(self) -> bool {
         self.0 & Self::BEST_EFFORT != 0
+    }
+
+    pub fn clear(self) -> bool {
+        self.0 & Self::CLEAR != 0
     }
 }
 

@@ -190,3 +190,68 @@ fn garbage_never_panics() {
         assert!(o.open(&buf, 0, &mut Vec::new()).is_err());
     }
 }
+
+#[test]
+fn clear_text_mode_shows_the_payload_but_refuses_tampering_and_replay() {
+    let mut s = Sealer::new(&realm(1), name(), false, None)
+        .unwrap()
+        .clear_text(true);
+    let mut o = Opener::new(&realm(1), OpenerConfig::default());
+    let payload: Vec<u8> = (0..4096).map(|i| (i * 7) as u8).collect();
+    let env = s.seal_to_vec(&payload, 0).unwrap();
+    assert_eq!(env.len(), s.sealed_len(payload.len()));
+    assert_eq!(&env[HEADER_LEN..HEADER_LEN + payload.len()], &payload[..]);
+    let mut out = Vec::new();
+    let opened = o.open(&env, 0, &mut out).unwrap();
+    assert!(opened.header.flags.clear());
+    assert_eq!(out, payload);
+    assert_eq!(o.open(&env, 0, &mut out), Err(OpenError::Replayed(1)));
+    // Any change to header, payload or tag, including the CLEAR flag itself, is refused.
+    let env = s.seal_to_vec(b"0123456789abcdef", 0).unwrap();
+    for i in 0..env.len() {
+        for bit in [0x01u8, 0x04, 0x80] {
+            let mut bad = env.clone();
+            bad[i] ^= bit;
+            let mut o = Opener::new(&realm(1), OpenerConfig::default());
+            assert!(o.open(&bad, 0, &mut out).is_err(), "flip at {i} accepted");
+        }
+    }
+    // An outsider's clear-text envelope does not authenticate.
+    let mut outsider = Sealer::new(&realm(2), name(), false, None)
+        .unwrap()
+        .clear_text(true);
+    let forged = outsider.seal_to_vec(b"inject", 0).unwrap();
+    assert_eq!(o.open(&forged, 0, &mut out), Err(OpenError::Forged));
+}
+
+#[test]
+fn setting_the_clear_flag_on_an_encrypted_envelope_is_refused() {
+    let mut s = Sealer::new(&realm(1), name(), false, None).unwrap();
+    let mut env = s.seal_to_vec(b"secret payload", 0).unwrap();
+    env[1] ^= EnvelopeFlags::CLEAR;
+    let mut o = Opener::new(&realm(1), OpenerConfig::default());
+    assert_eq!(o.open(&env, 0, &mut Vec::new()), Err(OpenError::Forged));
+}
+
+#[test]
+fn signed_clear_text_names_the_member() {
+    let id = Arc::new(SigningIdentity::from_seed(&[9; 32]));
+    let mut s = Sealer::new(&realm(1), name(), false, Some(id.clone()))
+        .unwrap()
+        .clear_text(true);
+    let mut members = HashMap::new();
+    members.insert(id.public_key(), "robot".to_string());
+    let mut o = Opener::new(
+        &realm(1),
+        OpenerConfig {
+            members,
+            require_signed: true,
+            ..OpenerConfig::default()
+        },
+    );
+    let env = s.seal_to_vec(b"hello", 0).unwrap();
+    let mut out = Vec::new();
+    let opened = o.open(&env, 0, &mut out).unwrap();
+    assert_eq!(out, b"hello");
+    assert_eq!(opened.signer.as_deref(), Some("robot"));
+}

@@ -23,6 +23,8 @@
 //!     realm: warehouse
 //!   - service: /add_two_ints     # a service this network serves
 //!     realm: warehouse
+//! encrypt_payloads: true         # false: exported payloads in clear text, still
+//!                                # authenticated (public data; measuring encryption's cost)
 //! imports:                       # realm topics that appear in this network
 //!   - topic: /robot7/chatter
 //!     realm: warehouse
@@ -58,6 +60,10 @@ pub struct ProxyFile {
     pub exports: Vec<ExportFile>,
     #[serde(default)]
     pub imports: Vec<ImportFile>,
+    /// false: exported payloads travel in clear text, still authenticated (routers can read
+    /// but not forge or replay them). For public data, and to measure what encryption costs.
+    #[serde(default = "yes")]
+    pub encrypt_payloads: bool,
     #[serde(default)]
     pub link: crate::config::LinkFile,
 }
@@ -169,6 +175,11 @@ pub struct ProxyConfig {
     pub pattern_exports: Vec<PatternExport>,
     pub imports: Vec<Mapping>,
     pub link: crate::config::LinkFile,
+    pub encrypt_payloads: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl ProxyConfig {
@@ -293,6 +304,7 @@ impl ProxyConfig {
             pattern_exports,
             imports,
             link: f.link,
+            encrypt_payloads: f.encrypt_payloads,
         })
     }
 

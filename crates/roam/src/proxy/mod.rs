@@ -5,12 +5,10 @@
 //! - [`ros_names`]: how ROS 2 topics, services and types appear on the DDS wire.
 //! - [`meta`]: the sealed topic metadata (type, QoS) an exporter announces in its realm.
 //! - [`dds_config`]: the CycloneDDS configuration from the `dds:` section.
-//! - [`ros_discovery_info`]: the proxy's node entry, as ROS 2 tools expect it.
 //! - [`run`]: the proxy process.
 
 pub mod config;
 pub mod dds_config;
 pub mod meta;
-pub mod ros_discovery_info;
 pub mod ros_names;
 pub mod run;

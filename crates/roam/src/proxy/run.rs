@@ -23,9 +23,9 @@ use tracing::{info, warn};
 
 use super::config::{ProxyConfig, What};
 use super::meta::{data_descriptor, meta_descriptor, TopicMeta};
-use super::ros_discovery_info;
 use super::ros_names::{ros_endpoint, service_to_dds, topic_to_dds, RosEndpoint};
 use crate::realm_file::{self, Realm};
+use roam_dds::ros_discovery_info;
 
 /// USER_DATA on every DDS writer a proxy creates for an import, so that another proxy on the
 /// same domain recognises it and never exports it back into a realm (which would loop it).
@@ -83,6 +83,9 @@ pub async fn run(
     let participant =
         Participant::new(cfg.dds.domain, xml.as_deref()).map_err(|e| format!("DDS: {e}"))?;
     info!(domain = cfg.dds.domain, "DDS participant up");
+    if !cfg.encrypt_payloads {
+        warn!("encrypt_payloads is false: exported payloads travel in clear text (authenticated, not confidential)");
+    }
 
     let (mut service_exports, mut service_imports) = service_legs(&cfg);
     // Raw DDS topics travel like ROS ones, under their own DDS names.
@@ -147,7 +150,7 @@ pub async fn run(
                     if exported.insert(local.clone()) {
                         let meta = TopicMeta { dds_type: ep.type_name.clone(), keyless: ep.keyless(), qos: ep.qos };
                         info!(topic = %local, as_ = %remote, realm = %realm, ty = %meta.dds_type, "exporting");
-                        tokio::spawn(export(router.clone(), participant.clone(), realms[&realm].clone(), ep.topic_name.clone(), remote, meta));
+                        tokio::spawn(export(router.clone(), participant.clone(), realms[&realm].clone(), ep.topic_name.clone(), remote, meta, cfg.encrypt_payloads));
                     }
                 }
             }
@@ -190,6 +193,7 @@ async fn export(
     dds_topic: String,
     remote: String,
     meta: TopicMeta,
+    encrypt: bool,
 ) {
     let data_name = data_descriptor(&remote, &meta.dds_type).name(&realm.secret);
     let meta_name = meta_descriptor(&remote).name(&realm.secret);
@@ -201,6 +205,7 @@ async fn export(
     let Ok(sealer) = Sealer::new(&realm.secret, data_name, !meta.qos.reliable, None) else {
         return;
     };
+    let sealer = sealer.clear_text(!encrypt);
     let sealer = Arc::new(Mutex::new(sealer));
     let topic = TopicInfo {
         name: dds_topic.clone(),
@@ -376,35 +381,19 @@ fn service_legs(cfg: &ProxyConfig) -> (Vec<Leg>, Vec<Leg>) {
 
 /// Announces the proxy as a ROS 2 node in `ros_discovery_info`, listing the readers and
 /// writers its participant owns, so `ros2 node list` and `ros2 topic info -v` show it.
-struct NodeAnnouncer {
-    writer: Writer,
-    node: ros_discovery_info::NodeInfo,
-    gid: ros_discovery_info::GidSize,
-}
+struct NodeAnnouncer(ros_discovery_info::NodeAnnouncer);
 
 impl NodeAnnouncer {
     fn new(participant: &Participant, cfg: &ProxyConfig) -> Result<Self, String> {
-        let topic = TopicInfo::keyless(ros_discovery_info::TOPIC, ros_discovery_info::TYPE);
-        let qos = roam_dds::Qos::latched(1);
-        let writer = Writer::new(participant, &topic, &qos)
-            .map_err(|e| format!("DDS ros_discovery_info: {e}"))?;
         let name: String = cfg
             .id
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
             .collect();
-        let gid = match cfg.dds.ros_distro.as_deref() {
-            Some("humble") => ros_discovery_info::GidSize::Humble,
-            _ => ros_discovery_info::GidSize::Iron,
-        };
-        let node = ros_discovery_info::NodeInfo {
-            namespace: "/".into(),
-            name: format!("roam_proxy_{name}"),
-            ..Default::default()
-        };
-        let me = Self { writer, node, gid };
-        me.publish(participant);
-        Ok(me)
+        let gid = ros_discovery_info::GidSize::for_distro(cfg.dds.ros_distro.as_deref());
+        ros_discovery_info::NodeAnnouncer::new(participant, "/", &format!("roam_proxy_{name}"), gid)
+            .map(Self)
+            .map_err(|e| format!("DDS ros_discovery_info: {e}"))
     }
 
     /// Tracks our own ROS endpoints; republishes when they change.
@@ -413,29 +402,10 @@ impl NodeAnnouncer {
         if !participant.owns(ep) || ros_endpoint(&ep.topic_name).is_none() {
             return;
         }
-        let list = match ev {
-            DiscoveryEvent::Publication(_) => &mut self.node.writers,
-            DiscoveryEvent::Subscription(_) => &mut self.node.readers,
-        };
-        let had = list.contains(&ep.guid);
-        if ep.alive && !had {
-            list.push(ep.guid);
-        } else if !ep.alive && had {
-            list.retain(|g| *g != ep.guid);
-        } else {
-            return;
-        }
-        self.publish(participant);
-    }
-
-    fn publish(&self, participant: &Participant) {
-        let sample = ros_discovery_info::encode(
-            &participant.guid(),
-            std::slice::from_ref(&self.node),
-            self.gid,
-        );
+        let writer = matches!(ev, DiscoveryEvent::Publication(_));
         // A reliable write may wait briefly for local readers: keep it off the async workers.
-        if let Err(e) = tokio::task::block_in_place(|| self.writer.write_cdr(&sample)) {
+        let res = tokio::task::block_in_place(|| self.0.set_endpoint(ep.guid, writer, ep.alive));
+        if let Err(e) = res {
             warn!("cannot announce the proxy in ros_discovery_info: {e}");
         }
     }

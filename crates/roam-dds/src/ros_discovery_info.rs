@@ -12,14 +12,34 @@
 //! Gid { uint8 data[16] }   (24 bytes in Humble: the 16-byte GUID then 8 zero bytes)
 //! ```
 
+//!
+//! Both the proxy and the lab's load generator announce themselves this way: the Zenoh ROS 2
+//! bridge, for one, routes only endpoints that some node announces here.
+
+use crate::{DdsError, Guid, Participant, Qos, TopicInfo, Writer};
+
+/// The DDS topic name (no `rt/` prefix).
 pub const TOPIC: &str = "ros_discovery_info";
+/// The DDS type name.
 pub const TYPE: &str = "rmw_dds_common::msg::dds_::ParticipantEntitiesInfo_";
 
 /// GID width: 16 bytes from Iron on, 24 in Humble.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GidSize {
+    /// Iron, Jazzy and later: the 16-byte GUID.
     Iron,
+    /// Humble: the 16-byte GUID and 8 zero bytes.
     Humble,
+}
+
+impl GidSize {
+    /// The GID size a ROS 2 distribution uses (`humble` -> 24 bytes, anything else 16).
+    pub fn for_distro(distro: Option<&str>) -> GidSize {
+        match distro {
+            Some("humble") => GidSize::Humble,
+            _ => GidSize::Iron,
+        }
+    }
 }
 
 impl GidSize {
@@ -34,10 +54,89 @@ impl GidSize {
 /// One node: its namespace, name, and the GUIDs of the readers and writers it owns.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NodeInfo {
+    /// The node's namespace, e.g. `/`.
     pub namespace: String,
+    /// The node's name.
     pub name: String,
-    pub readers: Vec<[u8; 16]>,
-    pub writers: Vec<[u8; 16]>,
+    /// GUIDs of the DDS readers the node owns.
+    pub readers: Vec<Guid>,
+    /// GUIDs of the DDS writers the node owns.
+    pub writers: Vec<Guid>,
+}
+
+/// A participant's node, announced on `ros_discovery_info` (reliable, transient local, so
+/// tools started later see it) and re-announced whenever its endpoints change.
+pub struct NodeAnnouncer {
+    writer: Writer,
+    participant: Guid,
+    node: NodeInfo,
+    gid: GidSize,
+}
+
+impl NodeAnnouncer {
+    /// Announces node `namespace`/`name` of `participant`, with no endpoints yet.
+    pub fn new(
+        participant: &Participant,
+        namespace: &str,
+        name: &str,
+        gid: GidSize,
+    ) -> Result<Self, DdsError> {
+        let topic = TopicInfo::keyless(TOPIC, TYPE);
+        let writer = Writer::new(participant, &topic, &Qos::latched(1))?;
+        let me = NodeAnnouncer {
+            writer,
+            participant: participant.guid(),
+            node: NodeInfo {
+                namespace: namespace.into(),
+                name: name.into(),
+                ..Default::default()
+            },
+            gid,
+        };
+        me.publish()?;
+        Ok(me)
+    }
+
+    /// The node as announced now.
+    pub fn node(&self) -> &NodeInfo {
+        &self.node
+    }
+
+    /// Adds (`present`) or removes a reader (`writer == false`) or writer; re-announces when
+    /// that changed the node. Returns whether it did.
+    pub fn set_endpoint(
+        &mut self,
+        guid: Guid,
+        writer: bool,
+        present: bool,
+    ) -> Result<bool, DdsError> {
+        let list = if writer {
+            &mut self.node.writers
+        } else {
+            &mut self.node.readers
+        };
+        let had = list.contains(&guid);
+        if present == had {
+            return Ok(false);
+        }
+        if present {
+            list.push(guid);
+        } else {
+            list.retain(|g| *g != guid);
+        }
+        self.publish()?;
+        Ok(true)
+    }
+
+    /// Writes the announcement (a reliable write: it may wait briefly for local readers).
+    pub fn publish(&self) -> Result<(), DdsError> {
+        let sample = encode(
+            &self.participant,
+            std::slice::from_ref(&self.node),
+            self.gid,
+        );
+        self.writer.write_cdr(&sample)
+    }
 }
 
 struct Cdr {
@@ -47,7 +146,7 @@ struct Cdr {
 impl Cdr {
     fn align(&mut self, n: usize) {
         // Alignment counts from the end of the 4-byte encapsulation header.
-        while !(self.out.len() - 4).is_multiple_of(n) {
+        while (self.out.len() - 4) % n != 0 {
             self.out.push(0);
         }
     }
