@@ -7,6 +7,9 @@
 
 mod stall;
 
+#[cfg(test)]
+mod local_stall_tests;
+
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -180,12 +183,19 @@ enum Command {
         name: Name,
         gave_up: bool,
     },
+    /// A stalled in-process subscriber has room again (or gave up waiting).
+    LocalUnstall {
+        name: Name,
+        gave_up: bool,
+    },
 }
 
 /// A handle on a running router: addresses, status, and in-process endpoints.
 #[derive(Clone)]
 pub struct RouterHandle {
     cmd: mpsc::Sender<Command>,
+    /// Topics paused by back-pressure: in-process publishers wait as link readers do.
+    pauses: Arc<Pauses>,
     pub id: RouterId,
     pub quic_addr: Option<SocketAddr>,
     pub tcp_addr: Option<SocketAddr>,
@@ -205,17 +215,27 @@ impl RouterHandle {
 
     /// Sends a sealed envelope from an in-process publisher. Waits if the router is busy.
     pub async fn send(&self, name: Name, envelope: Bytes) {
+        if !crate::link::is_best_effort(&envelope) {
+            self.pauses.wait(&name).await;
+        }
         let _ = self.cmd.send(Command::Send { name, envelope }).await;
     }
 
     /// Like [`Self::send`], for threads outside the async runtime (DDS listener callbacks):
-    /// blocks while the router is busy, which pushes back on the DDS writer.
+    /// blocks while the router is busy or the topic is paused by back-pressure (reliable
+    /// data only), which pushes back on the DDS writer instead of queueing without bound.
     pub fn send_blocking(&self, name: Name, envelope: Bytes) {
+        if !crate::link::is_best_effort(&envelope) {
+            while self.pauses.is_paused(&name) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
         let _ = self.cmd.blocking_send(Command::Send { name, envelope });
     }
 
     /// Subscribes an in-process endpoint; envelopes arrive on the returned channel (bounded:
-    /// a reader that falls `depth` behind loses messages, counted in the report).
+    /// when a reader falls `depth` behind, reliable envelopes wait and their topic pauses
+    /// upstream, up to the stall timeout; best-effort ones are dropped, counted in the report).
     pub async fn subscribe(&self, name: Name, depth: usize) -> mpsc::Receiver<Bytes> {
         let (tx, rx) = mpsc::channel(depth.max(1));
         let _ = self.cmd.send(Command::Subscribe { name, tx }).await;
@@ -255,6 +275,7 @@ pub async fn start(
     let (cmd_tx, cmd_rx) = mpsc::channel(1024);
     let (in_tx, in_rx) = mpsc::channel(4096);
     let pauses = Arc::new(Pauses::default());
+    let handle_pauses = pauses.clone();
     let next_link = Arc::new(AtomicU32::new(1));
     let shared = Shared {
         me,
@@ -290,6 +311,7 @@ pub async fn start(
         local_dropped: 0,
         pauses,
         stalls: HashMap::new(),
+        local_stalls: HashMap::new(),
         cmd: cmd_tx.clone(),
         stall_timeout: config.stall_timeout,
     };
@@ -297,6 +319,7 @@ pub async fn start(
     Ok((
         RouterHandle {
             cmd: cmd_tx,
+            pauses: handle_pauses,
             id,
             quic_addr,
             tcp_addr,
@@ -453,6 +476,8 @@ struct Runtime {
     pauses: Arc<Pauses>,
     /// Reliable data waiting for room in a full lane, per (link, topic), in order.
     stalls: HashMap<(LinkId, Name), stall::Stall>,
+    /// Reliable data waiting for a full in-process subscriber, per topic, in order.
+    local_stalls: HashMap<Name, stall::LocalStall>,
     cmd: mpsc::Sender<Command>,
     stall_timeout: Duration,
 }
@@ -540,6 +565,10 @@ impl Runtime {
             }
             Command::Unsubscribe(name) => {
                 self.local_subs.remove(&name);
+                if let Some(st) = self.local_stalls.remove(&name) {
+                    self.local_dropped += st.queue.len() as u64;
+                    self.resume_if_unstalled(name);
+                }
                 self.core.unsubscribe_local(now, name);
             }
             Command::Send { name, envelope } => self.core.send_local(now, name, envelope),
@@ -552,6 +581,7 @@ impl Runtime {
                 name,
                 gave_up,
             } => self.unstall(link, name, gave_up),
+            Command::LocalUnstall { name, gave_up } => self.local_unstall(name, gave_up),
         }
     }
 
@@ -577,9 +607,7 @@ impl Runtime {
                         .collect();
                     for name in stalled {
                         self.stalls.remove(&(link, name));
-                        if !self.stalls.keys().any(|(_, n)| *n == name) {
-                            self.pauses.resume(name);
-                        }
+                        self.resume_if_unstalled(name);
                     }
                     if self.peers.get(&entry.peer.id) == Some(&link) {
                         self.peers.remove(&entry.peer.id);
@@ -602,13 +630,7 @@ impl Runtime {
         }
         while let Some(e) = self.core.poll_event() {
             match e {
-                Event::Deliver { name, envelope, .. } => {
-                    if let Some(tx) = self.local_subs.get(&name) {
-                        if tx.try_send(envelope).is_err() {
-                            self.local_dropped += 1;
-                        }
-                    }
-                }
+                Event::Deliver { name, envelope, .. } => self.deliver_local(name, envelope),
                 Event::Demand { name, wanted } => {
                     if let Some(w) = self.demand.get(&name) {
                         let _ = w.send(wanted);

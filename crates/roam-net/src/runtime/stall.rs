@@ -1,7 +1,11 @@
 //! Per-topic back-pressure in the router runtime: reliable data that finds its link's lane
 //! full waits here, in order, while its topic is paused (see [`crate::pause`]).
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use tokio::sync::mpsc::error::TrySendError;
 
 use roam_proto::Name;
 use tracing::warn;
@@ -112,8 +116,103 @@ impl Runtime {
                 return;
             }
         }
-        if !self.stalls.keys().any(|(_, n)| *n == name) {
+        self.resume_if_unstalled(name);
+    }
+
+    /// Resumes a paused topic once nothing waits for room on its behalf.
+    pub(super) fn resume_if_unstalled(&self, name: Name) {
+        if !self.stalls.keys().any(|(_, n)| *n == name) && !self.local_stalls.contains_key(&name) {
             self.pauses.resume(name);
         }
     }
+
+    /// Hands an envelope to the in-process subscriber of `name` (e.g. a proxy's importer). A
+    /// reliable envelope that finds its queue full waits, in order, and pauses the topic like
+    /// a full lane does, so the back-pressure reaches the publisher instead of losing data.
+    pub(super) fn deliver_local(&mut self, name: Name, envelope: Bytes) {
+        let Some(tx) = self.local_subs.get(&name) else {
+            return;
+        };
+        if let Some(st) = self.local_stalls.get_mut(&name) {
+            if st.bytes + envelope.len() > MAX_STALL_BYTES {
+                self.local_dropped += 1;
+            } else {
+                st.bytes += envelope.len();
+                st.queue.push_back(envelope);
+            }
+            return;
+        }
+        match tx.try_send(envelope) {
+            Ok(()) => {}
+            Err(TrySendError::Full(env)) if !is_best_effort(&env) => {
+                let mut queue = VecDeque::new();
+                let bytes = env.len();
+                queue.push_back(env);
+                self.local_stalls.insert(name, LocalStall { queue, bytes });
+                self.pauses.pause(name);
+                self.wait_for_local_room(name);
+            }
+            Err(_) => self.local_dropped += 1,
+        }
+    }
+
+    fn wait_for_local_room(&self, name: Name) {
+        let Some(tx) = self.local_subs.get(&name).cloned() else {
+            return;
+        };
+        let (cmd, timeout) = (self.cmd.clone(), self.stall_timeout);
+        tokio::spawn(async move {
+            // Only the runtime sends on `tx`: room seen here is still there when it drains.
+            let gave_up = !matches!(tokio::time::timeout(timeout, tx.reserve()).await, Ok(Ok(_)));
+            let _ = cmd.send(Command::LocalUnstall { name, gave_up }).await;
+        });
+    }
+
+    /// Moves waiting envelopes to the in-process subscriber as room allows. One that stayed
+    /// full for `stall_timeout` (stopped reading) loses what waited, counted.
+    pub(super) fn local_unstall(&mut self, name: Name, gave_up: bool) {
+        let Some(mut st) = self.local_stalls.remove(&name) else {
+            return;
+        };
+        match self.local_subs.get(&name) {
+            Some(tx) if !gave_up => {
+                while let Some(env) = st.queue.pop_front() {
+                    let len = env.len();
+                    match tx.try_send(env) {
+                        Ok(()) => st.bytes -= len,
+                        Err(TrySendError::Full(env)) => {
+                            st.queue.push_front(env);
+                            break;
+                        }
+                        Err(TrySendError::Closed(_)) => {
+                            self.local_dropped += 1 + st.queue.len() as u64;
+                            st.queue.clear();
+                        }
+                    }
+                }
+                if !st.queue.is_empty() {
+                    self.local_stalls.insert(name, st);
+                    self.wait_for_local_room(name);
+                    return;
+                }
+            }
+            _ => {
+                if !st.queue.is_empty() {
+                    warn!(
+                        "an in-process subscriber stayed full for {:?}: dropped {} messages",
+                        self.stall_timeout,
+                        st.queue.len()
+                    );
+                }
+                self.local_dropped += st.queue.len() as u64;
+            }
+        }
+        self.resume_if_unstalled(name);
+    }
+}
+
+/// Reliable envelopes waiting for an in-process subscriber's queue.
+pub(super) struct LocalStall {
+    pub(super) queue: VecDeque<Bytes>,
+    pub(super) bytes: usize,
 }

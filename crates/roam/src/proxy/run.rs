@@ -317,13 +317,30 @@ async fn import(
                 let Some(env) = env else { data_rx = None; continue };
                 let Some((_, _, writer)) = &current else { continue };
                 match opener.open(&env, now_us(), &mut plain) {
-                    // A reliable write may block while local readers catch up.
-                    Ok(_) => if let Err(e) = tokio::task::block_in_place(|| writer.write_cdr(&plain)) {
+                    // A reliable write blocks while local readers catch up; meanwhile this
+                    // importer's queue fills and the router pushes back on the topic.
+                    Ok(_) => if let Err(e) = tokio::task::block_in_place(|| write_patiently(writer, &plain)) {
                         warn!(topic = %local, "DDS write failed: {e}");
                     },
                     Err(e) => warn!(topic = %local, "dropped an envelope: {e}"),
                 }
             }
+        }
+    }
+}
+
+/// How long an import keeps retrying a reliable write that times out (readers not
+/// acknowledging) before it gives the sample up.
+const WRITE_PATIENCE: Duration = Duration::from_secs(10);
+
+/// Writes a sample, retrying while CycloneDDS reports back-pressure (a timeout): that is slow
+/// readers, not failure. Gives up after [`WRITE_PATIENCE`] (a reader that stopped reading).
+fn write_patiently(writer: &Writer, cdr: &[u8]) -> Result<(), roam_dds::DdsError> {
+    let deadline = std::time::Instant::now() + WRITE_PATIENCE;
+    loop {
+        match writer.write_cdr(cdr) {
+            Err(e) if e.is_timeout() && std::time::Instant::now() < deadline => continue,
+            r => return r,
         }
     }
 }

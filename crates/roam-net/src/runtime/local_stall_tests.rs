@@ -1,0 +1,87 @@
+//! Back-pressure to an in-process subscriber (a proxy's importer): reliable data that finds its
+//! queue full waits and pauses the topic upstream instead of being dropped.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use roam_proto::frame::Role;
+use roam_proto::{Name, RealmSecret, Sealer};
+
+use super::*;
+use crate::link::LinkConfig;
+use crate::pki;
+
+struct Dir(PathBuf);
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn identity(dir: &Dir, name: &str) -> Arc<pki::Identity> {
+    pki::issue(&dir.0, name, Role::Router, pki::Validity::days(1)).unwrap();
+    Arc::new(pki::load_identity(&dir.0, name).unwrap())
+}
+
+async fn router(dir: &Dir, name: &str, connect: Option<SocketAddr>) -> RouterHandle {
+    let config = RouterConfig {
+        identity: identity(dir, name),
+        listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        listen_tcp: None,
+        connect: connect.map(PeerAddr::Quic).into_iter().collect(),
+        link: LinkConfig::default(),
+        timers: RoutingTimers::default(),
+        max_backoff: Duration::from_millis(200),
+        stall_timeout: Duration::from_secs(5),
+    };
+    start(config).await.unwrap().0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_in_process_subscriber_loses_no_reliable_message() {
+    let dir = Dir(std::env::temp_dir().join(format!("roam-local-stall-{}", std::process::id())));
+    pki::init_ca(&dir.0).unwrap();
+    let sub_router = router(&dir, "sub", None).await;
+    let pub_router = router(&dir, "pub", sub_router.quic_addr).await;
+    let name = Name([7; 32]);
+    // A queue of 4 that is read slowly: the publisher outruns it by far.
+    let mut rx = sub_router.subscribe(name, 4).await;
+    let mut demand = pub_router.publish(name).await;
+    tokio::time::timeout(Duration::from_secs(10), demand.wait_for(|w| *w))
+        .await
+        .expect("no demand")
+        .unwrap();
+    let mut sealer = Sealer::new(&RealmSecret::from_bytes([1; 32]), name, false, None).unwrap();
+    const N: u64 = 3000;
+    let sender = {
+        let h = pub_router.clone();
+        let envs: Vec<Bytes> = (0..N)
+            .map(|i| Bytes::from(sealer.seal_to_vec(&i.to_be_bytes(), 0).unwrap()))
+            .collect();
+        tokio::spawn(async move {
+            for e in envs {
+                h.send(name, e).await;
+            }
+        })
+    };
+    let mut seqs = Vec::new();
+    while seqs.len() < N as usize {
+        let env = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .unwrap_or_else(|_| panic!("stalled after {} messages", seqs.len()))
+            .unwrap();
+        seqs.push(roam_proto::EnvelopeHeader::parse(&env).unwrap().seq);
+        if seqs.len() % 100 == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    sender.await.unwrap();
+    assert_eq!(seqs, (1..=N).collect::<Vec<_>>(), "lost or reordered");
+    let report = sub_router.report().await.unwrap();
+    assert_eq!(report.local_dropped, 0);
+    sub_router.shutdown().await;
+    pub_router.shutdown().await;
+}
