@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo test test-rust fuzz-smoke bench bench-smoke clean
+.PHONY: setup build demo test test-rust fuzz-smoke bench bench-build bench-full bench-plots clean
 
 setup:
 	@scripts/setup.sh
@@ -22,11 +22,32 @@ test: setup
 fuzz-smoke:
 	@scripts/fuzz-smoke.sh
 
-bench: setup
-	$(CARGO) run --release -p roam-bench -- --quick
+# The performance lab. `make bench`: the quick suite (routing plane, then native DDS, roam and
+# the Zenoh bridge side by side); `make bench-full`: everything. Both build the Zenoh bridge
+# harness once into $(ROAM_BENCH_CACHE) (about 9 minutes the first time, cached after) and
+# write bench/results/*.json, bench/RESULTS.md, bench/ROUTING-PLANE.md and the plots.
+ROAM_BENCH_CACHE ?= $(HOME)/.cache/roam-bench
+export ROAM_BENCH_CACHE
 
-bench-full: setup
-	$(CARGO) run --release -p roam-bench
+bench-build: setup
+	$(CARGO) build --release -p roam -p roam-bench
+	@ROAM_ZENOH_BRIDGE_BUILD_LOG=$(ROAM_BENCH_CACHE)/zenoh-build.log bench/zenoh-bridge/build.sh >/dev/null \
+		|| echo "the Zenoh bridge did not build (see $(ROAM_BENCH_CACHE)); the lab runs without it"
+
+bench: bench-build
+	target/release/roam-bench --quick
+	target/release/roam-lab --quick
+	$(MAKE) bench-plots
+
+bench-full: bench-build
+	target/release/roam-bench
+	target/release/roam-lab --full
+	$(MAKE) bench-plots
+
+bench-plots:
+	@python3 -c "import matplotlib" 2>/dev/null || python3 -m pip install --quiet matplotlib \
+		|| python3 -m pip install --quiet --break-system-packages matplotlib
+	python3 bench/plot.py
 
 clean:
 	$(CARGO) clean

@@ -1,11 +1,10 @@
 //! roam's benchmark lab. `roam-bench [--quick] [--out FILE] [--only PARTS]` measures seal/open
 //! cost, the routing core, loopback throughput through one and two routers, and router
-//! memory; writes a JSON results file and regenerates `bench/RESULTS.md`. Nothing is asserted
+//! memory; writes a JSON results file and regenerates `bench/ROUTING-PLANE.md`. Nothing is asserted
 //! about speed: this is a lab, not a test.
 
 mod core;
 mod crypto;
-mod machine;
 mod memory;
 mod pki;
 mod report;
@@ -16,6 +15,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use report::{Report, Results};
+use roam_bench::machine;
 use throughput::Scenario;
 use timer::Plan;
 
@@ -33,7 +33,7 @@ fn parse_args() -> Result<Option<Args>, String> {
     let mut a = Args {
         quick: false,
         out: bench_dir.join("results/routing-plane.json"),
-        markdown: bench_dir.join("RESULTS.md"),
+        markdown: bench_dir.join("ROUTING-PLANE.md"),
         only: Vec::new(),
     };
     let mut it = std::env::args().skip(1);

@@ -1,4 +1,4 @@
-//! The results file (stable JSON schema) and the markdown summary `bench/RESULTS.md`.
+//! The results file (stable JSON schema) and the markdown summary `bench/ROUTING-PLANE.md`.
 
 use std::fmt::Write as _;
 
@@ -6,9 +6,9 @@ use serde::Serialize;
 
 use crate::core::RoutingCore;
 use crate::crypto::SealOpen;
-use crate::machine::Machine;
 use crate::memory::Memory;
 use crate::throughput::Outcome;
+use roam_bench::machine::Machine;
 
 /// Bumped when a field changes meaning or disappears.
 pub const SCHEMA: u32 = 1;

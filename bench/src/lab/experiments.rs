@@ -1,0 +1,265 @@
+//! The experiments of the seeds, each a list of (system, path, load) runs.
+
+use roam_bench::ros_msgs::Kind;
+
+use super::measure::{measure, Load, Measurement};
+use super::systems::{Lab, System, Wan};
+
+/// How big a suite: `smoke` proves the harness works (CI), `quick` gives every headline figure
+/// in minutes, `full` runs every point of every experiment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Suite {
+    Smoke,
+    Quick,
+    Full,
+}
+
+const KIB: usize = 1024;
+
+pub struct Plan<'a> {
+    pub lab: &'a Lab,
+    pub suite: Suite,
+    /// Which experiments to run (empty: all).
+    pub only: Vec<String>,
+    pub out: Vec<Measurement>,
+}
+
+impl Plan<'_> {
+    fn wants(&self, e: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|o| o == e)
+    }
+
+    fn pick<T: Copy>(&self, smoke: T, quick: T, full: T) -> T {
+        match self.suite {
+            Suite::Smoke => smoke,
+            Suite::Quick => quick,
+            Suite::Full => full,
+        }
+    }
+
+    /// The systems compared everywhere: native, roam, and the Zenoh bridge when it is built.
+    fn systems(&self, zenoh_quic_too: bool) -> Vec<System> {
+        let mut v = vec![System::Native, System::ROAM];
+        if self.lab.zenoh.is_some() && self.suite != Suite::Smoke {
+            v.push(System::Zenoh { quic: false });
+            if zenoh_quic_too {
+                v.push(System::Zenoh { quic: true });
+            }
+        }
+        v
+    }
+
+    fn run(&mut self, e: &'static str, system: System, wan: Option<Wan>, load: Load) {
+        eprintln!(
+            "  {e} {:<28} {} {} x{}{}{}",
+            system.label(),
+            load.kind,
+            load.size,
+            load.count,
+            if load.rate > 0.0 {
+                format!(" @{} Hz", load.rate)
+            } else {
+                String::new()
+            },
+            wan.map(|w| format!(" [{}]", w.label)).unwrap_or_default()
+        );
+        let m = measure(self.lab, e, system, wan, load);
+        self.out.push(m);
+    }
+
+    pub fn run_all(&mut self) {
+        if self.wants("e1") {
+            self.e1_rtt_vs_size();
+        }
+        if self.wants("e2") {
+            self.e2_throughput();
+        }
+        if self.suite == Suite::Smoke {
+            return;
+        }
+        if self.wants("e3") {
+            self.e3_encryption();
+        }
+        if self.wants("e4") {
+            self.e4_rate();
+        }
+        if self.wants("e5") {
+            self.e5_large();
+        }
+        if self.wants("e6") {
+            self.e6_wan();
+        }
+    }
+
+    /// E1 (seed 000 Fig. 7; issue 3): echo round trip vs message size.
+    fn e1_rtt_vs_size(&mut self) {
+        let sizes: &[usize] = self.pick(
+            &[8, 8 * KIB],
+            &[8, KIB, 8 * KIB, 64 * KIB, 1 << 20],
+            &[8, KIB, 8 * KIB, 64 * KIB, 1 << 20],
+        );
+        let mut systems = self.systems(true);
+        systems.insert(
+            2,
+            System::Roam {
+                routers: 2,
+                encrypt: true,
+            },
+        );
+        for &size in sizes {
+            let count = match (self.suite, size) {
+                (Suite::Smoke, _) => 50,
+                (_, s) if s >= 1 << 20 => self.pick(0, 100, 300),
+                (_, s) if s >= 64 * KIB => self.pick(0, 300, 1000),
+                _ => self.pick(0, 1000, 5000),
+            };
+            for &sys in &systems {
+                self.run(
+                    "e1",
+                    sys,
+                    None,
+                    Load::rtt(Kind::CompressedImage, size, count),
+                );
+            }
+        }
+    }
+
+    /// E2 (seed 000 Table I; issue 3): 1000-byte messages per second, unpaced, reliable.
+    fn e2_throughput(&mut self) {
+        let count = self.pick(2_000, 50_000, 200_000);
+        let mut systems = self.systems(true);
+        systems.insert(
+            2,
+            System::Roam {
+                routers: 1,
+                encrypt: false,
+            },
+        );
+        systems.insert(
+            3,
+            System::Roam {
+                routers: 2,
+                encrypt: true,
+            },
+        );
+        for sys in systems {
+            self.run(
+                "e2",
+                sys,
+                None,
+                Load::stream(Kind::String, 1000, count, 0.0),
+            );
+        }
+    }
+
+    /// E3 (seed 002): latency vs size, sealed vs clear text, LaserScan of 10^0..10^6 ranges.
+    fn e3_encryption(&mut self) {
+        let exps: &[u32] = self.pick(&[], &[0, 2, 4, 5], &[0, 1, 2, 3, 4, 5, 6]);
+        for &x in exps {
+            let ranges = 10usize.pow(x);
+            let count = if x >= 6 {
+                self.pick(0, 50, 100)
+            } else if x >= 5 {
+                self.pick(0, 200, 500)
+            } else {
+                self.pick(0, 500, 2000)
+            };
+            for sys in [
+                System::Native,
+                System::ROAM,
+                System::Roam {
+                    routers: 1,
+                    encrypt: false,
+                },
+            ] {
+                self.run("e3", sys, None, Load::rtt(Kind::LaserScan, ranges, count));
+            }
+        }
+    }
+
+    /// E4 (seed 004): one-way latency vs publish rate, to find each system's knee.
+    fn e4_rate(&mut self) {
+        let small: &[f64] = self.pick(
+            &[],
+            &[200.0, 2000.0, 10_000.0],
+            &[200.0, 500.0, 1000.0, 2000.0, 5000.0, 10_000.0],
+        );
+        let big: &[f64] = self.pick(&[], &[5.0, 30.0], &[5.0, 15.0, 30.0, 45.0, 60.0]);
+        let secs = self.pick(0.0, 3.0, 10.0);
+        for sys in self.systems(false) {
+            for &hz in small {
+                self.run(
+                    "e4",
+                    sys,
+                    None,
+                    Load::stream(Kind::CompressedImage, 4 * KIB, (hz * secs) as u64, hz),
+                );
+            }
+            for &hz in big {
+                self.run(
+                    "e4",
+                    sys,
+                    None,
+                    Load::stream(Kind::Image, 307_200, (hz * secs).max(10.0) as u64, hz),
+                );
+            }
+        }
+    }
+
+    /// E5 (seed 000's failure case): 13 MB messages at 1-10 Hz, reliable: loss and latency.
+    fn e5_large(&mut self) {
+        let rates: &[f64] = self.pick(&[], &[2.0], &[1.0, 5.0, 10.0]);
+        let count = self.pick(0, 10, 30);
+        for sys in self.systems(false) {
+            for &hz in rates {
+                self.run(
+                    "e5",
+                    sys,
+                    None,
+                    Load::stream(Kind::Image, 13_000_000, count, hz),
+                );
+            }
+        }
+    }
+
+    /// E6 (seed 003): wide-area paths through the lab's delay/jitter/loss relay.
+    fn e6_wan(&mut self) {
+        let wans = [
+            Wan {
+                label: "35 ms",
+                delay_ms: 35.0,
+                jitter_ms: 0.0,
+                loss: 0.0,
+            },
+            Wan {
+                label: "35 ms, 1% loss",
+                delay_ms: 35.0,
+                jitter_ms: 0.0,
+                loss: 0.01,
+            },
+            Wan {
+                label: "5G-like 19 ms ± 6 ms",
+                delay_ms: 19.0,
+                jitter_ms: 6.0,
+                loss: 0.0,
+            },
+        ];
+        let count = self.pick(0, 100, 500);
+        let mut systems = vec![System::ROAM];
+        if self.lab.zenoh.is_some() {
+            systems.push(System::Zenoh { quic: false });
+            systems.push(System::Zenoh { quic: true });
+        }
+        for w in wans {
+            for &sys in &systems {
+                self.run(
+                    "e6",
+                    sys,
+                    Some(w),
+                    Load::rtt(Kind::CompressedImage, KIB, count),
+                );
+            }
+        }
+    }
+}

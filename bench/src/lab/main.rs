@@ -1,0 +1,145 @@
+//! `roam-lab`: the performance lab. Runs the seeds' experiments over native DDS, roam and (when
+//! built) the Zenoh ROS 2 bridge, in one run on one machine, and writes
+//! `bench/results/lab.json` and `bench/RESULTS.md`. Nothing is asserted about speed.
+
+mod experiments;
+mod measure;
+mod procs;
+mod report;
+mod systems;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use experiments::{Plan, Suite};
+
+const USAGE: &str = "\
+usage: roam-lab [--smoke|--quick|--full] [--only e1,e2,...] [--zenoh PATH|--zenoh-off]
+                [--out FILE.json]
+                [--markdown FILE.md]
+
+  --smoke        a minute: E1 and E2 with few messages, native and roam only (CI)
+  --quick        every headline figure in a few minutes (default)
+  --full         every point of every experiment
+  --only LIST    run only these experiments (e1 rtt vs size, e2 throughput, e3 encryption,
+                 e4 rate, e5 13 MB, e6 wide area); E7-E9 are computed from the others
+  --zenoh PATH   the roam-zenoh-bridge binary (default: $ROAM_ZENOH_BRIDGE, else the
+                 cached build of bench/zenoh-bridge/build.sh if present; without it the
+                 Zenoh columns are left out and the report says so)
+  --zenoh-off    leave the Zenoh bridge out even when it is built
+  --out FILE     results JSON [bench/results/lab.json]
+  --markdown F   report [bench/RESULTS.md]; --smoke writes neither unless asked";
+
+fn zenoh_default() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("ROAM_ZENOH_BRIDGE") {
+        return Some(PathBuf::from(p));
+    }
+    let cache = std::env::var_os("ROAM_BENCH_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/roam-bench")))?;
+    let p = cache.join("zenoh-target/release/roam-zenoh-bridge");
+    p.is_file().then_some(p)
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("roam-lab: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), String> {
+    let bench = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut suite = Suite::Quick;
+    let mut only = Vec::new();
+    let mut zenoh = zenoh_default();
+    let mut out = None;
+    let mut markdown = None;
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--smoke" => suite = Suite::Smoke,
+            "--quick" => suite = Suite::Quick,
+            "--full" => suite = Suite::Full,
+            "--only" => {
+                only = it
+                    .next()
+                    .ok_or("--only needs a list")?
+                    .split(',')
+                    .map(str::to_string)
+                    .collect()
+            }
+            "--zenoh" => zenoh = Some(it.next().ok_or("--zenoh needs a path")?.into()),
+            "--zenoh-off" => zenoh = None,
+            "--out" => out = Some(PathBuf::from(it.next().ok_or("--out needs a file")?)),
+            "--markdown" => {
+                markdown = Some(PathBuf::from(it.next().ok_or("--markdown needs a file")?))
+            }
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return Ok(());
+            }
+            other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
+        }
+    }
+    if suite != Suite::Smoke {
+        out.get_or_insert(bench.join("results/lab.json"));
+        markdown.get_or_insert(bench.join("RESULTS.md"));
+    }
+    if let Some(z) = &zenoh {
+        if !z.is_file() {
+            return Err(format!("--zenoh {}: no such program", z.display()));
+        }
+    }
+    let started = Instant::now();
+    let lab = systems::Lab::prepare(zenoh)?;
+    eprintln!(
+        "roam-lab {suite:?}: Zenoh bridge {}",
+        lab.zenoh
+            .as_ref()
+            .map_or("not built: its columns are left out".to_string(), |p| p
+                .display()
+                .to_string())
+    );
+    let mut plan = Plan {
+        lab: &lab,
+        suite,
+        only,
+        out: Vec::new(),
+    };
+    plan.run_all();
+    let report = report::Report::new(
+        suite,
+        &lab,
+        std::mem::take(&mut plan.out),
+        started.elapsed(),
+    );
+    let failed = report
+        .measurements
+        .iter()
+        .filter(|m| m.error.is_some())
+        .count();
+    if let Some(out) = &out {
+        if let Some(d) = out.parent() {
+            std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+        }
+        let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        std::fs::write(out, json + "\n").map_err(|e| format!("{}: {e}", out.display()))?;
+        eprintln!("wrote {}", out.display());
+    }
+    if let Some(md) = &markdown {
+        std::fs::write(md, report::markdown(&report))
+            .map_err(|e| format!("{}: {e}", md.display()))?;
+        eprintln!("wrote {}", md.display());
+    }
+    println!("{}", report::summary(&report));
+    eprintln!(
+        "{} runs, {failed} failed, {:.0} s",
+        report.measurements.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if failed > 0 {
+        return Err(format!("{failed} runs failed"));
+    }
+    Ok(())
+}

@@ -1,0 +1,210 @@
+//! Processes the lab starts: each stopped by its PID (SIGTERM, then SIGKILL) when dropped,
+//! with its stdout lines on a channel and its stderr kept for error messages, and sampled for
+//! CPU time and resident memory from /proc.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+/// The CycloneDDS settings of every DDS process in the lab: loopback only, unicast discovery.
+pub fn cyclonedds_uri() -> String {
+    format!(
+        "<CycloneDDS><Domain>{}</Domain></CycloneDDS>",
+        roam_dds::loopback_config()
+    )
+}
+
+pub struct Proc {
+    pub name: String,
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    stderr: Arc<Mutex<Vec<String>>>,
+    /// CPU ticks (utime + stime) when the current sampling window started.
+    window: Option<(Instant, u64)>,
+    peak_rss_kb: u64,
+}
+
+/// CPU and memory of one process over a window.
+#[derive(Clone, Debug, Serialize)]
+pub struct Usage {
+    pub process: String,
+    /// Percent of one core.
+    pub cpu_percent: f64,
+    pub peak_rss_mb: f64,
+}
+
+impl Proc {
+    /// Starts `program` with `args`; DDS programs get the lab's loopback configuration.
+    pub fn start(name: &str, program: &Path, args: &[String]) -> Result<Proc, String> {
+        let mut child = Command::new(program)
+            .args(args)
+            .env("CYCLONEDDS_URI", cyclonedds_uri())
+            .env_remove("LD_LIBRARY_PATH")
+            .env(
+                "RUST_LOG",
+                std::env::var("ROAM_LAB_LOG").unwrap_or_else(|_| "warn".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("starting {name} ({}): {e}", program.display()))?;
+        let (tx, lines) = mpsc::channel();
+        let out = child.stdout.take().ok_or("no stdout")?;
+        std::thread::spawn(move || {
+            for l in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let err = child.stderr.take().ok_or("no stderr")?;
+        let sink = stderr.clone();
+        let tag = name.to_string();
+        std::thread::spawn(move || {
+            for l in BufReader::new(err).lines().map_while(Result::ok) {
+                if std::env::var_os("ROAM_LAB_VERBOSE").is_some() {
+                    eprintln!("    [{tag}] {l}");
+                }
+                if let Ok(mut v) = sink.lock() {
+                    if v.len() < 200 {
+                        v.push(l);
+                    }
+                }
+            }
+        });
+        Ok(Proc {
+            name: name.into(),
+            child,
+            lines,
+            stderr,
+            window: None,
+            peak_rss_kb: 0,
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The last lines the process wrote to stderr, for error messages.
+    pub fn log_tail(&self) -> String {
+        let v = self.stderr.lock().map(|v| v.clone()).unwrap_or_default();
+        v[v.len().saturating_sub(8)..].join("\n")
+    }
+
+    /// Waits for a stdout line satisfying `want`; Err after `timeout` or when the process
+    /// ended without one.
+    pub fn wait_line(
+        &self,
+        timeout: Duration,
+        want: impl Fn(&str) -> bool,
+    ) -> Result<String, String> {
+        let end = Instant::now() + timeout;
+        loop {
+            let left = end.checked_duration_since(Instant::now()).ok_or_else(|| {
+                format!(
+                    "{}: nothing within {timeout:?}\n{}",
+                    self.name,
+                    self.log_tail()
+                )
+            })?;
+            match self.lines.recv_timeout(left) {
+                Ok(l) if want(&l) => return Ok(l),
+                Ok(_) => {}
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(format!("{} exited:\n{}", self.name, self.log_tail()))
+                }
+            }
+        }
+    }
+
+    /// Starts a CPU/memory window now.
+    pub fn begin_window(&mut self) {
+        self.window = cpu_ticks(self.pid()).map(|t| (Instant::now(), t));
+        self.peak_rss_kb = rss_kb(self.pid()).unwrap_or(0);
+    }
+
+    /// Samples resident memory (call periodically within a window).
+    pub fn sample(&mut self) {
+        if let Some(kb) = rss_kb(self.pid()) {
+            self.peak_rss_kb = self.peak_rss_kb.max(kb);
+        }
+    }
+
+    /// CPU use since `begin_window` and the peak memory seen.
+    pub fn end_window(&mut self) -> Option<Usage> {
+        let (t0, c0) = self.window.take()?;
+        let c1 = cpu_ticks(self.pid())?;
+        self.sample();
+        let ticks_per_s = 100.0; // USER_HZ on Linux
+        let secs = t0.elapsed().as_secs_f64().max(1e-3);
+        Some(Usage {
+            process: self.name.clone(),
+            cpu_percent: (c1.saturating_sub(c0)) as f64 / ticks_per_s / secs * 100.0,
+            peak_rss_mb: self.peak_rss_kb as f64 / 1024.0,
+        })
+    }
+
+    /// SIGTERM, then SIGKILL after `grace`; waits for the exit.
+    pub fn stop(&mut self, grace: Duration) {
+        if matches!(self.child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        let _ = Command::new("kill").arg(self.pid().to_string()).status();
+        let end = Instant::now() + grace;
+        while Instant::now() < end {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Waits for the process to exit on its own.
+    pub fn wait_exit(&mut self, timeout: Duration) -> bool {
+        let end = Instant::now() + timeout;
+        while Instant::now() < end {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.stop(Duration::from_secs(3));
+    }
+}
+
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which is in parentheses and may contain spaces.
+    let rest = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    // utime and stime are fields 14 and 15 of stat, i.e. 11 and 12 after the name and state.
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+fn rss_kb(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .trim()
+        .trim_end_matches(" kB")
+        .trim()
+        .parse()
+        .ok()
+}

@@ -1,0 +1,310 @@
+//! The systems under test, started fresh for every run the way a user starts them:
+//! - native: source and sink in one DDS domain, nothing between them;
+//! - roam: DDS domain A - proxy - router (- router) - proxy - DDS domain B, payloads sealed
+//!   or in clear text (authenticated) to show what encryption costs;
+//! - zenoh: DDS domain A - Zenoh ROS 2 bridge - (TCP or QUIC) - bridge - DDS domain B.
+//!
+//! A wide-area path puts `roam-wan-relay` (delay, jitter, loss) between the two sides: between
+//! proxy A and the first router, or between the two Zenoh bridges.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::procs::Proc;
+
+/// Ports the lab listens on (UDP and TCP, 127.0.0.1), clear of the DDS ports of its domains.
+const ROUTER1_PORT: u16 = 40001;
+const ROUTER2_PORT: u16 = 40002;
+const RELAY_PORT: u16 = 40010;
+const ZENOH_PORT: u16 = 40020;
+
+/// DDS domains: each kind of system has its own pair, so nothing lingers between kinds.
+const NATIVE_DOMAIN: u32 = 60;
+const ROAM_DOMAINS: (u32, u32) = (61, 62);
+const ZENOH_DOMAINS: (u32, u32) = (63, 64);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "system", rename_all = "snake_case")]
+pub enum System {
+    Native,
+    Roam { routers: u8, encrypt: bool },
+    Zenoh { quic: bool },
+}
+
+impl System {
+    pub fn label(self) -> String {
+        match self {
+            System::Native => "native DDS".into(),
+            System::Roam { routers, encrypt } => format!(
+                "roam, {routers} router{}{}",
+                if routers > 1 { "s" } else { "" },
+                if encrypt { "" } else { ", clear text" }
+            ),
+            System::Zenoh { quic } => {
+                format!("zenoh bridge, {}", if quic { "QUIC" } else { "TCP" })
+            }
+        }
+    }
+
+    /// The default roam system: one router, sealed.
+    pub const ROAM: System = System::Roam {
+        routers: 1,
+        encrypt: true,
+    };
+}
+
+/// An emulated wide-area path.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Wan {
+    pub label: &'static str,
+    pub delay_ms: f64,
+    pub jitter_ms: f64,
+    pub loss: f64,
+}
+
+/// What the lab runs: where the programs are, and a scratch directory.
+pub struct Lab {
+    pub roam: PathBuf,
+    pub loadgen: PathBuf,
+    pub relay: PathBuf,
+    pub zenoh: Option<PathBuf>,
+    pub dir: PathBuf,
+    pki: PathBuf,
+    realm: PathBuf,
+}
+
+impl Lab {
+    /// Finds the programs next to this one and makes a CA, identities and a realm.
+    pub fn prepare(zenoh: Option<PathBuf>) -> Result<Lab, String> {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let bin = exe.parent().ok_or("no program directory")?;
+        let find = |name: &str| -> Result<PathBuf, String> {
+            let p = bin.join(name);
+            p.exists().then_some(p.clone()).ok_or_else(|| {
+                format!(
+                    "{} not found: build it first (cargo build --release -p roam -p roam-bench)",
+                    p.display()
+                )
+            })
+        };
+        let dir = std::env::temp_dir().join(format!("roam-lab-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let lab = Lab {
+            roam: find("roam")?,
+            loadgen: find("roam-loadgen")?,
+            relay: find("roam-wan-relay")?,
+            zenoh,
+            pki: dir.join("pki"),
+            realm: dir.join("lab.realm"),
+            dir,
+        };
+        let pki = lab.pki.to_string_lossy().to_string();
+        lab.roam_ok(&["pki", "init", "--dir", &pki])?;
+        for id in ["proxy-a", "proxy-b", "r1", "r2"] {
+            lab.roam_ok(&["pki", "issue", id, "--dir", &pki, "--role", "router"])?;
+        }
+        lab.roam_ok(&["realm", "new", "lab", "--out", &lab.realm.to_string_lossy()])?;
+        Ok(lab)
+    }
+
+    fn roam_ok(&self, args: &[&str]) -> Result<(), String> {
+        let out = std::process::Command::new(&self.roam)
+            .args(args)
+            .output()
+            .map_err(|e| e.to_string())?;
+        out.status.success().then_some(()).ok_or_else(|| {
+            format!(
+                "roam {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+    }
+
+    /// Starts `system` for traffic on `topic` (and `topic/echo` back).
+    pub fn start(&self, system: System, topic: &str, wan: Option<Wan>) -> Result<Running, String> {
+        let started = Instant::now();
+        let mut procs = Vec::new();
+        let domains = match system {
+            System::Native => (NATIVE_DOMAIN, NATIVE_DOMAIN),
+            System::Roam { routers, encrypt } => {
+                self.start_roam(&mut procs, routers, encrypt, topic, wan)?;
+                ROAM_DOMAINS
+            }
+            System::Zenoh { quic } => {
+                self.start_zenoh(&mut procs, quic, wan)?;
+                ZENOH_DOMAINS
+            }
+        };
+        Ok(Running {
+            procs,
+            domain_a: domains.0,
+            domain_b: domains.1,
+            started,
+        })
+    }
+
+    fn relay(
+        &self,
+        procs: &mut Vec<Proc>,
+        udp: bool,
+        target: u16,
+        wan: Wan,
+    ) -> Result<u16, String> {
+        let spec = format!("127.0.0.1:{RELAY_PORT}=127.0.0.1:{target}");
+        let args = vec![
+            if udp { "--udp" } else { "--tcp" }.to_string(),
+            spec,
+            "--delay-ms".into(),
+            wan.delay_ms.to_string(),
+            "--jitter-ms".into(),
+            wan.jitter_ms.to_string(),
+            "--loss".into(),
+            wan.loss.to_string(),
+            "--seed".into(),
+            "7".into(),
+        ];
+        let p = Proc::start("wan-relay", &self.relay, &args)?;
+        p.wait_line(Duration::from_secs(10), |l| l == "ready")?;
+        procs.push(p);
+        Ok(RELAY_PORT)
+    }
+
+    fn start_roam(
+        &self,
+        procs: &mut Vec<Proc>,
+        routers: u8,
+        encrypt: bool,
+        topic: &str,
+        wan: Option<Wan>,
+    ) -> Result<(), String> {
+        let pki = self.pki.to_string_lossy().to_string();
+        let router = |id: &str, port: u16, connect: Option<u16>| -> Result<Proc, String> {
+            let mut args: Vec<String> = [
+                "router",
+                "--id",
+                id,
+                "--pki",
+                &pki,
+                "--status-interval",
+                "0",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            args.extend(["--listen".into(), format!("127.0.0.1:{port}")]);
+            if let Some(c) = connect {
+                args.extend(["--connect".into(), format!("127.0.0.1:{c}")]);
+            }
+            let p = Proc::start(id, &self.roam, &args)?;
+            p.wait_line(Duration::from_secs(10), |l| l.starts_with("listening"))?;
+            Ok(p)
+        };
+        procs.push(router("r1", ROUTER1_PORT, None)?);
+        let b_port = if routers > 1 {
+            procs.push(router("r2", ROUTER2_PORT, Some(ROUTER1_PORT))?);
+            ROUTER2_PORT
+        } else {
+            ROUTER1_PORT
+        };
+        let a_port = match wan {
+            Some(w) => self.relay(procs, true, ROUTER1_PORT, w)?,
+            None => ROUTER1_PORT,
+        };
+        let echo = format!("{topic}/echo");
+        let a = self.proxy_yaml("proxy-a", ROAM_DOMAINS.0, a_port, encrypt, topic, &echo);
+        let b = self.proxy_yaml("proxy-b", ROAM_DOMAINS.1, b_port, encrypt, &echo, topic);
+        for (id, yaml) in [("proxy-a", a), ("proxy-b", b)] {
+            let path = self.dir.join(format!("{id}.yaml"));
+            std::fs::write(&path, yaml).map_err(|e| e.to_string())?;
+            procs.push(Proc::start(
+                id,
+                &self.roam,
+                &["proxy".into(), "-c".into(), path.to_string_lossy().into()],
+            )?);
+        }
+        Ok(())
+    }
+
+    fn proxy_yaml(
+        &self,
+        id: &str,
+        domain: u32,
+        port: u16,
+        encrypt: bool,
+        export: &str,
+        import: &str,
+    ) -> String {
+        format!(
+            "id: {id}\npki: {}\nupstream: [127.0.0.1:{port}]\n\
+             dds: {{domain: {domain}, interfaces: [lo], peers: [127.0.0.1]}}\n\
+             realms: {{lab: {}}}\nencrypt_payloads: {encrypt}\n\
+             exports:\n  - topic: {export}\n    realm: lab\n\
+             imports:\n  - topic: {import}\n    realm: lab\n",
+            self.pki.display(),
+            self.realm.display()
+        )
+    }
+
+    fn start_zenoh(
+        &self,
+        procs: &mut Vec<Proc>,
+        quic: bool,
+        wan: Option<Wan>,
+    ) -> Result<(), String> {
+        let exe = self
+            .zenoh
+            .as_deref()
+            .ok_or("the Zenoh bridge is not built (bench/zenoh-bridge/build.sh)")?;
+        let proto = if quic { "quic" } else { "tcp" };
+        let tls = self.dir.join("zenoh-tls");
+        let bridge =
+            |domain: u32, listen: Option<u16>, connect: Option<u16>| -> Result<Proc, String> {
+                let mut args = vec!["--domain".to_string(), domain.to_string()];
+                if let Some(p) = listen {
+                    args.extend(["--listen".into(), format!("{proto}/127.0.0.1:{p}")]);
+                }
+                if let Some(p) = connect {
+                    args.extend(["--connect".into(), format!("{proto}/127.0.0.1:{p}")]);
+                }
+                if quic {
+                    args.extend(["--tls-dir".into(), tls.to_string_lossy().into()]);
+                }
+                let p = Proc::start(&format!("zenoh-{domain}"), exe, &args)?;
+                p.wait_line(Duration::from_secs(20), |l| l == "ready")?;
+                Ok(p)
+            };
+        procs.push(bridge(ZENOH_DOMAINS.1, Some(ZENOH_PORT), None)?);
+        let port = match wan {
+            Some(w) => self.relay(procs, quic, ZENOH_PORT, w)?,
+            None => ZENOH_PORT,
+        };
+        procs.push(bridge(ZENOH_DOMAINS.0, None, Some(port))?);
+        Ok(())
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A started system: its processes (stopped on drop) and where to attach source and sink.
+pub struct Running {
+    pub procs: Vec<Proc>,
+    pub domain_a: u32,
+    pub domain_b: u32,
+    pub started: Instant,
+}
+
+impl Running {
+    /// Stops every process, last started first.
+    pub fn stop(mut self) {
+        while let Some(mut p) = self.procs.pop() {
+            p.stop(Duration::from_secs(3));
+        }
+    }
+}

@@ -1,0 +1,44 @@
+//! The lab's smoke run, as CI runs it: native DDS and roam (proxy - router - proxy, real
+//! processes on loopback) each deliver the load generator's messages, both round trips and a
+//! stream. Asserts delivery only, never a speed.
+
+use std::process::Command;
+
+#[test]
+fn the_lab_smoke_suite_delivers_through_native_dds_and_roam() {
+    let dir = std::env::temp_dir().join(format!("roam-lab-smoke-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("lab.json");
+    let status = Command::new(env!("CARGO_BIN_EXE_roam-lab"))
+        .args(["--smoke", "--zenoh-off", "--out"])
+        .arg(&out)
+        .status()
+        .expect("run roam-lab");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("lab.json")).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let ms = report["measurements"].as_array().expect("measurements");
+    let mut seen = std::collections::BTreeSet::new();
+    for m in ms {
+        let label = m["label"].as_str().unwrap().to_string();
+        assert!(m["error"].is_null(), "{label}: {}", m["error"]);
+        let (received, expected) = if m["load"]["echo"].as_bool().unwrap() {
+            (
+                &m["source"]["echo"]["received"],
+                &m["source"]["echo"]["expected"],
+            )
+        } else {
+            (
+                &m["sink"]["counts"]["received"],
+                &m["sink"]["counts"]["expected"],
+            )
+        };
+        let (received, expected) = (received.as_u64().unwrap(), expected.as_u64().unwrap());
+        assert!(received > 0, "{label} delivered nothing");
+        assert_eq!(received, expected, "{label}: reliable messages lost");
+        seen.insert(label);
+    }
+    assert!(seen.contains("native DDS"), "{seen:?}");
+    assert!(seen.iter().any(|l| l.starts_with("roam")), "{seen:?}");
+    assert!(status.success());
+}
