@@ -476,3 +476,34 @@ fn ddsperf_keyed_traffic_crosses_the_proxies() {
     assert!(total >= 300, "only {total} samples crossed: {line}");
     assert_eq!(lost, 0, "ddsperf saw sequence gaps: {line}");
 }
+
+#[test]
+fn a_clear_text_export_still_crosses_and_says_so() {
+    // encrypt_payloads: false (the lab's "clear text" system): payloads authenticated only.
+    let net = Net::new("proxy-clear");
+    let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
+    let robot = net.proxy(
+        "robot",
+        49,
+        &addr,
+        "encrypt_payloads: false\nexports:\n  - topic: /chatter\n    realm: test\n",
+    );
+    let _base = net.proxy(
+        "base",
+        50,
+        &addr,
+        "imports:\n  - topic: /chatter\n    realm: test\n",
+    );
+    let _talker = python("talker", "talker.py", &["49", "rt/chatter", "plain"]);
+    let listener = python("listener", "listener.py", &["50", "rt/chatter"]);
+    assert!(
+        wait_line(&listener, "data: plain", Duration::from_secs(30)).is_some(),
+        "nothing crossed: {}",
+        robot.logs()
+    );
+    assert!(
+        robot.wait_log("clear text", Duration::from_secs(1)),
+        "{}",
+        robot.logs()
+    );
+}
