@@ -16,17 +16,18 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
 fi
 
-# Rust: roam needs 1.80 or newer (Debian 12's own rustc is 1.63, too old for quinn/rustls).
+# Rust: roam builds with 1.80 or newer (Debian 12's own rustc is 1.63, too old for quinn/rustls);
+# its tests need 1.88 (the ros2-client/RustDDS node of the vendor-independence test).
 if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
   export PATH="$HOME/.cargo/bin:$PATH"
 fi
 if ! command -v cargo >/dev/null 2>&1; then
-  echo "setup: no Rust toolchain found. Install Rust 1.80+ with rustup (https://rustup.rs), then re-run." >&2
+  echo "setup: no Rust toolchain found. Install Rust 1.88+ with rustup (https://rustup.rs), then re-run." >&2
   exit 1
 fi
 ver=$(rustc --version | awk '{print $2}')
-if [ "$(printf '%s\n1.80.0\n' "$ver" | sort -V | head -n1)" != "1.80.0" ]; then
-  echo "setup: rustc $ver is older than 1.80; run 'rustup update stable'." >&2
+if [ "$(printf '%s\n1.88.0\n' "$ver" | sort -V | head -n1)" != "1.88.0" ]; then
+  echo "setup: rustc $ver is older than 1.88; run 'rustup update stable'." >&2
   exit 1
 fi
 

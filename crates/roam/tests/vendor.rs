@@ -1,0 +1,226 @@
+//! Vendor independence: a ROS 2 node on RustDDS (the `ros2-client` crate, in this test process)
+//! and a ROS 2 node on CycloneDDS (Python cyclonedds) exchange std_msgs/String through two roam
+//! proxies and a router, in both directions.
+//!
+//! Everything stays on loopback. The CycloneDDS peers (proxies, Python) use
+//! `roam_dds::loopback_config()`: interface `lo`, no multicast, SPDP by unicast to the
+//! participant-index ports on 127.0.0.1. The RustDDS participant is restricted to 127.0.0.1
+//! with `with_only_networks`: `lo` has no MULTICAST flag, so it opens no multicast sender,
+//! joins no group and advertises only 127.0.0.1 locators; its "same host loopback" discovery
+//! sends SPDP by unicast to 127.0.0.1 at the ports of participant ids 0..11, where CycloneDDS
+//! listens, and CycloneDDS's unicast SPDP reaches RustDDS the same way.
+//!
+//! Domains 45..48 and router ports 1915x are this file's alone. Domain 47's well-known RTPS
+//! ports are 19150, 19151 and 19160 upwards, so the routers sit on 19152 and 19154 (UDP for
+//! QUIC) in between.
+
+mod common;
+
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use ros2_client::dds::rustdds::DomainParticipantBuilder;
+use ros2_client::qos::{Durability, History, WhenFull};
+use ros2_client::{Context, MessageTypeName, Name, Node, NodeName, NodeOptions, QosProfile};
+
+/// Messages that must arrive consecutively after the first one.
+const RUN: u64 = 30;
+
+/// A ROS 2 node on RustDDS in `domain`, on loopback only.
+fn rustdds_node(domain: u16, name: &str) -> Node {
+    let participant = DomainParticipantBuilder::new(domain)
+        .with_only_networks([Ipv4Addr::LOCALHOST])
+        .build()
+        .expect("RustDDS participant");
+    let context = Context::from_domain_participant(participant).expect("ros2-client context");
+    context
+        .new_node(
+            NodeName::new("/", name).unwrap(),
+            NodeOptions::new()
+                .enable_rosout(false)
+                .start_parameter_services(false),
+        )
+        .expect("ros2-client node")
+}
+
+/// The ROS 2 default for a topic (rclcpp's `QoS(10)`): reliable, volatile, keep last 10.
+/// ros2-client's own `publisher_default()` keeps only 1.
+fn ros_default_qos() -> QosProfile {
+    QosProfile::publisher_default()
+        .reliability_reliable(WhenFull::DEFAULT)
+        .durability(Durability::Volatile)
+        .history(History::KeepLast { depth: 10 })
+}
+
+/// `/chatter` with std_msgs/msg/String (DDS: `rt/chatter`, `std_msgs::msg::dds_::String_`).
+fn chatter(node: &Node) -> ros2_client::dds::rustdds::Topic {
+    node.create_topic(
+        &Name::new("/", "chatter").unwrap(),
+        MessageTypeName::new("std_msgs", "String"),
+        &ros_default_qos(),
+    )
+    .expect("topic")
+}
+
+fn wait_line(p: &Proc, prefix: &str, timeout: Duration) -> Option<String> {
+    let end = Instant::now() + timeout;
+    while Instant::now() < end {
+        if let Some(l) = p.line(Duration::from_millis(100)) {
+            if l.starts_with(prefix) {
+                return Some(l);
+            }
+        }
+    }
+    None
+}
+
+/// The N of "TEXT N".
+fn counter(text: &str, prefix: &str) -> u64 {
+    text.strip_prefix(prefix)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected message {text:?}"))
+}
+
+/// A ros2-client publisher thread: "rustdds 0", "rustdds 1", ... every 50 ms until dropped.
+struct Talker {
+    stop: Arc<AtomicBool>,
+    sent: Arc<AtomicU64>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Talker {
+    fn start(domain: u16) -> Talker {
+        let stop = Arc::new(AtomicBool::new(false));
+        let sent = Arc::new(AtomicU64::new(0));
+        let (stop2, sent2) = (stop.clone(), sent.clone());
+        let mut node = rustdds_node(domain, "rustdds_talker");
+        let topic = chatter(&node);
+        let publisher = node
+            .create_publisher::<String>(&topic, None)
+            .expect("publisher");
+        let thread = std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop2.load(Ordering::Relaxed) {
+                if publisher.publish(format!("rustdds {n}")).is_ok() {
+                    n += 1;
+                    sent2.store(n, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            drop(publisher);
+            drop(node);
+        });
+        Talker {
+            stop,
+            sent,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Talker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn a_rustdds_talker_reaches_a_cyclonedds_listener_through_the_proxies() {
+    let net = Net::new("vendor-rustdds-to-cyclone");
+    let (_cloud, addr) = net.router("cloud", "127.0.0.1:19152", &[]);
+    let robot = net.proxy(
+        "robot",
+        45,
+        &addr,
+        "exports:\n  - topic: /chatter\n    realm: test\n",
+    );
+    let base = net.proxy(
+        "base",
+        46,
+        &addr,
+        "imports:\n  - topic: /chatter\n    realm: test\n",
+    );
+    let talker = Talker::start(45);
+    let listener = python("listener", "listener.py", &["46", "rt/chatter"]);
+
+    let first =
+        wait_line(&listener, "data: rustdds ", Duration::from_secs(40)).unwrap_or_else(|| {
+            panic!(
+                "nothing crossed from RustDDS ({} published).\nrobot: {}\nbase: {}",
+                talker.sent.load(Ordering::Relaxed),
+                robot.logs(),
+                base.logs()
+            )
+        });
+    // The proxy learned the type from RustDDS's discovery data, as ROS 2 names it.
+    assert!(
+        robot.logs().contains("std_msgs::msg::dds_::String_"),
+        "robot: {}",
+        robot.logs()
+    );
+    // Reliable all the way: every following message arrives, once, in order, unchanged.
+    let mut last = counter(&first, "data: rustdds ");
+    for _ in 0..RUN {
+        let l = wait_line(&listener, "data:", Duration::from_secs(5))
+            .unwrap_or_else(|| panic!("flow stopped after rustdds {last}: {}", base.logs()));
+        let n = counter(&l, "data: rustdds ");
+        assert_eq!(n, last + 1, "rustdds {n} arrived after rustdds {last}");
+        last = n;
+    }
+}
+
+#[test]
+fn a_cyclonedds_talker_reaches_a_rustdds_subscription_through_the_proxies() {
+    let net = Net::new("vendor-cyclone-to-rustdds");
+    let (_cloud, addr) = net.router("cloud", "127.0.0.1:19154", &[]);
+    let robot = net.proxy(
+        "robot",
+        48,
+        &addr,
+        "exports:\n  - topic: /chatter\n    realm: test\n",
+    );
+    let base = net.proxy(
+        "base",
+        47,
+        &addr,
+        "imports:\n  - topic: /chatter\n    realm: test\n",
+    );
+    let mut node = rustdds_node(47, "rustdds_listener");
+    let topic = chatter(&node);
+    let subscription = node
+        .create_subscription::<String>(&topic, None)
+        .expect("subscription");
+    let _talker = python("talker", "talker.py", &["48", "rt/chatter", "cyclone"]);
+
+    let mut got: Vec<u64> = Vec::new();
+    let mut end = Instant::now() + Duration::from_secs(40);
+    while got.len() < RUN as usize + 1 && Instant::now() < end {
+        match subscription.take() {
+            Ok(Some((text, _info))) => {
+                let n = counter(&text, "cyclone ");
+                if let Some(&last) = got.last() {
+                    assert_eq!(n, last + 1, "cyclone {n} arrived after cyclone {last}");
+                } else {
+                    // Flowing: from now on a message is due every 50 ms.
+                    end = Instant::now() + Duration::from_secs(15);
+                }
+                got.push(n);
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => panic!("take failed: {e:?}"),
+        }
+    }
+    assert_eq!(
+        got.len(),
+        RUN as usize + 1,
+        "only {got:?} crossed to RustDDS.\nrobot: {}\nbase: {}",
+        robot.logs(),
+        base.logs()
+    );
+}
