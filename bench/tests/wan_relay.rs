@@ -1,6 +1,6 @@
 //! End-to-end checks of `roam-wan-relay`: the built binary relays UDP and TCP on loopback with
 //! the configured delay (checked as a lower bound only), loss, and an intact TCP byte stream;
-//! it is stopped by PID with SIGTERM and writes its stats. Ports 40200-40299 on 127.0.0.1.
+//! it is stopped by PID with SIGTERM and writes its stats. Ports 32300-32399 on 127.0.0.1: below the kernel's ephemeral range (32768+), where a socket bound to port 0 elsewhere could take them, and between the DDS ports of domains 99 and 100.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream, UdpSocket};
@@ -99,7 +99,7 @@ fn read_stats(p: &PathBuf) -> serde_json::Value {
 
 #[test]
 fn udp_round_trip_takes_at_least_twice_the_delay() {
-    let echo = UdpSocket::bind("127.0.0.1:40201").unwrap();
+    let echo = UdpSocket::bind("127.0.0.1:32301").unwrap();
     echo.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let echo_thread = thread::spawn(move || {
         let mut buf = [0u8; 2048];
@@ -112,14 +112,14 @@ fn udp_round_trip_takes_at_least_twice_the_delay() {
     });
     let relay = Relay::start(&[
         "--udp",
-        "127.0.0.1:40200=127.0.0.1:40201",
+        "127.0.0.1:32300=127.0.0.1:32301",
         "--delay-ms",
         "20",
         "--seed",
         "1",
     ]);
     let client = UdpSocket::bind("127.0.0.1:0").unwrap();
-    client.connect("127.0.0.1:40200").unwrap();
+    client.connect("127.0.0.1:32300").unwrap();
     client
         .set_read_timeout(Some(Duration::from_secs(5)))
         .unwrap();
@@ -138,20 +138,20 @@ fn udp_round_trip_takes_at_least_twice_the_delay() {
     }
     relay.stop();
     let quit = UdpSocket::bind("127.0.0.1:0").unwrap();
-    quit.send_to(b"quit", "127.0.0.1:40201").unwrap();
+    quit.send_to(b"quit", "127.0.0.1:32301").unwrap();
     echo_thread.join().unwrap();
 }
 
 #[test]
 fn udp_loss_fraction_is_close_to_the_setting() {
     const N: u32 = 2000;
-    let sink = UdpSocket::bind("127.0.0.1:40211").unwrap();
+    let sink = UdpSocket::bind("127.0.0.1:32311").unwrap();
     sink.set_read_timeout(Some(Duration::from_millis(1500)))
         .unwrap();
     let stats = stats_path("udp-loss.json");
     let relay = Relay::start(&[
         "--udp",
-        "127.0.0.1:40210=127.0.0.1:40211",
+        "127.0.0.1:32310=127.0.0.1:32311",
         "--delay-ms",
         "2",
         "--loss",
@@ -177,7 +177,7 @@ fn udp_loss_fraction_is_close_to_the_setting() {
     for i in 0..N {
         let mut pkt = [0u8; 64];
         pkt[..4].copy_from_slice(&i.to_be_bytes());
-        client.send_to(&pkt, "127.0.0.1:40210").unwrap();
+        client.send_to(&pkt, "127.0.0.1:32310").unwrap();
         if i % 50 == 49 {
             thread::sleep(Duration::from_millis(2)); // stay far from socket buffer limits
         }
@@ -209,12 +209,12 @@ fn udp_loss_fraction_is_close_to_the_setting() {
 
 #[test]
 fn udp_flows_expire_when_idle_and_are_capped() {
-    let sink = UdpSocket::bind("127.0.0.1:40241").unwrap();
+    let sink = UdpSocket::bind("127.0.0.1:32341").unwrap();
     sink.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let stats = stats_path("udp-flows.json");
     let relay = Relay::start(&[
         "--udp",
-        "127.0.0.1:40240=127.0.0.1:40241",
+        "127.0.0.1:32340=127.0.0.1:32341",
         "--max-flows",
         "1",
         "--idle-timeout-s",
@@ -225,14 +225,14 @@ fn udp_flows_expire_when_idle_and_are_capped() {
     let a = UdpSocket::bind("127.0.0.1:0").unwrap();
     let b = UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut buf = [0u8; 16];
-    a.send_to(b"a1", "127.0.0.1:40240").unwrap();
+    a.send_to(b"a1", "127.0.0.1:32340").unwrap();
     let n = sink.recv(&mut buf).unwrap();
     assert_eq!(&buf[..n], b"a1");
     // The table holds one flow: b's datagram is dropped while a's flow lives.
-    b.send_to(b"b1", "127.0.0.1:40240").unwrap();
+    b.send_to(b"b1", "127.0.0.1:32340").unwrap();
     thread::sleep(Duration::from_millis(1500));
     // a's flow has expired: b gets the slot.
-    b.send_to(b"b2", "127.0.0.1:40240").unwrap();
+    b.send_to(b"b2", "127.0.0.1:32340").unwrap();
     let n = sink.recv(&mut buf).unwrap();
     assert_eq!(&buf[..n], b"b2");
     relay.stop();
@@ -307,13 +307,13 @@ fn tcp_echo_through(relay_port: u16, server_port: u16, len: usize) -> (Duration,
 fn tcp_stream_is_delayed_complete_and_in_order() {
     let relay = Relay::start(&[
         "--tcp",
-        "127.0.0.1:40220=127.0.0.1:40221",
+        "127.0.0.1:32320=127.0.0.1:32321",
         "--delay-ms",
         "20",
         "--seed",
         "7",
     ]);
-    let (one_way, round_trip) = tcp_echo_through(40220, 40221, 2_000_000);
+    let (one_way, round_trip) = tcp_echo_through(32320, 32321, 2_000_000);
     // Lower bounds only. The connect itself is not delayed (the relay accepts at once), the
     // first data byte is: 20 ms to the server, 20 ms more back.
     assert!(
@@ -332,7 +332,7 @@ fn tcp_stream_survives_loss_stalls_and_jitter() {
     let stats = stats_path("tcp-loss.json");
     let relay = Relay::start(&[
         "--tcp",
-        "127.0.0.1:40230=127.0.0.1:40231",
+        "127.0.0.1:32330=127.0.0.1:32331",
         "--delay-ms",
         "5",
         "--jitter-ms",
@@ -346,7 +346,7 @@ fn tcp_stream_survives_loss_stalls_and_jitter() {
         "--stats-json",
         stats.to_str().unwrap(),
     ]);
-    tcp_echo_through(40230, 40231, 1_000_000);
+    tcp_echo_through(32330, 32331, 1_000_000);
     relay.stop();
     let s = read_stats(&stats);
     let l = &s["listeners"][0];
@@ -369,7 +369,7 @@ fn tcp_stream_survives_loss_stalls_and_jitter() {
 #[test]
 fn bad_arguments_fail_before_ready() {
     let out = Command::new(BIN)
-        .args(["--udp", "127.0.0.1:40290=127.0.0.1:40291", "--loss", "1.5"])
+        .args(["--udp", "127.0.0.1:32390=127.0.0.1:32391", "--loss", "1.5"])
         .output()
         .unwrap();
     assert!(!out.status.success());

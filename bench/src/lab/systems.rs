@@ -14,11 +14,13 @@ use serde::Serialize;
 
 use super::procs::Proc;
 
-/// Ports the lab listens on (UDP and TCP, 127.0.0.1), clear of the DDS ports of its domains.
-const ROUTER1_PORT: u16 = 40001;
-const ROUTER2_PORT: u16 = 40002;
-const RELAY_PORT: u16 = 40010;
-const ZENOH_PORT: u16 = 40020;
+/// Ports the lab listens on (UDP and TCP, 127.0.0.1): below the kernel's ephemeral range
+/// (32768+), where any socket bound to port 0 (a DDS participant's, say) could take them, and
+/// in the gap between the DDS ports of domains 99 and 100.
+const ROUTER1_PORT: u16 = 32271;
+const ROUTER2_PORT: u16 = 32272;
+const RELAY_PORT: u16 = 32280;
+const ZENOH_PORT: u16 = 32290;
 
 /// DDS domains: each kind of system has its own pair, so nothing lingers between kinds.
 const NATIVE_DOMAIN: u32 = 60;

@@ -194,6 +194,9 @@ fn build_config(args: &Args) -> Result<Config, String> {
         "scouting/multicast/enabled",
         json(args.multicast_scouting),
     )?;
+    // No gossip either: a bridge that learned its peer's own locators would connect to them
+    // directly and bypass whatever sits on the configured path (the lab's WAN relay).
+    set(&mut config, "scouting/gossip/enabled", json(false))?;
 
     // As zenoh-bridge-ros2dds: timestamps on publications (the plugin's PublicationCache for
     // TRANSIENT_LOCAL topics needs them), admin space on, plugin loading on.
