@@ -49,10 +49,21 @@ fn a_talker_in_one_ros_network_reaches_a_listener_in_another_and_private_topics_
         assert!(n > last, "out of order: {n} after {last}");
         last = n;
     }
-    // The private topic was never exported, so nothing of it reaches the other network.
+    // The private topic was never exported, so nothing of it reaches the other network:
+    // no data, and no publication of it in network B's DDS discovery, while the exported
+    // topic's publication (the importing proxy's writer) is there.
     assert!(
         wait_line(&spy, "data:", Duration::from_secs(1)).is_none(),
         "a private topic leaked"
+    );
+    let publications = publications_in(22, Duration::from_secs(2));
+    assert!(
+        publications.iter().any(|t| t == "rt/chatter"),
+        "discovery in network B misses the imported topic: {publications:?}"
+    );
+    assert!(
+        !publications.iter().any(|t| t.contains("private_map")),
+        "network B's discovery shows the private topic: {publications:?}"
     );
     assert!(
         !robot.logs().contains("/private_map"),
@@ -506,4 +517,30 @@ fn a_clear_text_export_still_crosses_and_says_so() {
         "{}",
         robot.logs()
     );
+}
+
+/// The topic names of every publication a DDS participant of our own sees in `domain` within
+/// `settle` (DDS discovery, as `ros2 topic list` would use it).
+fn publications_in(domain: u32, settle: Duration) -> Vec<String> {
+    let xml = format!(
+        "<CycloneDDS><Domain>{}</Domain></CycloneDDS>",
+        roam_dds::loopback_config()
+    );
+    let participant = roam_dds::Participant::new(domain, Some(&xml)).expect("DDS participant");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let discovery = roam_dds::Discovery::new(&participant, move |ev| {
+        if let roam_dds::DiscoveryEvent::Publication(ep) = ev {
+            if ep.alive {
+                sink.lock().unwrap().push(ep.topic_name);
+            }
+        }
+    })
+    .expect("DDS discovery");
+    std::thread::sleep(settle);
+    drop(discovery);
+    let mut topics = seen.lock().unwrap().clone();
+    topics.sort();
+    topics.dedup();
+    topics
 }
