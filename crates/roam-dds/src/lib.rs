@@ -83,7 +83,7 @@ pub use error::DdsError;
 pub use participant::Participant;
 pub use qos::{History, Qos};
 pub use reader::{Reader, Sample};
-pub use writer::Writer;
+pub use writer::{Writer, WriterOptions};
 
 /// A 16-byte DDS GUID (GUID prefix of 12 bytes, entity id of 4).
 pub type Guid = [u8; 16];

@@ -101,6 +101,24 @@ impl RawQos {
         self.0
     }
 
+    /// Sets how long a reliable write may block (see [`crate::WriterOptions::non_blocking`]).
+    pub(crate) fn set_max_blocking_time(&self, qos: &Qos, ns: i64) {
+        let reliability = if qos.reliable {
+            cyclors::dds_reliability_kind_DDS_RELIABILITY_RELIABLE
+        } else {
+            cyclors::dds_reliability_kind_DDS_RELIABILITY_BEST_EFFORT
+        };
+        // SAFETY: `self.0` is a valid qos owned by us; the setter only writes into it.
+        unsafe { cyclors::dds_qset_reliability(self.0, reliability, ns) };
+    }
+
+    /// Enables CycloneDDS's writer batching (samples wait in the outgoing packet until a
+    /// flush or a full packet).
+    pub(crate) fn set_writer_batching(&self) {
+        // SAFETY: `self.0` is a valid qos owned by us; the setter only writes into it.
+        unsafe { cyclors::dds_qset_writer_batching(self.0, true) };
+    }
+
     /// Sets the USER_DATA policy (opaque bytes that discovery shows to every peer).
     pub(crate) fn set_user_data(&self, data: &[u8]) {
         // SAFETY: `self.0` is a valid qos owned by us; CycloneDDS copies `sz` bytes from

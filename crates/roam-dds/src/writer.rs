@@ -5,6 +5,23 @@ use crate::participant::{create_blob_topic, delete_entity, entity_guid, Particip
 use crate::qos::RawQos;
 use crate::{Guid, Qos, TopicInfo};
 
+/// How a [`Writer`] behaves beyond its [`Qos`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WriterOptions<'a> {
+    /// USER_DATA announced in discovery, where every peer's
+    /// [`Endpoint::user_data`](crate::Endpoint::user_data) shows it. Empty: none.
+    pub user_data: &'a [u8],
+    /// Batch samples: a write queues the sample in the writer's outgoing packet, and
+    /// [`Writer::flush`] (or a full packet) sends it. Many small samples then share one
+    /// packet, one system call on this side and one on each reader's, instead of one each.
+    /// The caller must flush once it has written what it has.
+    pub batching: bool,
+    /// A reliable write that the readers are not ready for (too much unacknowledged data)
+    /// fails at once with a timeout ([`DdsError::is_timeout`]) instead of blocking the
+    /// calling thread for up to a second: for callers on an async runtime, which retry later.
+    pub non_blocking: bool,
+}
+
 /// Publishes raw serialized samples on a blob topic.
 pub struct Writer {
     handle: dds_entity_t,
@@ -28,21 +45,26 @@ impl Writer {
         topic: &TopicInfo,
         qos: &Qos,
     ) -> Result<Writer, DdsError> {
-        Self::with_user_data(participant, topic, qos, &[])
+        Self::with_options(participant, topic, qos, WriterOptions::default())
     }
 
-    /// Like [`Writer::new`], announcing `user_data` (USER_DATA QoS) in discovery, where every
-    /// peer's [`Endpoint::user_data`](crate::Endpoint::user_data) shows it. Empty: none.
-    pub fn with_user_data(
+    /// Like [`Writer::new`], with [`WriterOptions`].
+    pub fn with_options(
         participant: &Participant,
         topic: &TopicInfo,
         qos: &Qos,
-        user_data: &[u8],
+        options: WriterOptions<'_>,
     ) -> Result<Writer, DdsError> {
         let topic_handle = create_blob_topic(participant, topic)?;
         let raw = RawQos::new(qos);
-        if !user_data.is_empty() {
-            raw.set_user_data(user_data);
+        if !options.user_data.is_empty() {
+            raw.set_user_data(options.user_data);
+        }
+        if options.batching {
+            raw.set_writer_batching();
+        }
+        if options.non_blocking {
+            raw.set_max_blocking_time(qos, 0);
         }
         // SAFETY: participant and topic handles are live; the qos is valid for the call and
         // copied by CycloneDDS; NULL listener = none.
@@ -71,7 +93,8 @@ impl Writer {
     /// little endian). For a keyed topic the key is whatever the bytes hold.
     ///
     /// A reliable write blocks (up to one second, then `DDS_RETCODE_TIMEOUT`, see
-    /// [`DdsError::is_timeout`]) while the readers have too much unacknowledged data.
+    /// [`DdsError::is_timeout`]) while the readers have too much unacknowledged data; a
+    /// [non-blocking](WriterOptions::non_blocking) one fails with the timeout at once.
     pub fn write_cdr(&self, cdr: &[u8]) -> Result<(), DdsError> {
         if cdr.len() < 4 {
             return Err(DdsError::InvalidArgument(format!(
@@ -114,6 +137,15 @@ impl Writer {
         // is ours and alive, so the lock cannot fail.
         check("dds_writecdr", unsafe {
             cyclors::dds_writecdr(self.handle, serdata)
+        })?;
+        Ok(())
+    }
+
+    /// Sends what batched writes queued (see [`WriterOptions::batching`]); a no-op otherwise.
+    pub fn flush(&self) -> Result<(), DdsError> {
+        // SAFETY: `self.handle` is our live writer.
+        check("dds_write_flush", unsafe {
+            cyclors::dds_write_flush(self.handle)
         })?;
         Ok(())
     }
