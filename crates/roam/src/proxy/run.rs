@@ -14,7 +14,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use roam_dds::{Discovery, DiscoveryEvent, Endpoint, Participant, Reader, TopicInfo, Writer};
+use roam_dds::{
+    Discovery, DiscoveryEvent, Endpoint, Participant, Reader, TopicInfo, Writer, WriterOptions,
+};
 use roam_net::link::LinkConfig;
 use roam_net::runtime::{self, PeerAddr, RouterConfig, RouterHandle, RoutingTimers};
 use roam_proto::{Name, Opener, Sealer};
@@ -283,72 +285,168 @@ async fn import(
     // `local` is the DDS topic name the writer is created on.
     let meta_name = meta_descriptor(&remote).name(&realm.secret);
     let mut meta_rx = router.subscribe(meta_name, 16).await;
-    let mut opener = Opener::new(&realm.secret, realm.opener_config());
-    let mut current: Option<(TopicMeta, Name, Writer)> = None;
-    let mut data_rx: Option<mpsc::Receiver<Bytes>> = None;
+    // One opener for metadata and data: its replay windows outlive a writer's replacement.
+    let opener = Arc::new(Mutex::new(Opener::new(
+        &realm.secret,
+        realm.opener_config(),
+    )));
+    let mut current: Option<(TopicMeta, Name)> = None;
     let mut plain = Vec::new();
-    loop {
-        tokio::select! {
-            env = meta_rx.recv() => {
-                let Some(env) = env else { return };
-                let meta = match opener.open(&env, now_us(), &mut plain).map_err(|e| e.to_string()).and_then(|_| TopicMeta::decode(&plain)) {
-                    Ok(m) => m,
-                    Err(e) => { warn!(topic = %remote, "dropped topic metadata: {e}"); continue; }
-                };
-                if current.as_ref().is_some_and(|(m, _, _)| *m == meta) {
-                    continue;
-                }
-                let topic = TopicInfo { name: local.clone(), type_name: meta.dds_type.clone(), keyless: meta.keyless };
-                let writer = match Writer::with_user_data(&participant, &topic, &meta.qos, PROXY_MARK) {
-                    Ok(w) => w,
-                    Err(e) => { warn!(topic = %local, "cannot create a DDS writer: {e}"); continue; }
-                };
-                let data_name = data_descriptor(&remote, &meta.dds_type).name(&realm.secret);
-                if let Some((_, old, _)) = &current {
-                    if *old != data_name {
-                        router.unsubscribe(*old).await;
-                    }
-                }
-                info!(topic = %local, ty = %meta.dds_type, reliable = meta.qos.reliable, transient_local = meta.qos.transient_local, "remote topic announced: writing locally");
-                data_rx = Some(router.subscribe(data_name, 4096).await);
-                current = Some((meta, data_name, writer));
+    while let Some(env) = meta_rx.recv().await {
+        let opened = opener
+            .lock()
+            .map_err(|_| "opener poisoned".to_string())
+            .and_then(|mut o| {
+                o.open(&env, now_us(), &mut plain)
+                    .map_err(|e| e.to_string())
+            });
+        let meta = match opened.and_then(|_| TopicMeta::decode(&plain)) {
+            Ok(m) => m,
+            Err(e) => {
+                warn!(topic = %remote, "dropped topic metadata: {e}");
+                continue;
             }
-            env = recv(&mut data_rx) => {
-                let Some(env) = env else { data_rx = None; continue };
-                let Some((_, _, writer)) = &current else { continue };
-                match opener.open(&env, now_us(), &mut plain) {
-                    // A reliable write blocks while local readers catch up; meanwhile this
-                    // importer's queue fills and the router pushes back on the topic.
-                    Ok(_) => if let Err(e) = tokio::task::block_in_place(|| write_patiently(writer, &plain)) {
-                        warn!(topic = %local, "DDS write failed: {e}");
-                    },
-                    Err(e) => warn!(topic = %local, "dropped an envelope: {e}"),
-                }
+        };
+        if current.as_ref().is_some_and(|(m, _)| *m == meta) {
+            continue;
+        }
+        let topic = TopicInfo {
+            name: local.clone(),
+            type_name: meta.dds_type.clone(),
+            keyless: meta.keyless,
+        };
+        let options = WriterOptions {
+            user_data: PROXY_MARK,
+            batching: true,
+            non_blocking: true,
+        };
+        let writer = match Writer::with_options(&participant, &topic, &meta.qos, options) {
+            Ok(w) => w,
+            Err(e) => {
+                warn!(topic = %local, "cannot create a DDS writer: {e}");
+                continue;
             }
+        };
+        let data_name = data_descriptor(&remote, &meta.dds_type).name(&realm.secret);
+        if let Some((_, old)) = &current {
+            if *old != data_name {
+                router.unsubscribe(*old).await;
+            }
+        }
+        info!(topic = %local, ty = %meta.dds_type, reliable = meta.qos.reliable, transient_local = meta.qos.transient_local, "remote topic announced: writing locally");
+        // Subscribing again replaces the router's channel: a previous writer task drains
+        // what it holds and ends.
+        let data_rx = router.subscribe(data_name, 4096).await;
+        tokio::spawn(write_imports(
+            data_rx,
+            opener.clone(),
+            Arc::new(writer),
+            local.clone(),
+        ));
+        current = Some((meta, data_name));
+    }
+}
+
+/// Most samples an import writes before it flushes them to the local readers: bounds how
+/// long the first of a burst waits in the writer's outgoing packet.
+const IMPORT_BATCH: usize = 64;
+
+/// Samples up to this size are written on the async worker that received them (queued and
+/// sent in microseconds); a larger one takes milliseconds to copy and send, and goes to a
+/// blocking thread so the router's tasks keep running meanwhile.
+const INLINE_WRITE_MAX: usize = 256 << 10;
+
+/// Opens every envelope of an imported topic and writes it to the local DDS domain. What is
+/// queued is written as one batch (samples share packets) and flushed before waiting again,
+/// so a lone message is never held back. When the local readers push back (a reliable write
+/// the readers are not ready for), this task waits for them, this import's queue fills and
+/// the router pushes back on the topic. Ends when the router closes the channel
+/// (unsubscribed, or replaced by a newer writer).
+async fn write_imports(
+    mut data_rx: mpsc::Receiver<Bytes>,
+    opener: Arc<Mutex<Opener>>,
+    writer: Arc<Writer>,
+    local: String,
+) {
+    let mut plain = Vec::new();
+    while let Some(first) = data_rx.recv().await {
+        let mut next = Some(first);
+        let mut written = 0;
+        while let Some(env) = next.take() {
+            let opened = match opener.lock() {
+                Ok(mut o) => o
+                    .open(&env, now_us(), &mut plain)
+                    .map_err(|e| e.to_string()),
+                Err(_) => Err("opener poisoned".to_string()),
+            };
+            match opened {
+                Ok(_) => plain = write_import(&writer, plain, &local).await,
+                Err(e) => warn!(topic = %local, "dropped an envelope: {e}"),
+            }
+            written += 1;
+            if written < IMPORT_BATCH {
+                next = data_rx.try_recv().ok();
+            }
+        }
+        if let Err(e) = writer.flush() {
+            warn!(topic = %local, "DDS flush failed: {e}");
         }
     }
 }
 
-/// How long an import keeps retrying a reliable write that times out (readers not
-/// acknowledging) before it gives the sample up.
+/// Writes one sample (the writer never blocks: see [`INLINE_WRITE_MAX`] and
+/// [`write_patiently`]); hands the buffer back for reuse.
+async fn write_import(writer: &Arc<Writer>, cdr: Vec<u8>, local: &str) -> Vec<u8> {
+    if cdr.len() <= INLINE_WRITE_MAX {
+        match writer.write_cdr(&cdr) {
+            Ok(()) => return cdr,
+            Err(e) if !e.is_timeout() => {
+                warn!(topic = %local, "DDS write failed: {e}");
+                return cdr;
+            }
+            // The readers are not ready: wait for them off the async workers.
+            Err(_) => {}
+        }
+    }
+    let w = writer.clone();
+    let done = tokio::task::spawn_blocking(move || {
+        let r = write_patiently(&w, &cdr);
+        (cdr, r)
+    });
+    match done.await {
+        Ok((cdr, r)) => {
+            if let Err(e) = r {
+                warn!(topic = %local, "DDS write failed: {e}");
+            }
+            cdr
+        }
+        Err(e) => {
+            warn!(topic = %local, "DDS write task failed: {e}");
+            Vec::new()
+        }
+    }
+}
+
+/// How long an import keeps retrying a reliable write that the readers are not ready for
+/// before it gives the sample up (a reader that stopped reading).
 const WRITE_PATIENCE: Duration = Duration::from_secs(10);
 
-/// Writes a sample, retrying while CycloneDDS reports back-pressure (a timeout): that is slow
-/// readers, not failure. Gives up after [`WRITE_PATIENCE`] (a reader that stopped reading).
+/// Writes a sample with a non-blocking writer, retrying while CycloneDDS reports
+/// back-pressure (a timeout: slow readers, not failure), with growing pauses (a retry copies
+/// the sample again). Gives up after [`WRITE_PATIENCE`].
 fn write_patiently(writer: &Writer, cdr: &[u8]) -> Result<(), roam_dds::DdsError> {
     let deadline = std::time::Instant::now() + WRITE_PATIENCE;
+    let mut pause = Duration::from_micros(50);
     loop {
         match writer.write_cdr(cdr) {
-            Err(e) if e.is_timeout() && std::time::Instant::now() < deadline => continue,
+            Err(e) if e.is_timeout() && std::time::Instant::now() < deadline => {
+                // What earlier batched writes queued must go out for the readers to ack it.
+                let _ = writer.flush();
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(5));
+            }
             r => return r,
         }
-    }
-}
-
-async fn recv(rx: &mut Option<mpsc::Receiver<Bytes>>) -> Option<Bytes> {
-    match rx {
-        Some(rx) => rx.recv().await,
-        None => std::future::pending().await,
     }
 }
 
