@@ -189,7 +189,12 @@ impl LinkStats {
     }
 
     pub fn count_out(&self, bytes: usize) {
-        self.frames_out.fetch_add(1, Ordering::Relaxed);
+        self.count_out_many(1, bytes);
+    }
+
+    /// Counts `frames` frames of `bytes` bytes in all, written at once.
+    pub fn count_out_many(&self, frames: usize, bytes: usize) {
+        self.frames_out.fetch_add(frames as u64, Ordering::Relaxed);
         self.bytes_out.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 

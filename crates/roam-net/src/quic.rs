@@ -334,22 +334,58 @@ impl From<Arc<QuicTransport>> for LinkSender {
     }
 }
 
+/// Most frames one stream write takes from a lane, and the byte count past which it stops
+/// taking more: enough to amortise waking quinn's connection driver over a burst of small
+/// messages, small enough that a lane's first message never waits behind a long batch.
+const WRITE_BATCH_FRAMES: usize = 64;
+const WRITE_BATCH_BYTES: usize = 256 << 10;
+/// Frames up to this size are copied into one buffer per batch; larger envelopes go to quinn
+/// as they are (no copy). quinn keeps every written buffer until the peer acknowledges it and
+/// looks data up by walking those buffers, so a burst of small messages must not become
+/// thousands of tiny buffers.
+const COALESCE_MAX: usize = 16 << 10;
+
 async fn write_lane(t: Arc<QuicTransport>, mut s: quinn::SendStream, lane: Arc<Lane<Outgoing>>) {
-    while let Some(item) = lane.pop().await {
-        let len = crate::lane::Weighted::size(&item);
-        let r = match item {
-            Outgoing::Control(b) => s.write_chunk(b).await,
-            Outgoing::Data { origin, envelope } => {
-                let head = Bytes::copy_from_slice(&data_header(origin, envelope.len()));
-                s.write_all_chunks(&mut [head, envelope]).await
+    let mut chunks: Vec<Bytes> = Vec::with_capacity(2 * WRITE_BATCH_FRAMES);
+    let mut small = bytes::BytesMut::new();
+    while let Some(first) = lane.pop().await {
+        // Whatever else is queued already goes in the same write.
+        let (mut frames, mut bytes) = (0, 0);
+        let mut next = Some(first);
+        while let Some(item) = next.take() {
+            frames += 1;
+            let size = crate::lane::Weighted::size(&item);
+            bytes += size;
+            if size > COALESCE_MAX && !small.is_empty() {
+                chunks.push(small.split().freeze());
             }
-        };
-        if let Err(e) = r {
+            match item {
+                Outgoing::Control(b) if size <= COALESCE_MAX => small.extend_from_slice(&b),
+                Outgoing::Control(b) => chunks.push(b),
+                Outgoing::Data { origin, envelope } => {
+                    small.extend_from_slice(&data_header(origin, envelope.len()));
+                    if size <= COALESCE_MAX {
+                        small.extend_from_slice(&envelope);
+                    } else {
+                        chunks.push(small.split().freeze());
+                        chunks.push(envelope);
+                    }
+                }
+            }
+            if frames < WRITE_BATCH_FRAMES && bytes < WRITE_BATCH_BYTES {
+                next = lane.try_pop();
+            }
+        }
+        if !small.is_empty() {
+            chunks.push(small.split().freeze());
+        }
+        if let Err(e) = s.write_all_chunks(&mut chunks).await {
             debug!("lane closed: {e}");
             lane.close();
             return;
         }
-        t.stats.count_out(len);
+        chunks.clear();
+        t.stats.count_out_many(frames, bytes);
     }
     // Closed: everything queued has been written. Wait until the peer acknowledged it, so a
     // program that exits right after publishing loses nothing.
@@ -358,13 +394,19 @@ async fn write_lane(t: Arc<QuicTransport>, mut s: quinn::SendStream, lane: Arc<L
     }
 }
 
+/// Bytes buffered per stream read from quinn.
+const READ_BUFFER: usize = 64 << 10;
+
 /// Reads frames until the stream ends; true when the peer finished it cleanly.
 async fn read_stream(
     t: Arc<QuicTransport>,
-    mut rx: quinn::RecvStream,
+    rx: quinn::RecvStream,
     link: LinkId,
     inbound: Inbound,
 ) -> bool {
+    // Small frames come several to a packet: buffering takes them out of quinn with one
+    // read (one lock of the connection) instead of three per frame.
+    let mut rx = tokio::io::BufReader::with_capacity(READ_BUFFER, rx);
     loop {
         match read_frame(&mut rx, t.cfg.max_frame).await {
             Ok(Some(frame)) => {
