@@ -8,6 +8,7 @@ mod crypto;
 mod memory;
 mod pki;
 mod report;
+mod subscribe;
 mod throughput;
 mod timer;
 
@@ -26,7 +27,7 @@ struct Args {
     only: Vec<String>,
 }
 
-const USAGE: &str = "usage: roam-bench [--quick] [--out FILE.json] [--markdown FILE.md] [--only seal,core,throughput,memory]";
+const USAGE: &str = "usage: roam-bench [--quick] [--out FILE.json] [--markdown FILE.md] [--only seal,core,throughput,subscribe,memory]";
 
 fn parse_args() -> Result<Option<Args>, String> {
     let bench_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -97,15 +98,16 @@ fn run() -> Result<(), String> {
         seal_open: Vec::new(),
         routing_core: None,
         throughput: Vec::new(),
+        subscribe: None,
         memory: None,
     };
 
     if wants("seal") {
-        eprintln!("[1/4] seal and open");
+        eprintln!("[1/5] seal and open");
         results.seal_open = crypto::run(plan)?;
     }
     if wants("core") {
-        eprintln!("[2/4] routing core");
+        eprintln!("[2/5] routing core");
         results.routing_core = Some(core::run(plan, args.quick)?);
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -113,7 +115,7 @@ fn run() -> Result<(), String> {
         .build()
         .map_err(|e| format!("starting the async runtime: {e}"))?;
     if wants("throughput") {
-        eprintln!("[3/4] throughput through routers on loopback");
+        eprintln!("[3/5] throughput through routers on loopback");
         let n = if args.quick { 20_000 } else { 200_000 };
         let paced = if args.quick { 2_000 } else { 10_000 };
         let mut scenarios = Vec::new();
@@ -144,8 +146,14 @@ fn run() -> Result<(), String> {
             results.throughput.push(o);
         }
     }
+    if wants("subscribe") {
+        eprintln!("[4/5] subscribe across three routers");
+        let o = rt.block_on(subscribe::run(3, if args.quick { 10 } else { 50 }))?;
+        eprintln!("  {}", subscribe::describe(&o));
+        results.subscribe = Some(o);
+    }
     if wants("memory") {
-        eprintln!("[4/4] router memory");
+        eprintln!("[5/5] router memory");
         results.memory = Some(rt.block_on(memory::run(1_000_000))?);
     }
     drop(rt);

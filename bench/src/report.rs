@@ -31,6 +31,8 @@ pub struct Results {
     pub seal_open: Vec<SealOpen>,
     pub routing_core: Option<RoutingCore>,
     pub throughput: Vec<Outcome>,
+    /// Added after schema 1 was published; absent in older files.
+    pub subscribe: Option<crate::subscribe::Outcome>,
     pub memory: Option<Memory>,
 }
 
@@ -292,10 +294,40 @@ pub fn markdown(r: &Report) -> String {
         }
     }
 
+    if let Some(o) = &r.results.subscribe {
+        let _ = writeln!(s, "\n## 4. Subscribe across {} routers\n", o.routers);
+        let _ = writeln!(
+            s,
+            "In one process, real QUIC links: {} routers in a chain, a publisher client on the first that \
+             declared {} names, a subscriber client on the last. Each round the subscriber subscribes to a \
+             name nobody wanted before; *demand* is when the publisher hears someone wants it (the \
+             subscription crossed every router), *first message* when the subscriber got the message the \
+             publisher sent on that news (what a proxy does: it opens its DDS reader on demand). The seed \
+             paper reports 2 ms to subscribe a name in its RIB.\n",
+            o.routers, o.rounds
+        );
+        let _ = writeln!(s, "| | p50 | p90 | max |\n|---|---:|---:|---:|");
+        let us = |v: f64| ns(v * 1e3);
+        let _ = writeln!(
+            s,
+            "| subscribe to demand at the publisher | {} | {} | {} |",
+            us(o.demand_p50_us),
+            us(o.demand_p90_us),
+            us(o.demand_max_us)
+        );
+        let _ = writeln!(
+            s,
+            "| subscribe to first message | {} | {} | {} |",
+            us(o.first_message_p50_us),
+            us(o.first_message_p90_us),
+            us(o.first_message_max_us)
+        );
+    }
+
     if let Some(mem) = &r.results.memory {
         let p = &mem.router_process;
         let c = &mem.routing_core;
-        let _ = writeln!(s, "\n## 4. Router resident memory\n");
+        let _ = writeln!(s, "\n## 5. Router resident memory\n");
         let _ = writeln!(
             s,
             "Router process: a real `roam router` process (`{}`, the release binary from the bench's own \

@@ -68,10 +68,11 @@ fn now_us() -> u64 {
         .unwrap_or(0)
 }
 
-struct Net {
-    routers: Vec<(RouterHandle, JoinHandle<()>)>,
-    publisher: Client,
-    subscriber: Client,
+/// Routers in a chain, a publisher client on the first and a subscriber client on the last.
+pub(crate) struct Net {
+    pub routers: Vec<(RouterHandle, JoinHandle<()>)>,
+    pub publisher: Client,
+    pub subscriber: Client,
 }
 
 async fn start_router(
@@ -105,7 +106,7 @@ fn client(pki: &TempPki, name: &str, router: SocketAddr) -> Result<Client, Strin
     Client::start(cfg).map_err(|e| format!("starting client {name}: {e}"))
 }
 
-async fn build(pki: &TempPki, routers: usize) -> Result<Net, String> {
+pub(crate) async fn build(pki: &TempPki, routers: usize) -> Result<Net, String> {
     let mut rs: Vec<(RouterHandle, JoinHandle<()>)> = Vec::new();
     for i in 0..routers.max(1) {
         let prev = rs.last().and_then(|(h, _)| h.quic_addr);
@@ -294,7 +295,7 @@ pub async fn run(s: Scenario) -> Result<Outcome, String> {
     })
 }
 
-async fn shutdown(net: Net) {
+pub(crate) async fn shutdown(net: Net) {
     let Net {
         routers,
         publisher,

@@ -108,12 +108,15 @@ fn run() -> Result<(), String> {
         out: Vec::new(),
     };
     plan.run_all();
-    let report = report::Report::new(
+    let mut report = report::Report::new(
         suite,
         &lab,
         std::mem::take(&mut plan.out),
         started.elapsed(),
     );
+    report.routing_plane = std::fs::read(bench.join("results/routing-plane.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
     let failed = report
         .measurements
         .iter()

@@ -22,6 +22,10 @@ pub struct Report {
     pub zenoh_bridge: Option<String>,
     pub seconds: f64,
     pub measurements: Vec<Measurement>,
+    /// `bench/results/routing-plane.json` (written by `roam-bench`) when present: E8 quotes
+    /// its control-plane figures. Not repeated in the lab's JSON.
+    #[serde(skip)]
+    pub routing_plane: Option<Value>,
 }
 
 impl Report {
@@ -38,6 +42,7 @@ impl Report {
                 .map(|_| "zenoh + zenoh-plugin-ros2dds (bench/zenoh-bridge/Cargo.toml)".into()),
             seconds: took.as_secs_f64(),
             measurements,
+            routing_plane: None,
         }
     }
 }
@@ -451,8 +456,8 @@ fn e8(r: &Report, s: &mut String) {
     if firsts.is_empty() {
         return;
     }
-    let _ = writeln!(s, "## E8: control plane: start to first delivery\n");
-    let _ = writeln!(s, "From starting the system's first process (router, bridge) to the source's first warm-up message coming back through the sink (includes starting both load generator processes and DDS discovery); median over every run of the suite. Routing-core figures (RIB at 10,000 and 1,000,000 names, subscribe and publish operations) are in ROUTING-PLANE.md.\n");
+    let _ = writeln!(s, "## E8: control plane\n");
+    let _ = writeln!(s, "Start to first delivery: from starting the system's first process (router, bridge) to the source's first warm-up message coming back through the sink (includes starting both load generator processes and DDS discovery); median over every run of the suite.\n");
     let _ = writeln!(s, "| system | runs | median start to first echo | median source start to first echo |\n|---|---|---|---|");
     for x in systems(&firsts) {
         let mut a: Vec<f64> = firsts
@@ -474,6 +479,52 @@ fn e8(r: &Report, s: &mut String) {
             a.len(),
             a.get(a.len() / 2).copied().unwrap_or(0.0),
             b.get(b.len() / 2).copied().unwrap_or(0.0)
+        );
+    }
+    s.push('\n');
+    if let Some(rp) = &r.routing_plane {
+        control_plane(rp, s);
+    }
+}
+
+/// E8's routing-plane part, quoted from `roam-bench`'s results: subscribe latency across
+/// three routers and RIB operations at 10,000 and 1,000,000 names (seed 000: 4 ms to publish,
+/// 2 ms to subscribe with 10,000 records; 2.4 ms from start to first message).
+fn control_plane(rp: &Value, s: &mut String) {
+    let date = rp.get("date").and_then(Value::as_str).unwrap_or("?");
+    let _ = writeln!(
+        s,
+        "From `roam-bench` ([ROUTING-PLANE.md](ROUTING-PLANE.md), run of {date}):\n"
+    );
+    let _ = writeln!(s, "| what | figure |\n|---|---|");
+    if let Some(sub) = rp.pointer("/results/subscribe") {
+        let routers = f(sub, &["routers"]).unwrap_or(0.0);
+        let _ = writeln!(
+            s,
+            "| subscribe across {routers:.0} routers: until the publisher hears of it (p50 / p90) | {} / {} |",
+            us(f(sub, &["demand_p50_us"])),
+            us(f(sub, &["demand_p90_us"]))
+        );
+        let _ = writeln!(
+            s,
+            "| subscribe across {routers:.0} routers: until the first message arrives (p50 / p90) | {} / {} |",
+            us(f(sub, &["first_message_p50_us"])),
+            us(f(sub, &["first_message_p90_us"]))
+        );
+    }
+    for rib in rp
+        .pointer("/results/routing_core/rib")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let names = f(rib, &["names"]).unwrap_or(0.0);
+        let ns = |k: &str| f(rib, &[k]).map_or("—".into(), |v| format!("{v:.0} ns"));
+        let _ = writeln!(
+            s,
+            "| RIB of {names:.0} names: publish / subscribe one name in the routing core | {} / {} |",
+            ns("publish_one_ns"),
+            ns("subscribe_one_ns")
         );
     }
     s.push('\n');
