@@ -9,7 +9,8 @@
 //! name nobody wanted before, so every round starts from "no route" without waiting for
 //! a withdrawal.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use roam_net::latency::now_us;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use roam_net::client::ClientEvent;
@@ -34,13 +35,6 @@ pub struct Outcome {
     pub first_message_p50_us: f64,
     pub first_message_p90_us: f64,
     pub first_message_max_us: f64,
-}
-
-fn now_us() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros() as u64)
-        .unwrap_or(0)
 }
 
 /// Waits for `pick` to accept an event of `events`, for at most `limit`.

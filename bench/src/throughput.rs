@@ -1,8 +1,9 @@
 //! Messages per second through one or two in-process routers on loopback: a publisher and a
 //! subscriber `Client` over QUIC with mutual TLS, sealed and opened at the edges.
 
+use roam_net::latency::now_us;
 use std::net::SocketAddr;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use roam_net::client::{Client, ClientConfig, ClientEvent};
@@ -59,13 +60,6 @@ pub struct Outcome {
     pub runs_msgs_per_s: Vec<f64>,
     /// Messages lost in every repetition, in the same order as `runs_msgs_per_s`.
     pub runs_lost: Vec<u64>,
-}
-
-fn now_us() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros() as u64)
-        .unwrap_or(0)
 }
 
 /// Routers in a chain, a publisher client on the first and a subscriber client on the last.

@@ -11,6 +11,7 @@
 pub mod client;
 pub mod framing;
 pub mod lane;
+pub mod latency;
 pub mod link;
 pub mod pause;
 pub mod pki;

@@ -180,12 +180,27 @@ pub struct LinkStats {
     pub dropped_full: AtomicU64,
     /// Best-effort messages dropped to make room for newer ones.
     pub dropped_stale: AtomicU64,
+    /// Age of the data arriving on this link (its envelopes' send time to reading it here).
+    pub data_age: crate::latency::LatencyHistogram,
 }
 
 impl LinkStats {
     pub fn count_in(&self, bytes: usize) {
         self.frames_in.fetch_add(1, Ordering::Relaxed);
         self.bytes_in.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// Counts a frame read from the link, and the age of its envelope if it carries data.
+    pub fn count_frame_in(&self, frame: &Frame) {
+        self.count_in(wire_size(frame));
+        self.record_age(frame);
+    }
+
+    /// Records how old a data frame's envelope is on arrival.
+    pub fn record_age(&self, frame: &Frame) {
+        if let Frame::Data { envelope, .. } = frame {
+            self.data_age.record_envelope(envelope);
+        }
     }
 
     pub fn count_out(&self, bytes: usize) {

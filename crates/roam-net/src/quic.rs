@@ -18,8 +18,8 @@ use tracing::{debug, warn};
 use crate::framing::read_frame;
 use crate::lane::{Lane, Policy, Pushed};
 use crate::link::{
-    check_hello, is_best_effort, wire_size, Established, Inbound, LinkConfig, LinkError, LinkId,
-    LinkSender, LinkStats, LocalInfo, Outgoing, Transport,
+    check_hello, is_best_effort, Established, Inbound, LinkConfig, LinkError, LinkId, LinkSender,
+    LinkStats, LocalInfo, Outgoing, Transport,
 };
 use crate::pki::Identity;
 use crate::tls;
@@ -410,7 +410,7 @@ async fn read_stream(
     loop {
         match read_frame(&mut rx, t.cfg.max_frame).await {
             Ok(Some(frame)) => {
-                t.stats.count_in(wire_size(&frame));
+                t.stats.count_frame_in(&frame);
                 if !inbound.frame(link, frame).await {
                     return false;
                 }
@@ -465,6 +465,7 @@ async fn read_datagrams(t: Arc<QuicTransport>, link: LinkId, inbound: Inbound) {
         match roam_proto::frame::decode_all(d, t.cfg.max_frame) {
             Ok(frames) => {
                 for f in frames {
+                    t.stats.record_age(&f);
                     if !inbound.frame(link, f).await {
                         return;
                     }

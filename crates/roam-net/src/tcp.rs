@@ -16,8 +16,8 @@ use tracing::{debug, warn};
 use crate::framing::{read_frame, write_data, ReadError};
 use crate::lane::{Lane, Policy, Pushed};
 use crate::link::{
-    check_hello, is_best_effort, wire_size, Established, Inbound, LinkConfig, LinkError, LinkId,
-    LinkSender, LinkStats, LocalInfo, Outgoing, Transport,
+    check_hello, is_best_effort, Established, Inbound, LinkConfig, LinkError, LinkId, LinkSender,
+    LinkStats, LocalInfo, Outgoing, Transport,
 };
 use crate::pki::Identity;
 use crate::tls;
@@ -112,7 +112,7 @@ where
                 tokio::select! {
                     r = read_frame(&mut rd, max_frame) => match r {
                         Ok(Some(f)) => {
-                            reader.stats.count_in(wire_size(&f));
+                            reader.stats.count_frame_in(&f);
                             if !inbound.frame(link, f).await {
                                 break "owner gone".to_string();
                             }

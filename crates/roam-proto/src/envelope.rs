@@ -141,6 +141,17 @@ pub fn peek_name(bytes: &[u8]) -> Option<Name> {
     Some(Name(n))
 }
 
+/// Reads only the send time of an envelope (for measuring its age at a hop): unauthenticated
+/// until the envelope is opened, so only good for statistics.
+pub fn peek_send_time(bytes: &[u8]) -> Option<u64> {
+    if bytes.len() < MIN_LEN || bytes[0] != VERSION {
+        return None;
+    }
+    let mut t = [0u8; 8];
+    t.copy_from_slice(&bytes[52..60]);
+    Some(u64::from_be_bytes(t))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,6 +171,8 @@ mod tests {
         b.extend_from_slice(&[0; TAG_LEN]);
         assert_eq!(EnvelopeHeader::parse(&b).unwrap(), h);
         assert_eq!(peek_name(&b), Some(Name([7; 32])));
+        assert_eq!(peek_send_time(&b), Some(10));
+        assert_eq!(peek_send_time(&b[..MIN_LEN - 1]), None);
     }
 
     #[test]

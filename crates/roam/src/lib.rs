@@ -6,3 +6,4 @@ pub mod config;
 pub mod payload;
 pub mod proxy;
 pub mod realm_file;
+pub mod stats;

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use roam_proto::frame::Role;
@@ -114,10 +114,7 @@ pub struct RouterConfig {
 }
 
 fn routing_config(id: RouterId, t: &RoutingTimers) -> roam_routing::Config {
-    let now_us = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros() as u64)
-        .unwrap_or(1);
+    let now_us = crate::latency::now_us().max(1);
     roam_routing::Config {
         router_id: id,
         initial_seq: now_us,
@@ -144,6 +141,8 @@ pub struct LinkReport {
     pub bytes_out: u64,
     pub dropped_full: u64,
     pub dropped_stale: u64,
+    /// Age of the data that arrived on the link (see [`crate::latency`]).
+    pub data_age: crate::latency::LatencySummary,
 }
 
 #[derive(Debug, Clone)]
@@ -657,6 +656,7 @@ impl Runtime {
                     bytes_out: g(&s.bytes_out),
                     dropped_full: g(&s.dropped_full),
                     dropped_stale: g(&s.dropped_stale),
+                    data_age: s.data_age.summary(),
                 }
             })
             .collect();

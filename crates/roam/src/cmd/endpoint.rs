@@ -1,9 +1,10 @@
 //! `roam pub` and `roam sub`: raw publishing and subscribing through a router, for debugging
 //! and tests (like mosquitto_pub / mosquitto_sub).
 
+use roam_net::latency::now_us;
 use std::io::Write;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use bytes::Bytes;
 use clap::Args;
@@ -75,13 +76,6 @@ fn topic_name(
             .ok_or_else(|| format!("--raw-name {h:?} is not 64 hex digits")),
         None => Ok(topic.descriptor().name(&realm.secret)),
     }
-}
-
-fn now_us() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros() as u64)
-        .unwrap_or(0)
 }
 
 fn client(conn: &ConnectArgs) -> Result<Client, String> {

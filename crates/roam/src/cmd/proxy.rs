@@ -17,10 +17,18 @@ pub struct ProxyArgs {
     /// Stop after this many seconds (default: run until Ctrl-C or SIGTERM).
     #[arg(long, value_name = "SECS")]
     pub duration: Option<u64>,
+    /// Log per-topic samples and ages at this hop, and per-link counters, every this many
+    /// seconds (0: only at shutdown) [default: status_interval_s in the file, else 30; log
+    /// target roam::stats].
+    #[arg(long, value_name = "SECS")]
+    pub status_interval: Option<u64>,
 }
 
 pub async fn run(a: ProxyArgs) -> CmdResult {
-    let cfg = ProxyConfig::load(&a.config)?;
+    let mut cfg = ProxyConfig::load(&a.config)?;
+    if let Some(s) = a.status_interval {
+        cfg.status_interval_s = s;
+    }
     let stop = async move {
         match a.duration {
             Some(s) => tokio::select! {

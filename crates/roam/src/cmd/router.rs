@@ -35,7 +35,8 @@ pub struct RouterArgs {
     /// Declare a silent peer dead after this many milliseconds.
     #[arg(long, value_name = "MS")]
     pub idle_timeout_ms: Option<u64>,
-    /// Log per-link counters every this many seconds (0: never).
+    /// Log the router's counters and, per link, traffic and the age of arriving data every
+    /// this many seconds (0: only at shutdown) [default: 30; log target roam::stats].
     #[arg(long, value_name = "SECS")]
     pub status_interval: Option<u64>,
 }
@@ -108,27 +109,16 @@ pub async fn run(a: RouterArgs) -> CmdResult {
             loop {
                 tick.tick().await;
                 let Some(r) = h.report().await else { return };
-                let s = r.routing;
-                info!(
-                    names = s.names,
-                    routers = s.routers_known,
-                    data_in = s.data_in,
-                    forwarded = s.data_forwarded,
-                    no_route = s.data_no_route,
-                    rpf_drop = s.data_rpf_drop,
-                    "status"
-                );
-                for l in r.links {
-                    info!(peer = %l.peer.name, kind = l.kind, frames_in = l.frames_in, frames_out = l.frames_out,
-                        bytes_in = l.bytes_in, bytes_out = l.bytes_out, dropped_full = l.dropped_full,
-                        dropped_stale = l.dropped_stale, "link");
-                }
+                crate::stats::log_router(&r);
             }
         });
     }
     tokio::select! {
         _ = shutdown_signal() => {
             info!("shutting down");
+            if let Some(r) = handle.report().await {
+                crate::stats::log_router(&r);
+            }
             handle.shutdown().await;
             let _ = task.await;
         }

@@ -25,6 +25,7 @@
 //!     realm: warehouse
 //! encrypt_payloads: true         # false: exported payloads in clear text, still
 //!                                # authenticated (public data; measuring encryption's cost)
+//! status_interval_s: 30          # per-topic and per-link status lines (0: only at exit)
 //! imports:                       # realm topics that appear in this network
 //!   - topic: /robot7/chatter
 //!     realm: warehouse
@@ -66,6 +67,9 @@ pub struct ProxyFile {
     pub encrypt_payloads: bool,
     #[serde(default)]
     pub link: crate::config::LinkFile,
+    /// Seconds between status lines (per topic: samples, ages at this hop; per link); 0:
+    /// only at shutdown.
+    pub status_interval_s: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -176,6 +180,8 @@ pub struct ProxyConfig {
     pub imports: Vec<Mapping>,
     pub link: crate::config::LinkFile,
     pub encrypt_payloads: bool,
+    /// Seconds between status lines; 0: only at shutdown.
+    pub status_interval_s: u64,
 }
 
 fn yes() -> bool {
@@ -305,6 +311,7 @@ impl ProxyConfig {
             imports,
             link: f.link,
             encrypt_payloads: f.encrypt_payloads,
+            status_interval_s: f.status_interval_s.unwrap_or(30),
         })
     }
 

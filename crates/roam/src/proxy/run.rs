@@ -11,12 +11,13 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use bytes::Bytes;
 use roam_dds::{
     Discovery, DiscoveryEvent, Endpoint, Participant, Reader, TopicInfo, Writer, WriterOptions,
 };
+use roam_net::latency::now_us;
 use roam_net::link::LinkConfig;
 use roam_net::runtime::{self, PeerAddr, RouterConfig, RouterHandle, RoutingTimers};
 use roam_proto::{Name, Opener, Sealer};
@@ -27,6 +28,7 @@ use super::config::{ProxyConfig, What};
 use super::meta::{data_descriptor, meta_descriptor, TopicMeta};
 use super::ros_names::{ros_endpoint, service_to_dds, topic_to_dds, RosEndpoint};
 use crate::realm_file::{self, Realm};
+use crate::stats::{Direction, ProxyStats, TopicStats};
 use roam_dds::ros_discovery_info;
 
 /// USER_DATA on every DDS writer a proxy creates for an import, so that another proxy on the
@@ -35,13 +37,6 @@ const PROXY_MARK: &[u8] = b"roam-proxy/1";
 
 /// How often an exporter re-announces a topic's metadata while anyone listens for it.
 const META_PERIOD: Duration = Duration::from_secs(2);
-
-fn now_us() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros() as u64)
-        .unwrap_or(0)
-}
 
 /// Runs a proxy until `stop` resolves.
 pub async fn run(
@@ -89,6 +84,24 @@ pub async fn run(
         warn!("encrypt_payloads is false: exported payloads travel in clear text (authenticated, not confidential)");
     }
 
+    let stats = Arc::new(ProxyStats::default());
+    let side = Side {
+        router: router.clone(),
+        participant: participant.clone(),
+    };
+    let status = (cfg.status_interval_s > 0).then(|| {
+        let (router, stats) = (router.clone(), stats.clone());
+        let every = Duration::from_secs(cfg.status_interval_s);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                log_status(&router, &stats).await;
+            }
+        })
+    });
+
     let (mut service_exports, mut service_imports) = service_legs(&cfg);
     // Raw DDS topics travel like ROS ones, under their own DDS names.
     let raw = |m: &super::config::Mapping| Leg {
@@ -120,12 +133,13 @@ pub async fn run(
     for leg in topic_imports.chain(service_imports) {
         info!(dds_topic = %leg.dds_topic, from = %leg.remote, realm = %leg.realm, "importing");
         let realm = realms[&leg.realm].clone();
+        let topic_stats = stats.topic(Direction::Import, &leg.dds_topic);
         tokio::spawn(import(
-            router.clone(),
-            participant.clone(),
+            side.clone(),
             realm,
             leg.remote,
             leg.dds_topic,
+            topic_stats,
         ));
     }
 
@@ -152,15 +166,34 @@ pub async fn run(
                     if exported.insert(local.clone()) {
                         let meta = TopicMeta { dds_type: ep.type_name.clone(), keyless: ep.keyless(), qos: ep.qos };
                         info!(topic = %local, as_ = %remote, realm = %realm, ty = %meta.dds_type, "exporting");
-                        tokio::spawn(export(router.clone(), participant.clone(), realms[&realm].clone(), ep.topic_name.clone(), remote, meta, cfg.encrypt_payloads));
+                        let topic_stats = stats.topic(Direction::Export, &ep.topic_name);
+                        tokio::spawn(export(side.clone(), realms[&realm].clone(), ep.topic_name.clone(), remote, meta, cfg.encrypt_payloads, topic_stats));
                     }
                 }
             }
         }
     }
+    if let Some(s) = status {
+        s.abort();
+    }
+    log_status(&router, &stats).await;
     router.shutdown().await;
     let _ = router_task.await;
     Ok(())
+}
+
+/// What every export and import task reaches: the edge router and the DDS participant.
+#[derive(Clone)]
+struct Side {
+    router: RouterHandle,
+    participant: Participant,
+}
+
+async fn log_status(router: &RouterHandle, stats: &ProxyStats) {
+    if let Some(r) = router.report().await {
+        crate::stats::log_router(&r);
+    }
+    stats.log();
 }
 
 /// Whether a discovered publication is one this proxy exports: (local topic, realm, realm topic).
@@ -189,14 +222,18 @@ fn exportable(
 
 /// Announces one exported topic and forwards its samples while anyone in the realm wants them.
 async fn export(
-    router: RouterHandle,
-    participant: Participant,
+    side: Side,
     realm: Arc<Realm>,
     dds_topic: String,
     remote: String,
     meta: TopicMeta,
     encrypt: bool,
+    stats: Arc<TopicStats>,
 ) {
+    let Side {
+        router,
+        participant,
+    } = side;
     let data_name = data_descriptor(&remote, &meta.dds_type).name(&realm.secret);
     let meta_name = meta_descriptor(&remote).name(&realm.secret);
     let mut meta_demand = router.publish(meta_name).await;
@@ -234,12 +271,20 @@ async fn export(
                 if r.is_err() { return; }
                 let wanted = *data_demand.borrow();
                 if wanted && reader.is_none() {
-                    let (router, sealer) = (router.clone(), sealer.clone());
+                    let (router, sealer, stats) = (router.clone(), sealer.clone(), stats.clone());
                     let on_sample = move |s: roam_dds::Sample| {
                         let mut out = Vec::new();
-                        let sealed = sealer.lock().map(|mut sl| sl.seal(&s.cdr, now_us(), &mut out));
+                        let now = now_us();
+                        let sealed = sealer.lock().map(|mut sl| sl.seal(&s.cdr, now, &mut out));
                         if matches!(sealed, Ok(Ok(()))) {
+                            // How long DDS took from the publisher's write to this hop.
+                            if s.source_timestamp_ns > 0 {
+                                stats.age_in.record(now.saturating_sub(s.source_timestamp_ns as u64 / 1000));
+                            }
+                            TopicStats::count(&stats.samples);
                             router.send_blocking(data_name, Bytes::from(out));
+                        } else {
+                            TopicStats::count(&stats.failed);
                         }
                     };
                     // The constructor may deliver historical samples (transient local) on this
@@ -276,12 +321,16 @@ async fn send_meta(
 
 /// Makes a realm topic appear locally once its exporter announced its type and QoS.
 async fn import(
-    router: RouterHandle,
-    participant: Participant,
+    side: Side,
     realm: Arc<Realm>,
     remote: String,
     local: String,
+    stats: Arc<TopicStats>,
 ) {
+    let Side {
+        router,
+        participant,
+    } = side;
     // `local` is the DDS topic name the writer is created on.
     let meta_name = meta_descriptor(&remote).name(&realm.secret);
     let mut meta_rx = router.subscribe(meta_name, 16).await;
@@ -342,6 +391,7 @@ async fn import(
             opener.clone(),
             Arc::new(writer),
             local.clone(),
+            stats.clone(),
         ));
         current = Some((meta, data_name));
     }
@@ -367,6 +417,7 @@ async fn write_imports(
     opener: Arc<Mutex<Opener>>,
     writer: Arc<Writer>,
     local: String,
+    stats: Arc<TopicStats>,
 ) {
     let mut plain = Vec::new();
     while let Some(first) = data_rx.recv().await {
@@ -380,8 +431,21 @@ async fn write_imports(
                 Err(_) => Err("opener poisoned".to_string()),
             };
             match opened {
-                Ok(_) => plain = write_import(&writer, plain, &local).await,
-                Err(e) => warn!(topic = %local, "dropped an envelope: {e}"),
+                Ok(_) => {
+                    stats.age_in.record_envelope(&env);
+                    let (buf, written) = write_import(&writer, plain, &local).await;
+                    plain = buf;
+                    if written {
+                        stats.age_out.record_envelope(&env);
+                        TopicStats::count(&stats.samples);
+                    } else {
+                        TopicStats::count(&stats.failed);
+                    }
+                }
+                Err(e) => {
+                    TopicStats::count(&stats.refused);
+                    warn!(topic = %local, "dropped an envelope: {e}");
+                }
             }
             written += 1;
             if written < IMPORT_BATCH {
@@ -395,14 +459,14 @@ async fn write_imports(
 }
 
 /// Writes one sample (the writer never blocks: see [`INLINE_WRITE_MAX`] and
-/// [`write_patiently`]); hands the buffer back for reuse.
-async fn write_import(writer: &Arc<Writer>, cdr: Vec<u8>, local: &str) -> Vec<u8> {
+/// [`write_patiently`]); hands the buffer back for reuse, and whether the write succeeded.
+async fn write_import(writer: &Arc<Writer>, cdr: Vec<u8>, local: &str) -> (Vec<u8>, bool) {
     if cdr.len() <= INLINE_WRITE_MAX {
         match writer.write_cdr(&cdr) {
-            Ok(()) => return cdr,
+            Ok(()) => return (cdr, true),
             Err(e) if !e.is_timeout() => {
                 warn!(topic = %local, "DDS write failed: {e}");
-                return cdr;
+                return (cdr, false);
             }
             // The readers are not ready: wait for them off the async workers.
             Err(_) => {}
@@ -414,15 +478,14 @@ async fn write_import(writer: &Arc<Writer>, cdr: Vec<u8>, local: &str) -> Vec<u8
         (cdr, r)
     });
     match done.await {
-        Ok((cdr, r)) => {
-            if let Err(e) = r {
-                warn!(topic = %local, "DDS write failed: {e}");
-            }
-            cdr
+        Ok((cdr, Ok(()))) => (cdr, true),
+        Ok((cdr, Err(e))) => {
+            warn!(topic = %local, "DDS write failed: {e}");
+            (cdr, false)
         }
         Err(e) => {
             warn!(topic = %local, "DDS write task failed: {e}");
-            Vec::new()
+            (Vec::new(), false)
         }
     }
 }

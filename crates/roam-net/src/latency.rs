@@ -1,0 +1,244 @@
+//! How old messages are when they reach a hop: a fixed-size histogram of microseconds that
+//! many threads record into without a lock, so every hop on the data path can be measured
+//! ("every hop is measured") at the cost of a few relaxed atomic additions per message.
+//!
+//! Ages come from the envelope's send time (the publisher's clock) and this host's clock:
+//! exact within one host, and across hosts only as good as their clock synchronisation
+//! (NTP: about a millisecond; PTP: microseconds). A time in the future counts as age 0; a
+//! forged one cannot do more than skew this histogram (the buckets are bounded).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Values below this are counted exactly (1 µs buckets).
+const LINEAR: u64 = 64;
+/// Sub-buckets per power of two above [`LINEAR`]: about 6% relative resolution.
+const SUB_BITS: u32 = 4;
+const SUB: u64 = 1 << SUB_BITS;
+/// Powers of two covered above `LINEAR` (2^6 .. 2^38 µs, about 76 hours); anything older is
+/// counted in the last bucket.
+const OCTAVES: u64 = 32;
+const BUCKETS: usize = (LINEAR + OCTAVES * SUB) as usize;
+
+/// Microseconds since the Unix epoch on this host's clock.
+pub fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+}
+
+fn bucket_of(us: u64) -> usize {
+    if us < LINEAR {
+        return us as usize;
+    }
+    let octave = 63 - u64::from(us.leading_zeros()); // >= 6
+    let sub = (us >> (octave - u64::from(SUB_BITS))) & (SUB - 1);
+    let i = LINEAR + (octave - 6) * SUB + sub;
+    (i as usize).min(BUCKETS - 1)
+}
+
+/// The smallest value a bucket holds and the first value of the next one.
+fn bucket_range(i: usize) -> (u64, u64) {
+    let i = i as u64;
+    if i < LINEAR {
+        return (i, i + 1);
+    }
+    let octave = (i - LINEAR) / SUB + 6;
+    let sub = (i - LINEAR) % SUB;
+    let width = 1u64 << (octave - u64::from(SUB_BITS));
+    let low = (1u64 << octave) + sub * width;
+    (low, low + width)
+}
+
+/// Ages in microseconds, recorded concurrently. 4.6 KB, whatever it counts.
+pub struct LatencyHistogram {
+    buckets: Box<[AtomicU64]>,
+    count: AtomicU64,
+    sum: AtomicU64,
+    min: AtomicU64,
+    max: AtomicU64,
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        Self {
+            buckets: (0..BUCKETS).map(|_| AtomicU64::new(0)).collect(),
+            count: AtomicU64::new(0),
+            sum: AtomicU64::new(0),
+            min: AtomicU64::new(u64::MAX),
+            max: AtomicU64::new(0),
+        }
+    }
+}
+
+impl std::fmt::Debug for LatencyHistogram {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("LatencyHistogram")
+            .field(&self.summary())
+            .finish()
+    }
+}
+
+impl LatencyHistogram {
+    pub fn record(&self, us: u64) {
+        self.buckets[bucket_of(us)].fetch_add(1, Ordering::Relaxed);
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.sum.fetch_add(us, Ordering::Relaxed);
+        self.min.fetch_min(us, Ordering::Relaxed);
+        self.max.fetch_max(us, Ordering::Relaxed);
+    }
+
+    /// Records the age of something sent at `sent_us` (microseconds since the epoch).
+    pub fn record_since(&self, sent_us: u64) {
+        self.record(now_us().saturating_sub(sent_us));
+    }
+
+    /// Records the age of an envelope from its header's send time (ignored if it has none).
+    pub fn record_envelope(&self, envelope: &[u8]) {
+        if let Some(t) = roam_proto::envelope::peek_send_time(envelope) {
+            self.record_since(t);
+        }
+    }
+
+    /// Count, mean, extremes and quantiles of what was recorded so far (quantiles and the
+    /// standard deviation to the buckets' resolution, about 6%).
+    pub fn summary(&self) -> LatencySummary {
+        let counts: Vec<u64> = self
+            .buckets
+            .iter()
+            .map(|b| b.load(Ordering::Relaxed))
+            .collect();
+        let n: u64 = counts.iter().sum();
+        if n == 0 {
+            return LatencySummary::default();
+        }
+        let mean = self.sum.load(Ordering::Relaxed) as f64
+            / self.count.load(Ordering::Relaxed).max(1) as f64;
+        let (min, max) = (
+            self.min.load(Ordering::Relaxed),
+            self.max.load(Ordering::Relaxed),
+        );
+        // A bucket's values are taken at its middle, clamped to what was seen.
+        let mid = |i: usize| {
+            let (lo, hi) = bucket_range(i);
+            ((lo + hi - 1) as f64 / 2.0).clamp(min as f64, max as f64)
+        };
+        let quantile = |q: f64| {
+            let rank = ((n as f64 * q).ceil() as u64).clamp(1, n);
+            let mut seen = 0;
+            for (i, c) in counts.iter().enumerate() {
+                seen += c;
+                if seen >= rank {
+                    return mid(i);
+                }
+            }
+            max as f64
+        };
+        let var = counts
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c > 0)
+            .map(|(i, c)| *c as f64 * (mid(i) - mean).powi(2))
+            .sum::<f64>()
+            / n as f64;
+        LatencySummary {
+            count: n,
+            mean_us: mean,
+            std_us: var.sqrt(),
+            min_us: min as f64,
+            p50_us: quantile(0.5),
+            p90_us: quantile(0.9),
+            p99_us: quantile(0.99),
+            max_us: max as f64,
+        }
+    }
+}
+
+/// What a [`LatencyHistogram`] holds, in microseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub mean_us: f64,
+    pub std_us: f64,
+    pub min_us: f64,
+    pub p50_us: f64,
+    pub p90_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_cover_every_value_in_order() {
+        let mut last = 0;
+        for us in (0..100_000u64).chain([1 << 30, 1 << 40, u64::MAX]) {
+            let b = bucket_of(us);
+            assert!(b >= last, "bucket order at {us}");
+            last = b;
+            let (lo, hi) = bucket_range(b);
+            if b < BUCKETS - 1 {
+                assert!(lo <= us && us < hi, "{us} outside bucket {b} [{lo}, {hi})");
+                // Relative resolution: a bucket is at most 1/16 of its values wide.
+                assert!((hi - lo) * SUB <= lo.max(LINEAR), "bucket {b} too wide");
+            }
+        }
+        assert_eq!(bucket_of(u64::MAX), BUCKETS - 1);
+    }
+
+    #[test]
+    fn summary_matches_the_values() {
+        let h = LatencyHistogram::default();
+        assert_eq!(h.summary(), LatencySummary::default());
+        for us in 1..=10_000u64 {
+            h.record(us);
+        }
+        let s = h.summary();
+        assert_eq!(s.count, 10_000);
+        assert_eq!((s.min_us, s.max_us), (1.0, 10_000.0));
+        assert!((s.mean_us - 5000.5).abs() < 1e-9);
+        for (got, want) in [(s.p50_us, 5000.0), (s.p90_us, 9000.0), (s.p99_us, 9900.0)] {
+            assert!((got - want).abs() / want < 0.07, "quantile {got} vs {want}");
+        }
+        // Uniform on 1..=10000: standard deviation 2886.8.
+        assert!(
+            (s.std_us - 2886.8).abs() / 2886.8 < 0.05,
+            "std {}",
+            s.std_us
+        );
+    }
+
+    #[test]
+    fn absurd_ages_stay_bounded() {
+        let h = LatencyHistogram::default();
+        h.record(u64::MAX);
+        h.record_since(now_us() + 1_000_000); // from the future: age 0
+        h.record_envelope(&[1, 2, 3]); // not an envelope: ignored
+        let s = h.summary();
+        assert_eq!(s.count, 2);
+        assert_eq!(s.min_us, 0.0);
+        assert_eq!(s.max_us, u64::MAX as f64);
+    }
+
+    #[test]
+    fn threads_record_without_losing_counts() {
+        let h = std::sync::Arc::new(LatencyHistogram::default());
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let h = h.clone();
+                std::thread::spawn(move || {
+                    for i in 0..10_000u64 {
+                        h.record(i * (t + 1));
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(h.summary().count, 40_000);
+    }
+}
