@@ -1,6 +1,7 @@
 //! The lab's smoke run, as CI runs it: native DDS and roam (proxy - router - proxy, real
 //! processes on loopback) each deliver the load generator's messages, both round trips and a
-//! stream. Asserts delivery only, never a speed.
+//! stream; roam's processes report the age of the data at every hop. Asserts delivery and
+//! that measurements exist, never a speed.
 
 use std::process::Command;
 
@@ -36,6 +37,21 @@ fn the_lab_smoke_suite_delivers_through_native_dds_and_roam() {
         let (received, expected) = (received.as_u64().unwrap(), expected.as_u64().unwrap());
         assert!(received > 0, "{label} delivered nothing");
         assert_eq!(received, expected, "{label}: reliable messages lost");
+        if label.starts_with("roam") {
+            // Every hop measured: the routers' and proxies' status lines at shutdown carry
+            // ages for the links, the exported topic and the imported one.
+            let hops = m["hops"].as_array().expect("hops");
+            for (kind, field) in [
+                ("link", "data_age_us"),
+                ("export", "dds_age_us"),
+                ("import", "written_age_us"),
+            ] {
+                let measured = hops.iter().any(|h| {
+                    h["kind"] == kind && h["ages"][field]["n"].as_f64().unwrap_or(0.0) > 0.0
+                });
+                assert!(measured, "{label}: no {kind} {field} in {hops:?}");
+            }
+        }
         seen.insert(label);
     }
     assert!(seen.contains("native DDS"), "{seen:?}");

@@ -60,10 +60,15 @@ pub struct Measurement {
     /// From the first process of the system starting to the source seeing its first echo.
     pub start_to_first_delivery_ms: f64,
     pub usage: Vec<Usage>,
+    /// What roam's routers and proxies measured at each hop (empty for other systems).
+    pub hops: Vec<super::hops::Hop>,
     pub error: Option<String>,
 }
 
 const TOPIC: &str = "/roam_lab/data";
+/// The DDS topics of the lab's data and of its echo, as roam's proxies name them.
+pub const DDS_TOPIC: &str = "rt/roam_lab/data";
+pub const DDS_ECHO_TOPIC: &str = "rt/roam_lab/data/echo";
 
 /// Runs `load` over a freshly started `system`; a failure is recorded, not fatal.
 pub fn measure(
@@ -83,6 +88,7 @@ pub fn measure(
         sink: None,
         start_to_first_delivery_ms: 0.0,
         usage: Vec::new(),
+        hops: Vec::new(),
         error: None,
     };
     if let Err(e) = run(lab, &mut m) {
@@ -175,6 +181,6 @@ fn run(lab: &Lab, m: &mut Measurement) -> Result<(), String> {
         .collect();
     source.wait_exit(Duration::from_secs(5));
     sink.stop(Duration::from_secs(3));
-    sys.stop();
+    m.hops = sys.stop();
     Ok(())
 }

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::experiments::Suite;
 use super::measure::Measurement;
+use super::measure::{DDS_ECHO_TOPIC, DDS_TOPIC};
 use super::systems::{Lab, System};
 
 #[derive(Serialize)]
@@ -444,7 +445,100 @@ fn e7(r: &Report, s: &mut String) {
             }
         }
     }
+    for m in at
+        .iter()
+        .filter(|m| matches!(m.system, System::Roam { .. }))
+    {
+        in_path(m, s);
+    }
     let _ = writeln!(s, "\nSealing and opening alone cost 0.3-0.4 µs per KiB message (ROUTING-PLANE.md); E3 shows encryption's share of the whole path. ECDF of these round trips: `bench/results/plots/e7-ecdf-8k.png`.\n");
+}
+
+/// E7 from inside the path: the ages roam's own processes measured at each hop (`roam::stats`
+/// lines), as differences of means (means add up; medians do not), for each direction.
+fn in_path(m: &Measurement, s: &mut String) {
+    let System::Roam { routers, .. } = m.system else {
+        return;
+    };
+    let routers: Vec<String> = (1..=routers).map(|i| format!("r{i}")).collect();
+    let hop = |process: &str, kind: &str, of: &str, age: &str| {
+        m.hops
+            .iter()
+            .find(|h| h.process == process && h.kind == kind && h.of == of)
+            .and_then(|h| h.ages.get(age))
+            .filter(|a| a.n > 0.0)
+            .map(|a| a.mean)
+    };
+    // One direction: the exporting and importing proxy, the routers in order, the topic.
+    let direction = |from: &str, to: &str, path: Vec<String>, topic: &str| {
+        // Ages after the DDS hop count from the seal (the envelope's send time).
+        let dds = hop(from, "export", topic, "dds_age_us");
+        let mut cum = Vec::new();
+        // Labels count routers in the order the data meets them, so one label fits both
+        // directions.
+        let mut prev = from.to_string();
+        for (i, r) in path.iter().enumerate() {
+            let label = match i {
+                0 => "QUIC link: exporting proxy to the first router".to_string(),
+                _ => format!("QUIC link: router {i} to router {} on the way", i + 1),
+            };
+            cum.push((label, hop(r, "link", &prev, "data_age_us")));
+            prev = r.clone();
+        }
+        cum.push((
+            "QUIC link: last router to the importing proxy".into(),
+            hop(to, "link", &prev, "data_age_us"),
+        ));
+        cum.push((
+            "importing proxy: to its import task, open".into(),
+            hop(to, "import", topic, "opened_age_us"),
+        ));
+        cum.push((
+            "importing proxy: DDS write".into(),
+            hop(to, "import", topic, "written_age_us"),
+        ));
+        // Cumulative ages to components; a missing hop folds into the next one.
+        let mut last = Some(0.0);
+        let mut parts = vec![(
+            "DDS: publisher's write to the proxy's seal".to_string(),
+            dds,
+        )];
+        for (label, at) in cum {
+            let part = match (at, last) {
+                (Some(a), Some(l)) => Some(a - l),
+                _ => None,
+            };
+            if at.is_some() {
+                last = at;
+            }
+            parts.push((label, part));
+        }
+        parts
+    };
+    let mut back_path = routers.clone();
+    back_path.reverse();
+    let fwd = direction("proxy-a", "proxy-b", routers, DDS_TOPIC);
+    let back = direction("proxy-b", "proxy-a", back_path, DDS_ECHO_TOPIC);
+    if fwd.iter().chain(&back).all(|(_, v)| v.is_none()) {
+        return;
+    }
+    let _ = writeln!(s, "\n{}: measured inside the path (mean ages at each hop from the routers' and proxies' `roam::stats` lines, as differences; a round trip is the data one way and the echo back):\n", m.label);
+    let _ = writeln!(
+        s,
+        "| component | data (A to B) | echo (B to A) |\n|---|---|---|"
+    );
+    for ((label, a), (_, b)) in fwd.iter().zip(&back) {
+        let _ = writeln!(s, "| {label} | {} | {} |", us(*a), us(*b));
+    }
+    let known: f64 = fwd.iter().chain(&back).filter_map(|(_, v)| *v).sum();
+    if let Some(rtt) = m.rtt("mean_us") {
+        let _ = writeln!(
+            s,
+            "| rest: DDS from the importing proxy to the listener, both ways, and the sink's echo | {} (round trip mean {} minus the above) | |",
+            us(Some(rtt - known)),
+            us(Some(rtt))
+        );
+    }
 }
 
 fn e8(r: &Report, s: &mut String) {

@@ -303,10 +303,25 @@ pub struct Running {
 }
 
 impl Running {
-    /// Stops every process, last started first.
-    pub fn stop(mut self) {
-        while let Some(mut p) = self.procs.pop() {
-            p.stop(Duration::from_secs(3));
+    /// Stops every process: SIGTERM to all at once (one `kill`), so each roam process logs
+    /// what it measured while its links are still up, then waits for each. Returns what
+    /// roam's processes measured at their hops.
+    pub fn stop(self) -> Vec<super::hops::Hop> {
+        let pids: Vec<String> = self.procs.iter().map(|p| p.pid().to_string()).collect();
+        if !pids.is_empty() {
+            let _ = std::process::Command::new("kill").args(&pids).status();
         }
+        let mut hops = Vec::new();
+        for mut p in self.procs {
+            p.stop(Duration::from_secs(3));
+            // The stderr reader may still be taking the last lines in.
+            std::thread::sleep(Duration::from_millis(20));
+            hops.extend(
+                p.stats_lines()
+                    .iter()
+                    .filter_map(|l| super::hops::parse(&p.name, l)),
+            );
+        }
+        hops
     }
 }
