@@ -45,6 +45,7 @@ pub fn log_router(r: &RouterReport) {
             bytes_out = l.bytes_out,
             dropped_full = l.dropped_full,
             dropped_stale = l.dropped_stale,
+            closed = l.closed,
             data_age_us = ?summary_field(&l.data_age),
             "link"
         );

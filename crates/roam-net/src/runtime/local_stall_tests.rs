@@ -1,44 +1,13 @@
 //! Back-pressure to an in-process subscriber (a proxy's importer): reliable data that finds its
 //! queue full waits and pauses the topic upstream instead of being dropped.
 
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use roam_proto::frame::Role;
 use roam_proto::{Name, RealmSecret, Sealer};
 
-use super::*;
-use crate::link::LinkConfig;
+use super::test_support::{router, Dir};
 use crate::pki;
-
-struct Dir(PathBuf);
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn identity(dir: &Dir, name: &str) -> Arc<pki::Identity> {
-    pki::issue(&dir.0, name, Role::Router, pki::Validity::days(1)).unwrap();
-    Arc::new(pki::load_identity(&dir.0, name).unwrap())
-}
-
-async fn router(dir: &Dir, name: &str, connect: Option<SocketAddr>) -> RouterHandle {
-    let config = RouterConfig {
-        identity: identity(dir, name),
-        listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
-        listen_tcp: None,
-        connect: connect.map(PeerAddr::Quic).into_iter().collect(),
-        link: LinkConfig::default(),
-        timers: RoutingTimers::default(),
-        max_backoff: Duration::from_millis(200),
-        stall_timeout: Duration::from_secs(5),
-    };
-    start(config).await.unwrap().0
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_in_process_subscriber_loses_no_reliable_message() {

@@ -9,6 +9,10 @@ mod stall;
 
 #[cfg(test)]
 mod local_stall_tests;
+#[cfg(test)]
+mod report_tests;
+#[cfg(test)]
+mod test_support;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -143,7 +147,14 @@ pub struct LinkReport {
     pub dropped_stale: u64,
     /// Age of the data that arrived on the link (see [`crate::latency`]).
     pub data_age: crate::latency::LatencySummary,
+    /// The link is down; these are its figures at the end (the last
+    /// [`CLOSED_LINKS_KEPT`] closed links are reported).
+    pub closed: bool,
 }
+
+/// How many closed links' final figures a router keeps for its status report, so a link
+/// that went down (a peer restarted, or both ends stopping together) is still accounted for.
+pub const CLOSED_LINKS_KEPT: usize = 16;
 
 #[derive(Debug, Clone)]
 pub struct RouterReport {
@@ -308,6 +319,7 @@ pub async fn start(
         local_subs: HashMap::new(),
         demand: HashMap::new(),
         local_dropped: 0,
+        closed: std::collections::VecDeque::new(),
         pauses,
         stalls: HashMap::new(),
         local_stalls: HashMap::new(),
@@ -472,6 +484,8 @@ struct Runtime {
     local_subs: HashMap<Name, mpsc::Sender<Bytes>>,
     demand: HashMap<Name, watch::Sender<bool>>,
     local_dropped: u64,
+    /// Final figures of the most recently closed links, oldest first.
+    closed: std::collections::VecDeque<LinkReport>,
     pauses: Arc<Pauses>,
     /// Reliable data waiting for room in a full lane, per (link, topic), in order.
     stalls: HashMap<(LinkId, Name), stall::Stall>,
@@ -597,6 +611,12 @@ impl Runtime {
             LinkInput::Closed(reason) => {
                 if let Some(mut entry) = self.links.remove(&link) {
                     info!(peer = %entry.peer.name, link, "link down: {reason}");
+                    if self.closed.len() == CLOSED_LINKS_KEPT {
+                        self.closed.pop_front();
+                    }
+                    let mut last = link_report(link, &entry);
+                    last.closed = true;
+                    self.closed.push_back(last);
                     // Whatever waited for this link is moot now.
                     let stalled: Vec<Name> = self
                         .stalls
@@ -643,29 +663,33 @@ impl Runtime {
         let mut links: Vec<LinkReport> = self
             .links
             .iter()
-            .map(|(id, l)| {
-                let s = l.tx.stats();
-                let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-                LinkReport {
-                    link: *id,
-                    peer: l.peer.clone(),
-                    kind: l.tx.0.kind(),
-                    frames_in: g(&s.frames_in),
-                    frames_out: g(&s.frames_out),
-                    bytes_in: g(&s.bytes_in),
-                    bytes_out: g(&s.bytes_out),
-                    dropped_full: g(&s.dropped_full),
-                    dropped_stale: g(&s.dropped_stale),
-                    data_age: s.data_age.summary(),
-                }
-            })
+            .map(|(id, l)| link_report(*id, l))
             .collect();
         links.sort_by_key(|l| l.link);
+        links.extend(self.closed.iter().cloned());
         RouterReport {
             routing: self.core.stats(),
             links,
             local_dropped: self.local_dropped,
         }
+    }
+}
+
+fn link_report(link: LinkId, l: &LinkEntry) -> LinkReport {
+    let s = l.tx.stats();
+    let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    LinkReport {
+        link,
+        peer: l.peer.clone(),
+        kind: l.tx.0.kind(),
+        frames_in: g(&s.frames_in),
+        frames_out: g(&s.frames_out),
+        bytes_in: g(&s.bytes_in),
+        bytes_out: g(&s.bytes_out),
+        dropped_full: g(&s.dropped_full),
+        dropped_stale: g(&s.dropped_stale),
+        data_age: s.data_age.summary(),
+        closed: false,
     }
 }
 

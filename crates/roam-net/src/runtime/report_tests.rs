@@ -1,0 +1,64 @@
+//! The status report: per link, the age of arriving data, kept after the link goes down.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use roam_proto::{Name, RealmSecret, Sealer};
+
+use super::test_support::{router, Dir};
+use super::RouterHandle;
+use crate::latency::now_us;
+use crate::pki;
+
+async fn link_data_ages(h: &RouterHandle, closed: bool) -> Option<u64> {
+    let r = h.report().await?;
+    r.links
+        .iter()
+        .find(|l| l.peer.name == "pub" && l.closed == closed)
+        .map(|l| l.data_age.count)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_reports_the_age_of_its_data_and_keeps_it_after_going_down() {
+    let dir = Dir(std::env::temp_dir().join(format!("roam-report-{}", std::process::id())));
+    pki::init_ca(&dir.0).unwrap();
+    let sub_router = router(&dir, "sub", None).await;
+    let pub_router = router(&dir, "pub", sub_router.quic_addr).await;
+    let name = Name([9; 32]);
+    let mut rx = sub_router.subscribe(name, 64).await;
+    let mut demand = pub_router.publish(name).await;
+    tokio::time::timeout(Duration::from_secs(10), demand.wait_for(|w| *w))
+        .await
+        .expect("no demand")
+        .unwrap();
+    let mut sealer = Sealer::new(&RealmSecret::from_bytes([2; 32]), name, false, None).unwrap();
+    const N: u64 = 20;
+    for i in 0..N {
+        let env = sealer.seal_to_vec(&i.to_be_bytes(), now_us()).unwrap();
+        pub_router.send(name, Bytes::from(env)).await;
+    }
+    for _ in 0..N {
+        tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("data did not arrive")
+            .unwrap();
+    }
+    assert_eq!(link_data_ages(&sub_router, false).await, Some(N));
+    let r = sub_router.report().await.unwrap();
+    let link = r.links.iter().find(|l| l.peer.name == "pub").unwrap();
+    // Loopback, one host clock: young data, not the epoch's age.
+    assert!(link.data_age.max_us < 10_000_000.0, "{:?}", link.data_age);
+
+    pub_router.shutdown().await;
+    let mut kept = None;
+    for _ in 0..100 {
+        kept = link_data_ages(&sub_router, true).await;
+        if kept.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(kept, Some(N), "the closed link's figures were not kept");
+    assert_eq!(link_data_ages(&sub_router, false).await, None);
+    sub_router.shutdown().await;
+}
