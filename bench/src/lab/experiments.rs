@@ -17,6 +17,13 @@ pub enum Suite {
 
 const KIB: usize = 1024;
 
+/// roam with TCP+TLS links instead of QUIC (E1, E2): what the link transport costs.
+const ROAM_TCP: System = System::Roam {
+    routers: 1,
+    encrypt: true,
+    tcp: true,
+};
+
 pub struct Plan<'a> {
     pub lab: &'a Lab,
     pub suite: Suite,
@@ -100,11 +107,13 @@ impl Plan<'_> {
             &[8, KIB, 8 * KIB, 64 * KIB, 1 << 20],
         );
         let mut systems = self.systems(true);
+        systems.insert(2, ROAM_TCP);
         systems.insert(
-            2,
+            3,
             System::Roam {
                 routers: 2,
                 encrypt: true,
+                tcp: false,
             },
         );
         for &size in sizes {
@@ -134,6 +143,7 @@ impl Plan<'_> {
             System::Roam {
                 routers: 1,
                 encrypt: false,
+                tcp: false,
             },
         );
         systems.insert(
@@ -141,8 +151,10 @@ impl Plan<'_> {
             System::Roam {
                 routers: 2,
                 encrypt: true,
+                tcp: false,
             },
         );
+        systems.insert(4, ROAM_TCP);
         for sys in systems {
             self.run(
                 "e2",
@@ -171,6 +183,7 @@ impl Plan<'_> {
                 System::Roam {
                     routers: 1,
                     encrypt: false,
+                    tcp: false,
                 },
             ] {
                 self.run("e3", sys, None, Load::rtt(Kind::LaserScan, ranges, count));

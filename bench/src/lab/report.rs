@@ -284,6 +284,7 @@ fn e3(r: &Report, s: &mut String) {
     let clear = System::Roam {
         routers: 1,
         encrypt: false,
+        tcp: false,
     };
     let _ = writeln!(
         s,
@@ -436,6 +437,7 @@ fn e7(r: &Report, s: &mut String) {
             if let Some(r2) = med(System::Roam {
                 routers: 2,
                 encrypt: true,
+                tcp: false,
             }) {
                 let _ = writeln!(
                     s,
@@ -457,9 +459,10 @@ fn e7(r: &Report, s: &mut String) {
 /// E7 from inside the path: the ages roam's own processes measured at each hop (`roam::stats`
 /// lines), as differences of means (means add up; medians do not), for each direction.
 fn in_path(m: &Measurement, s: &mut String) {
-    let System::Roam { routers, .. } = m.system else {
+    let System::Roam { routers, tcp, .. } = m.system else {
         return;
     };
+    let link = if tcp { "TCP+TLS" } else { "QUIC" };
     let routers: Vec<String> = (1..=routers).map(|i| format!("r{i}")).collect();
     let hop = |process: &str, kind: &str, of: &str, age: &str| {
         m.hops
@@ -479,14 +482,14 @@ fn in_path(m: &Measurement, s: &mut String) {
         let mut prev = from.to_string();
         for (i, r) in path.iter().enumerate() {
             let label = match i {
-                0 => "QUIC link: exporting proxy to the first router".to_string(),
-                _ => format!("QUIC link: router {i} to router {} on the way", i + 1),
+                0 => format!("{link} link: exporting proxy to the first router"),
+                _ => format!("{link} link: router {i} to router {} on the way", i + 1),
             };
             cum.push((label, hop(r, "link", &prev, "data_age_us")));
             prev = r.clone();
         }
         cum.push((
-            "QUIC link: last router to the importing proxy".into(),
+            format!("{link} link: last router to the importing proxy"),
             hop(to, "link", &prev, "data_age_us"),
         ));
         cum.push((

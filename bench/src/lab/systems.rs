@@ -31,18 +31,30 @@ const ZENOH_DOMAINS: (u32, u32) = (63, 64);
 #[serde(tag = "system", rename_all = "snake_case")]
 pub enum System {
     Native,
-    Roam { routers: u8, encrypt: bool },
-    Zenoh { quic: bool },
+    /// `tcp`: the links between proxies and routers are TCP+TLS instead of QUIC.
+    Roam {
+        routers: u8,
+        encrypt: bool,
+        tcp: bool,
+    },
+    Zenoh {
+        quic: bool,
+    },
 }
 
 impl System {
     pub fn label(self) -> String {
         match self {
             System::Native => "native DDS".into(),
-            System::Roam { routers, encrypt } => format!(
-                "roam, {routers} router{}{}",
+            System::Roam {
+                routers,
+                encrypt,
+                tcp,
+            } => format!(
+                "roam, {routers} router{}{}{}",
                 if routers > 1 { "s" } else { "" },
-                if encrypt { "" } else { ", clear text" }
+                if encrypt { "" } else { ", clear text" },
+                if tcp { ", TCP links" } else { "" }
             ),
             System::Zenoh { quic } => {
                 format!("zenoh bridge, {}", if quic { "QUIC" } else { "TCP" })
@@ -54,6 +66,7 @@ impl System {
     pub const ROAM: System = System::Roam {
         routers: 1,
         encrypt: true,
+        tcp: false,
     };
 }
 
@@ -131,8 +144,12 @@ impl Lab {
         let mut procs = Vec::new();
         let domains = match system {
             System::Native => (NATIVE_DOMAIN, NATIVE_DOMAIN),
-            System::Roam { routers, encrypt } => {
-                self.start_roam(&mut procs, routers, encrypt, topic, wan)?;
+            System::Roam {
+                routers,
+                encrypt,
+                tcp,
+            } => {
+                self.start_roam(&mut procs, (routers, encrypt, tcp), topic, wan)?;
                 ROAM_DOMAINS
             }
             System::Zenoh { quic } => {
@@ -177,11 +194,12 @@ impl Lab {
     fn start_roam(
         &self,
         procs: &mut Vec<Proc>,
-        routers: u8,
-        encrypt: bool,
+        (routers, encrypt, tcp): (u8, bool, bool),
         topic: &str,
         wan: Option<Wan>,
     ) -> Result<(), String> {
+        // A TCP-link variant listens on both (the WAN relay path stays QUIC) and dials TCP.
+        let scheme = if tcp && wan.is_none() { "tcp://" } else { "" };
         let pki = self.pki.to_string_lossy().to_string();
         let router = |id: &str, port: u16, connect: Option<u16>| -> Result<Proc, String> {
             let mut args: Vec<String> = [
@@ -197,8 +215,11 @@ impl Lab {
             .map(|s| s.to_string())
             .collect();
             args.extend(["--listen".into(), format!("127.0.0.1:{port}")]);
+            if tcp {
+                args.extend(["--listen-tcp".into(), format!("127.0.0.1:{port}")]);
+            }
             if let Some(c) = connect {
-                args.extend(["--connect".into(), format!("127.0.0.1:{c}")]);
+                args.extend(["--connect".into(), format!("{scheme}127.0.0.1:{c}")]);
             }
             let p = Proc::start(id, &self.roam, &args)?;
             p.wait_line(Duration::from_secs(10), |l| l.starts_with("listening"))?;
@@ -216,8 +237,22 @@ impl Lab {
             None => ROUTER1_PORT,
         };
         let echo = format!("{topic}/echo");
-        let a = self.proxy_yaml("proxy-a", ROAM_DOMAINS.0, a_port, encrypt, topic, &echo);
-        let b = self.proxy_yaml("proxy-b", ROAM_DOMAINS.1, b_port, encrypt, &echo, topic);
+        let a = self.proxy_yaml(
+            "proxy-a",
+            ROAM_DOMAINS.0,
+            format!("{scheme}127.0.0.1:{a_port}"),
+            encrypt,
+            topic,
+            &echo,
+        );
+        let b = self.proxy_yaml(
+            "proxy-b",
+            ROAM_DOMAINS.1,
+            format!("{scheme}127.0.0.1:{b_port}"),
+            encrypt,
+            &echo,
+            topic,
+        );
         for (id, yaml) in [("proxy-a", a), ("proxy-b", b)] {
             let path = self.dir.join(format!("{id}.yaml"));
             std::fs::write(&path, yaml).map_err(|e| e.to_string())?;
@@ -234,13 +269,13 @@ impl Lab {
         &self,
         id: &str,
         domain: u32,
-        port: u16,
+        upstream: String,
         encrypt: bool,
         export: &str,
         import: &str,
     ) -> String {
         format!(
-            "id: {id}\npki: {}\nupstream: [127.0.0.1:{port}]\n\
+            "id: {id}\npki: {}\nupstream: [{upstream}]\n\
              dds: {{domain: {domain}, interfaces: [lo], peers: [127.0.0.1]}}\n\
              realms: {{lab: {}}}\nencrypt_payloads: {encrypt}\n\
              exports:\n  - topic: {export}\n    realm: lab\n\
