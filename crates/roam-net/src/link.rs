@@ -28,6 +28,36 @@ pub struct LinkConfig {
     pub idle_timeout: Duration,
     pub keepalive: Duration,
     pub hello_timeout: Duration,
+    /// How QUIC links pace themselves (TCP links use the kernel's controller).
+    pub congestion: Congestion,
+}
+
+/// The congestion controller of QUIC links.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Congestion {
+    /// Loss-based (RFC 9438), quinn's default: fair to other traffic, but random loss on a
+    /// radio link reads as congestion and shrinks the window.
+    #[default]
+    Cubic,
+    /// Loss-based, the simplest (RFC 9002).
+    NewReno,
+    /// Model-based (quinn's experimental BBR): paces at the measured bottleneck rate and
+    /// does not back off on random loss, for lossy long-distance links.
+    Bbr,
+}
+
+impl std::str::FromStr for Congestion {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "cubic" => Ok(Congestion::Cubic),
+            "new_reno" | "newreno" => Ok(Congestion::NewReno),
+            "bbr" => Ok(Congestion::Bbr),
+            _ => Err(format!(
+                "unknown congestion controller `{s}`: expected cubic, new_reno or bbr"
+            )),
+        }
+    }
 }
 
 impl Default for LinkConfig {
@@ -48,6 +78,7 @@ impl Default for LinkConfig {
             // router a robot's new address after the robot moved while only receiving.
             keepalive: Duration::from_secs(1),
             hello_timeout: Duration::from_secs(5),
+            congestion: Congestion::Cubic,
         }
     }
 }

@@ -18,8 +18,8 @@ use tracing::{debug, warn};
 use crate::framing::read_frame;
 use crate::lane::{Lane, Policy, Pushed};
 use crate::link::{
-    check_hello, is_best_effort, Established, Inbound, LinkConfig, LinkError, LinkId, LinkSender,
-    LinkStats, LocalInfo, Outgoing, Transport,
+    check_hello, is_best_effort, Congestion, Established, Inbound, LinkConfig, LinkError, LinkId,
+    LinkSender, LinkStats, LocalInfo, Outgoing, Transport,
 };
 use crate::pki::Identity;
 use crate::tls;
@@ -37,6 +37,15 @@ pub fn transport_config(cfg: &LinkConfig) -> Arc<quinn::TransportConfig> {
     t.max_idle_timeout(cfg.idle_timeout.try_into().ok());
     t.datagram_receive_buffer_size(Some(4 << 20));
     t.datagram_send_buffer_size(1 << 20);
+    match cfg.congestion {
+        Congestion::Cubic => {}
+        Congestion::NewReno => {
+            t.congestion_controller_factory(Arc::new(quinn::congestion::NewRenoConfig::default()));
+        }
+        Congestion::Bbr => {
+            t.congestion_controller_factory(Arc::new(quinn::congestion::BbrConfig::default()));
+        }
+    }
     Arc::new(t)
 }
 

@@ -16,6 +16,7 @@
 //!   stall_timeout_ms: 5000   # a subscriber link full this long loses what waits for it
 //!   reliable_queue_messages: 65536
 //!   reliable_queue_bytes: 268435456
+//!   congestion: cubic        # QUIC links: cubic (default), new_reno, or bbr for lossy radio
 //! ```
 //!
 //! Mistakes are reported with the file, line and column, and what was expected.
@@ -50,6 +51,7 @@ pub struct LinkFile {
     pub reliable_queue_bytes: Option<usize>,
     pub max_backoff_ms: Option<u64>,
     pub stall_timeout_ms: Option<u64>,
+    pub congestion: Option<String>,
 }
 
 impl LinkFile {
@@ -81,6 +83,9 @@ impl LinkFile {
         }
         if let Some(b) = self.reliable_queue_bytes {
             c.reliable.max_bytes = b;
+        }
+        if let Some(name) = &self.congestion {
+            c.congestion = name.parse().map_err(|e| format!("link.congestion: {e}"))?;
         }
         Ok(c)
     }
@@ -135,5 +140,27 @@ mod tests {
             .apply(LinkConfig::default())
             .unwrap_err()
             .contains("shorter"));
+        let bad = LinkFile {
+            congestion: Some("vegas".into()),
+            ..Default::default()
+        };
+        let e = bad.apply(LinkConfig::default()).unwrap_err();
+        assert!(e.contains("link.congestion") && e.contains("bbr"), "{e}");
+    }
+
+    #[test]
+    fn congestion_controller_is_chosen_by_name() {
+        use roam_net::link::Congestion;
+        let f: RouterFile = parse("id: r1\nlink:\n  congestion: bbr\n", "r.yaml").unwrap();
+        let l = f.link.apply(LinkConfig::default()).unwrap();
+        assert_eq!(l.congestion, Congestion::Bbr);
+        assert_eq!(
+            RouterFile::default()
+                .link
+                .apply(LinkConfig::default())
+                .unwrap()
+                .congestion,
+            Congestion::Cubic
+        );
     }
 }

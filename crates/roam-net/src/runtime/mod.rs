@@ -8,6 +8,8 @@
 mod stall;
 
 #[cfg(test)]
+mod congestion_tests;
+#[cfg(test)]
 mod local_stall_tests;
 #[cfg(test)]
 mod report_tests;

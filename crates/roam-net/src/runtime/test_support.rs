@@ -24,12 +24,21 @@ pub fn identity(dir: &Dir, name: &str) -> Arc<pki::Identity> {
 }
 
 pub async fn router(dir: &Dir, name: &str, connect: Option<SocketAddr>) -> RouterHandle {
+    router_with(dir, name, connect, LinkConfig::default()).await
+}
+
+pub async fn router_with(
+    dir: &Dir,
+    name: &str,
+    connect: Option<SocketAddr>,
+    link: LinkConfig,
+) -> RouterHandle {
     let config = RouterConfig {
         identity: identity(dir, name),
         listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         listen_tcp: None,
         connect: connect.map(PeerAddr::Quic).into_iter().collect(),
-        link: LinkConfig::default(),
+        link,
         timers: RoutingTimers::default(),
         max_backoff: Duration::from_millis(200),
         stall_timeout: Duration::from_secs(5),

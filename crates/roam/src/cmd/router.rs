@@ -35,6 +35,10 @@ pub struct RouterArgs {
     /// Declare a silent peer dead after this many milliseconds.
     #[arg(long, value_name = "MS")]
     pub idle_timeout_ms: Option<u64>,
+    /// Congestion controller of QUIC links: cubic (default), new_reno, or bbr, which keeps
+    /// its rate through random loss on long radio or satellite paths.
+    #[arg(long, value_name = "NAME")]
+    pub congestion: Option<String>,
     /// Log the router's counters and, per link, traffic and the age of arriving data every
     /// this many seconds (0: only at shutdown) [default: 30; log target roam::stats].
     #[arg(long, value_name = "SECS")]
@@ -76,6 +80,9 @@ pub async fn run(a: RouterArgs) -> CmdResult {
     if let Some(ms) = a.idle_timeout_ms {
         link_file.idle_timeout_ms = Some(ms);
         link_file.keepalive_ms.get_or_insert((ms / 4).max(50));
+    }
+    if let Some(c) = a.congestion {
+        link_file.congestion = Some(c);
     }
     let link = link_file.apply(LinkConfig::default())?;
     let identity = roam_net::pki::load_identity(&pki_dir, &id).map_err(|e| e.to_string())?;

@@ -32,6 +32,8 @@
 //!     as: /chatter               # optional: local name
 //!   - service: /add_two_ints
 //!     realm: warehouse
+//! link:                          # the edge router's links (fields as in a router's `link:`)
+//!   congestion: bbr              # QUIC: cubic (default), new_reno, bbr
 //! ```
 //!
 //! Everything not exported stays private. Syntax and type mistakes are reported with the line

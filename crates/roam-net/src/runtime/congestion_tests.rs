@@ -1,0 +1,66 @@
+//! Each congestion controller a QUIC link can be configured with carries data, large
+//! messages included (a controller that never opened its window would stall them).
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use roam_proto::{Name, RealmSecret, Sealer};
+
+use super::test_support::{router_with, Dir};
+use crate::latency::now_us;
+use crate::link::{Congestion, LinkConfig};
+use crate::pki;
+
+async fn carries_messages_with(congestion: Congestion) {
+    let dir = Dir(std::env::temp_dir().join(format!(
+        "roam-congestion-{congestion:?}-{}",
+        std::process::id()
+    )));
+    pki::init_ca(&dir.0).unwrap();
+    let link = LinkConfig {
+        congestion,
+        ..LinkConfig::default()
+    };
+    let sub_router = router_with(&dir, "sub", None, link.clone()).await;
+    let pub_router = router_with(&dir, "pub", sub_router.quic_addr, link).await;
+    let name = Name([7; 32]);
+    let mut rx = sub_router.subscribe(name, 64).await;
+    let mut demand = pub_router.publish(name).await;
+    tokio::time::timeout(Duration::from_secs(10), demand.wait_for(|w| *w))
+        .await
+        .expect("no demand")
+        .unwrap();
+    let mut sealer = Sealer::new(&RealmSecret::from_bytes([3; 32]), name, false, None).unwrap();
+    let sizes = [8usize, 1 << 10, 1 << 20, 4 << 20];
+    for (i, &size) in sizes.iter().enumerate() {
+        let payload = vec![i as u8; size];
+        let env = sealer.seal_to_vec(&payload, now_us()).unwrap();
+        pub_router.send(name, Bytes::from(env.clone())).await;
+        let got = tokio::time::timeout(Duration::from_secs(20), rx.recv())
+            .await
+            .unwrap_or_else(|_| panic!("{congestion:?}: {size} B did not arrive"))
+            .unwrap();
+        assert_eq!(
+            &got[..],
+            &env[..],
+            "{congestion:?}: {size} B changed on the way"
+        );
+    }
+    pub_router.shutdown().await;
+    sub_router.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cubic_links_carry_messages() {
+    carries_messages_with(Congestion::Cubic).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_reno_links_carry_messages() {
+    carries_messages_with(Congestion::NewReno).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bbr_links_carry_messages() {
+    carries_messages_with(Congestion::Bbr).await;
+}
