@@ -126,18 +126,35 @@ def e7(ms):
 
 def e6(ms):
     rows = [m for m in ms if m["experiment"] == "e6" and ok(m)]
-    if not rows:
-        return
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for m in rows:
-        ecdf = get(m, "source", "rtt", "ecdf") or []
-        ax.plot([p[0] / 1000 for p in ecdf], [p[1] for p in ecdf], label=f'{m["label"]} [{m["wan"]["label"]}]')
-    ax.set_xlabel("round trip (ms)")
-    ax.set_ylabel("fraction of messages")
-    ax.set_title("E6: ECDF of round trips over emulated wide-area paths")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
-    save(fig, "e6-wan-ecdf.png")
+    for kind, title, name in (
+        ("compressed_image", "1 KiB images", "e6-wan-ecdf.png"),
+        ("point_cloud2", "1.08 MB point clouds", "e6-wan-ecdf-pointcloud.png"),
+    ):
+        these = [m for m in rows if m["load"]["kind"] == kind]
+        if not these:
+            continue
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        # One colour per system, one line style per path: 15 curves stay readable.
+        systems = list(dict.fromkeys(m["label"] for m in these))
+        paths = list(dict.fromkeys(m["wan"]["label"] for m in these))
+        styles = ["-", "--", ":", "-."]
+        for m in these:
+            ecdf = get(m, "source", "rtt", "ecdf") or []
+            ax.plot(
+                [p[0] / 1000 for p in ecdf],
+                [p[1] for p in ecdf],
+                color=f"C{systems.index(m['label']) % 10}",
+                linestyle=styles[paths.index(m["wan"]["label"]) % len(styles)],
+                label=f'{m["label"]} [{m["wan"]["label"]}]',
+            )
+        if kind == "point_cloud2":
+            ax.set_xscale("log")  # from tens of ms to seconds stalled behind losses
+        ax.set_xlabel("round trip (ms)")
+        ax.set_ylabel("fraction of messages")
+        ax.set_title(f"E6: ECDF of round trips over emulated wide-area paths, {title}")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+        save(fig, name)
 
 
 def main():

@@ -3,7 +3,7 @@
 use roam_bench::ros_msgs::Kind;
 
 use super::measure::{measure, Load, Measurement};
-use super::systems::{Lab, System, Wan};
+use super::systems::{Lab, Links, System, Wan};
 
 /// How big a suite: `smoke` proves the harness works (CI), `quick` gives every headline figure
 /// in minutes, `full` runs every point of every experiment.
@@ -17,11 +17,11 @@ pub enum Suite {
 
 const KIB: usize = 1024;
 
-/// roam with TCP+TLS links instead of QUIC (E1, E2): what the link transport costs.
+/// roam with TCP+TLS links instead of QUIC (E1, E2, E6): what the link transport costs.
 const ROAM_TCP: System = System::Roam {
     routers: 1,
     encrypt: true,
-    tcp: true,
+    links: Links::Tcp,
 };
 
 pub struct Plan<'a> {
@@ -113,7 +113,7 @@ impl Plan<'_> {
             System::Roam {
                 routers: 2,
                 encrypt: true,
-                tcp: false,
+                links: Links::Quic,
             },
         );
         for &size in sizes {
@@ -143,7 +143,7 @@ impl Plan<'_> {
             System::Roam {
                 routers: 1,
                 encrypt: false,
-                tcp: false,
+                links: Links::Quic,
             },
         );
         systems.insert(
@@ -151,7 +151,7 @@ impl Plan<'_> {
             System::Roam {
                 routers: 2,
                 encrypt: true,
-                tcp: false,
+                links: Links::Quic,
             },
         );
         systems.insert(4, ROAM_TCP);
@@ -183,7 +183,7 @@ impl Plan<'_> {
                 System::Roam {
                     routers: 1,
                     encrypt: false,
-                    tcp: false,
+                    links: Links::Quic,
                 },
             ] {
                 self.run("e3", sys, None, Load::rtt(Kind::LaserScan, ranges, count));
@@ -244,34 +244,47 @@ impl Plan<'_> {
                 delay_ms: 35.0,
                 jitter_ms: 0.0,
                 loss: 0.0,
+                keep_order: false,
             },
             Wan {
                 label: "35 ms, 1% loss",
                 delay_ms: 35.0,
                 jitter_ms: 0.0,
                 loss: 0.01,
+                keep_order: false,
             },
             Wan {
                 label: "5G-like 19 ms ± 6 ms",
                 delay_ms: 19.0,
                 jitter_ms: 6.0,
                 loss: 0.0,
+                keep_order: true,
             },
         ];
-        let count = self.pick(0, 100, 500);
-        let mut systems = vec![System::ROAM];
+        // 1 KiB images, and seed 003's ~1.08 MB point clouds (robot to cloud over 5G).
+        let loads = [
+            Load::rtt(Kind::CompressedImage, KIB, self.pick(0, 100, 500)),
+            Load::rtt(Kind::PointCloud2, 1_080_000, self.pick(0, 20, 100)),
+        ];
+        // roam's three link kinds: a lossy path is where the congestion controller shows.
+        let mut systems = vec![
+            System::ROAM,
+            System::Roam {
+                routers: 1,
+                encrypt: true,
+                links: Links::QuicBbr,
+            },
+            ROAM_TCP,
+        ];
         if self.lab.zenoh.is_some() {
             systems.push(System::Zenoh { quic: false });
             systems.push(System::Zenoh { quic: true });
         }
         for w in wans {
-            for &sys in &systems {
-                self.run(
-                    "e6",
-                    sys,
-                    Some(w),
-                    Load::rtt(Kind::CompressedImage, KIB, count),
-                );
+            for &load in &loads {
+                for &sys in &systems {
+                    self.run("e6", sys, Some(w), load);
+                }
             }
         }
     }

@@ -31,11 +31,10 @@ const ZENOH_DOMAINS: (u32, u32) = (63, 64);
 #[serde(tag = "system", rename_all = "snake_case")]
 pub enum System {
     Native,
-    /// `tcp`: the links between proxies and routers are TCP+TLS instead of QUIC.
     Roam {
         routers: u8,
         encrypt: bool,
-        tcp: bool,
+        links: Links,
     },
     Zenoh {
         quic: bool,
@@ -49,12 +48,16 @@ impl System {
             System::Roam {
                 routers,
                 encrypt,
-                tcp,
+                links,
             } => format!(
                 "roam, {routers} router{}{}{}",
                 if routers > 1 { "s" } else { "" },
                 if encrypt { "" } else { ", clear text" },
-                if tcp { ", TCP links" } else { "" }
+                match links {
+                    Links::Quic => "",
+                    Links::QuicBbr => ", QUIC BBR",
+                    Links::Tcp => ", TCP links",
+                }
             ),
             System::Zenoh { quic } => {
                 format!("zenoh bridge, {}", if quic { "QUIC" } else { "TCP" })
@@ -66,8 +69,20 @@ impl System {
     pub const ROAM: System = System::Roam {
         routers: 1,
         encrypt: true,
-        tcp: false,
+        links: Links::Quic,
     };
+}
+
+/// How roam's proxies and routers are linked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Links {
+    /// QUIC with quinn's default congestion controller (Cubic).
+    Quic,
+    /// QUIC with BBR (`link.congestion: bbr`).
+    QuicBbr,
+    /// TCP+TLS.
+    Tcp,
 }
 
 /// An emulated wide-area path.
@@ -77,6 +92,9 @@ pub struct Wan {
     pub delay_ms: f64,
     pub jitter_ms: f64,
     pub loss: f64,
+    /// Datagrams leave in arrival order (a cellular link's in-order delivery): jitter then
+    /// delays but never reorders.
+    pub keep_order: bool,
 }
 
 /// What the lab runs: where the programs are, and a scratch directory.
@@ -147,9 +165,9 @@ impl Lab {
             System::Roam {
                 routers,
                 encrypt,
-                tcp,
+                links,
             } => {
-                self.start_roam(&mut procs, (routers, encrypt, tcp), topic, wan)?;
+                self.start_roam(&mut procs, (routers, encrypt, links), topic, wan)?;
                 ROAM_DOMAINS
             }
             System::Zenoh { quic } => {
@@ -173,7 +191,7 @@ impl Lab {
         wan: Wan,
     ) -> Result<u16, String> {
         let spec = format!("127.0.0.1:{RELAY_PORT}=127.0.0.1:{target}");
-        let args = vec![
+        let mut args = vec![
             if udp { "--udp" } else { "--tcp" }.to_string(),
             spec,
             "--delay-ms".into(),
@@ -185,6 +203,9 @@ impl Lab {
             "--seed".into(),
             "7".into(),
         ];
+        if wan.keep_order {
+            args.push("--keep-order".into());
+        }
         let p = Proc::start("wan-relay", &self.relay, &args)?;
         p.wait_line(Duration::from_secs(10), |l| l == "ready")?;
         procs.push(p);
@@ -194,12 +215,18 @@ impl Lab {
     fn start_roam(
         &self,
         procs: &mut Vec<Proc>,
-        (routers, encrypt, tcp): (u8, bool, bool),
+        (routers, encrypt, links): (u8, bool, Links),
         topic: &str,
         wan: Option<Wan>,
     ) -> Result<(), String> {
-        // A TCP-link variant listens on both (the WAN relay path stays QUIC) and dials TCP.
-        let scheme = if tcp && wan.is_none() { "tcp://" } else { "" };
+        // A TCP-link variant listens on both and dials TCP (through the relay's TCP side).
+        let tcp = links == Links::Tcp;
+        let scheme = if tcp { "tcp://" } else { "" };
+        let congestion = if links == Links::QuicBbr {
+            "bbr"
+        } else {
+            "cubic"
+        };
         let pki = self.pki.to_string_lossy().to_string();
         let router = |id: &str, port: u16, connect: Option<u16>| -> Result<Proc, String> {
             let mut args: Vec<String> = [
@@ -210,6 +237,8 @@ impl Lab {
                 &pki,
                 "--status-interval",
                 "0",
+                "--congestion",
+                congestion,
             ]
             .iter()
             .map(|s| s.to_string())
@@ -233,7 +262,7 @@ impl Lab {
             ROUTER1_PORT
         };
         let a_port = match wan {
-            Some(w) => self.relay(procs, true, ROUTER1_PORT, w)?,
+            Some(w) => self.relay(procs, !tcp, ROUTER1_PORT, w)?,
             None => ROUTER1_PORT,
         };
         let echo = format!("{topic}/echo");
@@ -241,7 +270,7 @@ impl Lab {
             "proxy-a",
             ROAM_DOMAINS.0,
             format!("{scheme}127.0.0.1:{a_port}"),
-            encrypt,
+            (encrypt, congestion),
             topic,
             &echo,
         );
@@ -249,7 +278,7 @@ impl Lab {
             "proxy-b",
             ROAM_DOMAINS.1,
             format!("{scheme}127.0.0.1:{b_port}"),
-            encrypt,
+            (encrypt, congestion),
             &echo,
             topic,
         );
@@ -270,7 +299,7 @@ impl Lab {
         id: &str,
         domain: u32,
         upstream: String,
-        encrypt: bool,
+        (encrypt, congestion): (bool, &str),
         export: &str,
         import: &str,
     ) -> String {
@@ -278,6 +307,7 @@ impl Lab {
             "id: {id}\npki: {}\nupstream: [{upstream}]\n\
              dds: {{domain: {domain}, interfaces: [lo], peers: [127.0.0.1]}}\n\
              realms: {{lab: {}}}\nencrypt_payloads: {encrypt}\n\
+             link: {{congestion: {congestion}}}\n\
              exports:\n  - topic: {export}\n    realm: lab\n\
              imports:\n  - topic: {import}\n    realm: lab\n",
             self.pki.display(),
