@@ -10,6 +10,9 @@ pub struct Machine {
     pub cpu: String,
     pub kernel: String,
     pub rustc: String,
+    /// net.core.rmem_max: the largest UDP receive buffer a process may ask for, which decides
+    /// whether bursts of large messages are dropped by the kernel (QUIC links, DDS).
+    pub udp_rmem_max: Option<u64>,
 }
 
 fn cmd(program: &str, args: &[&str]) -> Option<String> {
@@ -40,6 +43,9 @@ pub fn machine() -> Machine {
         cpu,
         kernel,
         rustc: cmd(&rustc, &["--version"]).unwrap_or_else(|| "unknown".into()),
+        udp_rmem_max: std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+            .ok()
+            .and_then(|s| s.trim().parse().ok()),
     }
 }
 

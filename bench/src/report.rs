@@ -85,6 +85,9 @@ pub fn markdown(r: &Report) -> String {
     let _ = writeln!(s, "| cores (nproc) | {} |", m.nproc);
     let _ = writeln!(s, "| CPU | {} |", m.cpu);
     let _ = writeln!(s, "| kernel | {} |", m.kernel);
+    if let Some(b) = m.udp_rmem_max {
+        let _ = writeln!(s, "| net.core.rmem_max | {b} |");
+    }
     let _ = writeln!(s, "| rustc | {} |", m.rustc);
     let _ = writeln!(s, "| date (UTC) | {} |", r.date);
     let _ = writeln!(s, "| commit | {} |", r.commit);

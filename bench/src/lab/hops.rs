@@ -55,6 +55,20 @@ pub struct Hop {
     /// Every age field of the line (`data_age_us`, `dds_age_us`, `opened_age_us`,
     /// `written_age_us`).
     pub ages: BTreeMap<String, Ages>,
+    /// A QUIC link's path estimates (`rtt_us`, `cwnd`, `lost_packets`, ...); empty otherwise.
+    pub path: BTreeMap<String, f64>,
+}
+
+/// `key number key number ...` (the `path` field); pairs that are not numbers are skipped.
+fn numbers(s: &str) -> BTreeMap<String, f64> {
+    let words: Vec<&str> = s.split_whitespace().collect();
+    words
+        .chunks(2)
+        .filter_map(|pair| match pair {
+            [k, v] => Some((k.to_string(), v.parse().ok()?)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Splits `key=value key="quoted value"` fields.
@@ -100,6 +114,7 @@ pub fn parse(process: &str, line: &str) -> Option<Hop> {
         kind: kind.to_string(),
         of: of.clone(),
         ages,
+        path: f.get("path").map(|p| numbers(p)).unwrap_or_default(),
     })
 }
 
@@ -114,6 +129,14 @@ mod tests {
         assert_eq!((h.kind.as_str(), h.of.as_str()), ("link", "r1"));
         let a = &h.ages["data_age_us"];
         assert_eq!((a.n, a.p50, a.max), (1004.0, 296.0, 8437.0));
+        assert!(h.path.is_empty());
+        let quic = "x INFO roam::stats: link peer=proxy-a kind=\"quic\" closed=true path=\"rtt_us 70210 cwnd 1048576 sent_packets 9000 lost_packets 12 congestion_events 3\" data_age_us=\"n 1 mean 5 std 0 min 5 p50 5 p90 5 p99 5 max 5\"";
+        let h = parse("r1", quic).unwrap();
+        assert_eq!(h.path["lost_packets"], 12.0);
+        assert_eq!(h.path["rtt_us"], 70210.0);
+        assert_eq!(h.ages.len(), 1);
+        let tcp = "x INFO roam::stats: link peer=proxy-a kind=\"tcp\" path=\"-\" data_age_us=\"n 1 mean 5 std 0 min 5 p50 5 p90 5 p99 5 max 5\"";
+        assert!(parse("r1", tcp).unwrap().path.is_empty());
         let import = "x INFO roam::stats: import topic=rt/t samples=1001 refused=0 failed=0 opened_age_us=\"n 1001 mean 540 std 890 min 179 p50 312 p90 528 p99 4992 max 8462\" written_age_us=\"n 1001 mean 550 std 894 min 185 p50 328 p90 528 p99 4992 max 8480\"";
         let h = parse("proxy-b", import).unwrap();
         assert_eq!(h.of, "rt/t");

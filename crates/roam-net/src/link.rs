@@ -30,6 +30,10 @@ pub struct LinkConfig {
     pub hello_timeout: Duration,
     /// How QUIC links pace themselves (TCP links use the kernel's controller).
     pub congestion: Congestion,
+    /// SO_RCVBUF and SO_SNDBUF of the QUIC endpoint's UDP socket. The kernel's default
+    /// (about 208 KiB) drops datagrams when a large message arrives faster than the endpoint
+    /// reads them, and each drop costs a congestion-window cut.
+    pub udp_buffer_bytes: usize,
 }
 
 /// The congestion controller of QUIC links.
@@ -79,6 +83,7 @@ impl Default for LinkConfig {
             keepalive: Duration::from_secs(1),
             hello_timeout: Duration::from_secs(5),
             congestion: Congestion::Cubic,
+            udp_buffer_bytes: 4 << 20,
         }
     }
 }
@@ -310,6 +315,23 @@ pub trait Transport: Send + Sync + 'static {
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>>;
     fn stats(&self) -> &LinkStats;
     fn kind(&self) -> &'static str;
+    /// What the transport knows of the network path (QUIC does; TCP leaves it to the kernel).
+    fn path(&self) -> Option<PathStats> {
+        None
+    }
+}
+
+/// A link's view of its network path, from the QUIC connection's own estimates: what tells
+/// a slow wide-area link (long RTT, small window, losses) from a slow router.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PathStats {
+    pub rtt_us: u64,
+    /// Congestion window: bytes the link may have in flight.
+    pub cwnd: u64,
+    pub sent_packets: u64,
+    pub lost_packets: u64,
+    /// Times the congestion controller shrank the window.
+    pub congestion_events: u64,
 }
 
 /// A cheap, cloneable handle that queues frames on a link. Never blocks.
@@ -336,6 +358,10 @@ impl LinkSender {
 
     pub fn stats(&self) -> &LinkStats {
         self.0.stats()
+    }
+
+    pub fn path(&self) -> Option<PathStats> {
+        self.0.path()
     }
 }
 

@@ -19,7 +19,7 @@ use crate::framing::read_frame;
 use crate::lane::{Lane, Policy, Pushed};
 use crate::link::{
     check_hello, is_best_effort, Congestion, Established, Inbound, LinkConfig, LinkError, LinkId,
-    LinkSender, LinkStats, LocalInfo, Outgoing, Transport,
+    LinkSender, LinkStats, LocalInfo, Outgoing, PathStats, Transport,
 };
 use crate::pki::Identity;
 use crate::tls;
@@ -58,16 +58,51 @@ pub fn endpoint(
     let transport = transport_config(cfg);
     let client = tls::quinn_client_config(id, transport.clone())
         .map_err(|e| LinkError::Connect(e.to_string()))?;
-    let mut ep = match listen {
-        Some(addr) => {
-            let server = tls::quinn_server_config(id, transport)
-                .map_err(|e| LinkError::Connect(e.to_string()))?;
-            quinn::Endpoint::server(server, addr)?
-        }
-        None => quinn::Endpoint::client(SocketAddr::from(([0, 0, 0, 0], 0)))?,
+    let server = match listen {
+        Some(_) => Some(
+            tls::quinn_server_config(id, transport)
+                .map_err(|e| LinkError::Connect(e.to_string()))?,
+        ),
+        None => None,
     };
+    let addr = listen.unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
+    let socket = udp_socket(addr, cfg.udp_buffer_bytes)?;
+    let runtime = quinn::default_runtime()
+        .ok_or_else(|| LinkError::Connect("no async runtime for QUIC".into()))?;
+    let mut ep = quinn::Endpoint::new(quinn::EndpointConfig::default(), server, socket, runtime)?;
     ep.set_default_client_config(client);
     Ok(ep)
+}
+
+/// A UDP socket bound to `addr` with receive and send buffers of `buffer` bytes, as far as
+/// the kernel allows; says once how to raise its limit if it gave less than half.
+fn udp_socket(addr: SocketAddr, buffer: usize) -> std::io::Result<std::net::UdpSocket> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let s = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    if buffer > 0 {
+        let _ = s.set_recv_buffer_size(buffer);
+        let _ = s.set_send_buffer_size(buffer);
+        // Linux reports twice the size it was given (bookkeeping included).
+        let got = s.recv_buffer_size().unwrap_or(0) / 2;
+        if got < buffer / 2 {
+            warn_small_buffer(got, buffer);
+        }
+    }
+    s.bind(&addr.into())?;
+    Ok(s.into())
+}
+
+fn warn_small_buffer(got: usize, wanted: usize) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        warn!(
+            "the kernel gave QUIC links a {} KiB UDP receive buffer instead of {} KiB; large \
+             messages may lose packets and slow down. Raise the limit: sysctl -w \
+             net.core.rmem_max={wanted} net.core.wmem_max={wanted}",
+            got >> 10,
+            wanted >> 10
+        )
+    });
 }
 
 /// Dials a router and runs the Hello exchange.
@@ -318,6 +353,17 @@ impl Transport for ArcTransport {
         &self.0.stats
     }
 
+    fn path(&self) -> Option<PathStats> {
+        let s = self.0.conn.stats();
+        Some(PathStats {
+            rtt_us: s.path.rtt.as_micros() as u64,
+            cwnd: s.path.cwnd,
+            sent_packets: s.path.sent_packets,
+            lost_packets: s.path.lost_packets,
+            congestion_events: s.path.congestion_events,
+        })
+    }
+
     fn wait_space(
         &self,
         name: Name,
@@ -483,5 +529,30 @@ async fn read_datagrams(t: Arc<QuicTransport>, link: LinkId, inbound: Inbound) {
             // A bad datagram is dropped; datagrams are best effort by nature.
             Err(e) => debug!("dropping a bad datagram: {e}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::udp_socket;
+
+    fn sysctl(name: &str) -> Option<usize> {
+        std::fs::read_to_string(format!("/proc/sys/net/core/{name}"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    #[test]
+    fn the_endpoint_socket_gets_the_buffers_asked_for_as_far_as_the_kernel_allows() {
+        let wanted = 1 << 20;
+        let s = socket2::Socket::from(udp_socket("127.0.0.1:0".parse().unwrap(), wanted).unwrap());
+        let (Some(rmem_max), Some(wmem_max)) = (sysctl("rmem_max"), sysctl("wmem_max")) else {
+            return; // not Linux: the sizes are the platform's business
+        };
+        // Linux doubles the size it was given (room for its bookkeeping).
+        assert_eq!(s.recv_buffer_size().unwrap(), 2 * wanted.min(rmem_max));
+        assert_eq!(s.send_buffer_size().unwrap(), 2 * wanted.min(wmem_max));
     }
 }

@@ -17,6 +17,7 @@
 //!   reliable_queue_messages: 65536
 //!   reliable_queue_bytes: 268435456
 //!   congestion: cubic        # QUIC links: cubic (default), new_reno, or bbr for lossy radio
+//!   udp_buffer_bytes: 4194304  # QUIC socket buffers (capped by net.core.rmem_max)
 //! ```
 //!
 //! Mistakes are reported with the file, line and column, and what was expected.
@@ -52,6 +53,7 @@ pub struct LinkFile {
     pub max_backoff_ms: Option<u64>,
     pub stall_timeout_ms: Option<u64>,
     pub congestion: Option<String>,
+    pub udp_buffer_bytes: Option<usize>,
 }
 
 impl LinkFile {
@@ -83,6 +85,9 @@ impl LinkFile {
         }
         if let Some(b) = self.reliable_queue_bytes {
             c.reliable.max_bytes = b;
+        }
+        if let Some(b) = self.udp_buffer_bytes {
+            c.udp_buffer_bytes = b;
         }
         if let Some(name) = &self.congestion {
             c.congestion = name.parse().map_err(|e| format!("link.congestion: {e}"))?;

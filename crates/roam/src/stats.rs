@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use roam_net::latency::{LatencyHistogram, LatencySummary};
+use roam_net::link::PathStats;
 use roam_net::runtime::RouterReport;
 use tracing::info;
 
@@ -19,6 +20,18 @@ pub fn summary_field(s: &LatencySummary) -> String {
         "n {} mean {:.0} std {:.0} min {:.0} p50 {:.0} p90 {:.0} p99 {:.0} max {:.0}",
         s.count, s.mean_us, s.std_us, s.min_us, s.p50_us, s.p90_us, s.p99_us, s.max_us
     )
+}
+
+/// A QUIC link's path estimates as one log field: `rtt_us 70210 cwnd 1048576 sent_packets
+/// 9000 lost_packets 12 congestion_events 3`; `-` for TCP links (the kernel keeps those).
+pub fn path_field(p: Option<&PathStats>) -> String {
+    match p {
+        Some(p) => format!(
+            "rtt_us {} cwnd {} sent_packets {} lost_packets {} congestion_events {}",
+            p.rtt_us, p.cwnd, p.sent_packets, p.lost_packets, p.congestion_events
+        ),
+        None => "-".into(),
+    }
 }
 
 /// Logs a router's counters and, per link, what it carried and the age of its data.
@@ -46,6 +59,7 @@ pub fn log_router(r: &RouterReport) {
             dropped_full = l.dropped_full,
             dropped_stale = l.dropped_stale,
             closed = l.closed,
+            path = ?path_field(l.path.as_ref()),
             data_age_us = ?summary_field(&l.data_age),
             "link"
         );
@@ -118,5 +132,26 @@ impl ProxyStats {
                 ),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_path_field_names_each_figure_or_says_there_is_none() {
+        let p = PathStats {
+            rtt_us: 70_210,
+            cwnd: 1_048_576,
+            sent_packets: 9000,
+            lost_packets: 12,
+            congestion_events: 3,
+        };
+        assert_eq!(
+            path_field(Some(&p)),
+            "rtt_us 70210 cwnd 1048576 sent_packets 9000 lost_packets 12 congestion_events 3"
+        );
+        assert_eq!(path_field(None), "-");
     }
 }

@@ -46,6 +46,11 @@ async fn carries_messages_with(congestion: Congestion) {
             "{congestion:?}: {size} B changed on the way"
         );
     }
+    // The publishing side's link reports its QUIC path: packets went out, an RTT was measured.
+    let report = pub_router.report().await.unwrap();
+    let path = report.links[0].path.expect("a QUIC link reports its path");
+    assert!(path.sent_packets > (5 << 20) / 1500, "{path:?}");
+    assert!(path.rtt_us > 0 && path.cwnd > 0, "{path:?}");
     pub_router.shutdown().await;
     sub_router.shutdown().await;
 }

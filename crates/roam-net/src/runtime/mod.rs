@@ -149,6 +149,8 @@ pub struct LinkReport {
     pub dropped_stale: u64,
     /// Age of the data that arrived on the link (see [`crate::latency`]).
     pub data_age: crate::latency::LatencySummary,
+    /// The QUIC connection's path estimates (`None` on TCP links).
+    pub path: Option<crate::link::PathStats>,
     /// The link is down; these are its figures at the end (the last
     /// [`CLOSED_LINKS_KEPT`] closed links are reported).
     pub closed: bool,
@@ -691,6 +693,7 @@ fn link_report(link: LinkId, l: &LinkEntry) -> LinkReport {
         dropped_full: g(&s.dropped_full),
         dropped_stale: g(&s.dropped_stale),
         data_age: s.data_age.summary(),
+        path: l.tx.path(),
         closed: false,
     }
 }
