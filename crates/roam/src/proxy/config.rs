@@ -12,6 +12,7 @@
 //!   peers: [192.168.1.20]        # unicast discovery peers (default: multicast)
 //!   # config_xml: "<CycloneDDS>...</CycloneDDS>"   # full CycloneDDS config instead
 //!   ros_distro: jazzy            # humble uses 24-byte GIDs in ros_discovery_info
+//!   receive_buffer_bytes: 8388608  # UDP receive buffer for large messages (default 8 MiB)
 //! realms:
 //!   warehouse: /etc/roam/warehouse.realm
 //! exports:                       # local topics that leave this network
@@ -87,6 +88,9 @@ pub struct DdsFile {
     /// The ROS 2 distribution of this network's nodes, for the GID width in
     /// `ros_discovery_info`: `humble` (24 bytes) or later (`iron`, `jazzy`, ...: 16 bytes).
     pub ros_distro: Option<String>,
+    /// The UDP receive buffer the proxy's participant asks for (bytes; the kernel caps it at
+    /// net.core.rmem_max). Part of the configuration roam writes from `interfaces`/`peers`.
+    pub receive_buffer_bytes: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
