@@ -6,30 +6,25 @@ use std::time::Duration;
 use bytes::Bytes;
 use roam_proto::{Name, RealmSecret, Sealer};
 
-use super::test_support::{router_with, Dir};
+use super::test_support::{pub_sub, Dir, PubSub};
 use crate::latency::now_us;
 use crate::link::{Congestion, LinkConfig};
-use crate::pki;
 
 async fn carries_messages_with(congestion: Congestion) {
     let dir = Dir(std::env::temp_dir().join(format!(
         "roam-congestion-{congestion:?}-{}",
         std::process::id()
     )));
-    pki::init_ca(&dir.0).unwrap();
     let link = LinkConfig {
         congestion,
         ..LinkConfig::default()
     };
-    let sub_router = router_with(&dir, "sub", None, link.clone()).await;
-    let pub_router = router_with(&dir, "pub", sub_router.quic_addr, link).await;
     let name = Name([7; 32]);
-    let mut rx = sub_router.subscribe(name, 64).await;
-    let mut demand = pub_router.publish(name).await;
-    tokio::time::timeout(Duration::from_secs(10), demand.wait_for(|w| *w))
-        .await
-        .expect("no demand")
-        .unwrap();
+    let PubSub {
+        sub_router,
+        pub_router,
+        mut rx,
+    } = pub_sub(&dir, name, 64, link).await;
     let mut sealer = Sealer::new(&RealmSecret::from_bytes([3; 32]), name, false, None).unwrap();
     let sizes = [8usize, 1 << 10, 1 << 20, 4 << 20];
     for (i, &size) in sizes.iter().enumerate() {

@@ -6,23 +6,19 @@ use std::time::Duration;
 use bytes::Bytes;
 use roam_proto::{Name, RealmSecret, Sealer};
 
-use super::test_support::{router, Dir};
-use crate::pki;
+use super::test_support::{pub_sub, Dir, PubSub};
+use crate::link::LinkConfig;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_in_process_subscriber_loses_no_reliable_message() {
     let dir = Dir(std::env::temp_dir().join(format!("roam-local-stall-{}", std::process::id())));
-    pki::init_ca(&dir.0).unwrap();
-    let sub_router = router(&dir, "sub", None).await;
-    let pub_router = router(&dir, "pub", sub_router.quic_addr).await;
     let name = Name([7; 32]);
     // A queue of 4 that is read slowly: the publisher outruns it by far.
-    let mut rx = sub_router.subscribe(name, 4).await;
-    let mut demand = pub_router.publish(name).await;
-    tokio::time::timeout(Duration::from_secs(10), demand.wait_for(|w| *w))
-        .await
-        .expect("no demand")
-        .unwrap();
+    let PubSub {
+        sub_router,
+        pub_router,
+        mut rx,
+    } = pub_sub(&dir, name, 4, LinkConfig::default()).await;
     let mut sealer = Sealer::new(&RealmSecret::from_bytes([1; 32]), name, false, None).unwrap();
     const N: u64 = 3000;
     let sender = {

@@ -5,10 +5,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use roam_proto::{Name, RealmSecret, Sealer};
 
-use super::test_support::{router, Dir};
+use super::test_support::{pub_sub, Dir, PubSub};
 use super::RouterHandle;
 use crate::latency::now_us;
-use crate::pki;
+use crate::link::LinkConfig;
 
 async fn link_data_ages(h: &RouterHandle, closed: bool) -> Option<u64> {
     let r = h.report().await?;
@@ -21,16 +21,12 @@ async fn link_data_ages(h: &RouterHandle, closed: bool) -> Option<u64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_link_reports_the_age_of_its_data_and_keeps_it_after_going_down() {
     let dir = Dir(std::env::temp_dir().join(format!("roam-report-{}", std::process::id())));
-    pki::init_ca(&dir.0).unwrap();
-    let sub_router = router(&dir, "sub", None).await;
-    let pub_router = router(&dir, "pub", sub_router.quic_addr).await;
     let name = Name([9; 32]);
-    let mut rx = sub_router.subscribe(name, 64).await;
-    let mut demand = pub_router.publish(name).await;
-    tokio::time::timeout(Duration::from_secs(10), demand.wait_for(|w| *w))
-        .await
-        .expect("no demand")
-        .unwrap();
+    let PubSub {
+        sub_router,
+        pub_router,
+        mut rx,
+    } = pub_sub(&dir, name, 64, LinkConfig::default()).await;
     let mut sealer = Sealer::new(&RealmSecret::from_bytes([2; 32]), name, false, None).unwrap();
     const N: u64 = 20;
     for i in 0..N {

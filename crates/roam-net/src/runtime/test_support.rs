@@ -23,11 +23,7 @@ pub fn identity(dir: &Dir, name: &str) -> Arc<pki::Identity> {
     Arc::new(pki::load_identity(&dir.0, name).unwrap())
 }
 
-pub async fn router(dir: &Dir, name: &str, connect: Option<SocketAddr>) -> RouterHandle {
-    router_with(dir, name, connect, LinkConfig::default()).await
-}
-
-pub async fn router_with(
+async fn router(
     dir: &Dir,
     name: &str,
     connect: Option<SocketAddr>,
@@ -44,4 +40,29 @@ pub async fn router_with(
         stall_timeout: Duration::from_secs(5),
     };
     start(config).await.unwrap().0
+}
+
+/// A publishing router linked to a subscribing one, with `name` subscribed (queue of
+/// `depth`) and demand already seen by the publisher: ready to send.
+pub struct PubSub {
+    pub sub_router: RouterHandle,
+    pub pub_router: RouterHandle,
+    pub rx: tokio::sync::mpsc::Receiver<bytes::Bytes>,
+}
+
+pub async fn pub_sub(dir: &Dir, name: roam_proto::Name, depth: usize, link: LinkConfig) -> PubSub {
+    pki::init_ca(&dir.0).unwrap();
+    let sub_router = router(dir, "sub", None, link.clone()).await;
+    let pub_router = router(dir, "pub", sub_router.quic_addr, link).await;
+    let rx = sub_router.subscribe(name, depth).await;
+    let mut demand = pub_router.publish(name).await;
+    tokio::time::timeout(Duration::from_secs(10), demand.wait_for(|w| *w))
+        .await
+        .expect("no demand")
+        .unwrap();
+    PubSub {
+        sub_router,
+        pub_router,
+        rx,
+    }
 }
