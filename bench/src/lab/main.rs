@@ -3,6 +3,7 @@
 //! `bench/results/lab.json` and `bench/RESULTS.md`. Nothing is asserted about speed.
 
 mod experiments;
+mod hop_report;
 mod hops;
 mod measure;
 mod procs;

@@ -9,8 +9,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::experiments::Suite;
+use super::hop_report;
 use super::measure::Measurement;
-use super::measure::{DDS_ECHO_TOPIC, DDS_TOPIC};
 use super::systems::{Lab, Links, System};
 
 #[derive(Serialize)]
@@ -56,7 +56,7 @@ fn f(v: &Value, path: &[&str]) -> Option<f64> {
     v.as_f64()
 }
 
-fn us(v: Option<f64>) -> String {
+pub(super) fn us(v: Option<f64>) -> String {
     match v {
         None => "—".into(),
         Some(v) if v >= 10_000.0 => format!("{:.1} ms", v / 1e3),
@@ -85,7 +85,7 @@ impl Measurement {
     fn ok(&self) -> bool {
         self.error.is_none()
     }
-    fn rtt(&self, field: &str) -> Option<f64> {
+    pub(super) fn rtt(&self, field: &str) -> Option<f64> {
         self.ok()
             .then(|| f(&self.source, &["rtt", field]))
             .flatten()
@@ -384,26 +384,10 @@ fn e6(r: &Report, s: &mut String) {
             us(m.rtt("p99_us")),
             us(m.rtt("max_us")),
             m.lost().map_or("—".into(), |v| format!("{v:.0}")),
-            quic_losses(m),
+            hop_report::quic_losses(m),
         );
     }
     let _ = writeln!(s, "\n{E6_NOTE}\n");
-}
-
-/// Packets roam's QUIC links lost and the congestion events they caused, summed over every
-/// link end (each end counts what it sent), from the routers' and proxies' status lines.
-fn quic_losses(m: &Measurement) -> String {
-    let paths: Vec<_> = m.hops.iter().filter(|h| !h.path.is_empty()).collect();
-    if paths.is_empty() {
-        return String::new();
-    }
-    let sum = |k: &str| -> f64 { paths.iter().filter_map(|h| h.path.get(k)).sum() };
-    format!(
-        "{:.0} of {:.0} ({:.0})",
-        sum("lost_packets"),
-        sum("sent_packets"),
-        sum("congestion_events")
-    )
 }
 
 const E6_NOTE: &str = "Lost: not echoed back before the run's deadline. QUIC packets lost: summed over roam's QUIC link ends, as their connections counted them (a spurious loss counts too). ECDF plots: `bench/results/plots/e6-wan-ecdf.png` (1 KiB) and `bench/results/plots/e6-wan-ecdf-pointcloud.png` (1.08 MB).";
@@ -474,101 +458,9 @@ fn e7(r: &Report, s: &mut String) {
         .iter()
         .filter(|m| matches!(m.system, System::Roam { .. }))
     {
-        in_path(m, s);
+        hop_report::in_path(m, s);
     }
     let _ = writeln!(s, "\nSealing and opening alone cost 0.3-0.4 µs per KiB message (ROUTING-PLANE.md); E3 shows encryption's share of the whole path. ECDF of these round trips: `bench/results/plots/e7-ecdf-8k.png`.\n");
-}
-
-/// E7 from inside the path: the ages roam's own processes measured at each hop (`roam::stats`
-/// lines), as differences of means (means add up; medians do not), for each direction.
-fn in_path(m: &Measurement, s: &mut String) {
-    let System::Roam { routers, links, .. } = m.system else {
-        return;
-    };
-    let link = if links == Links::Tcp {
-        "TCP+TLS"
-    } else {
-        "QUIC"
-    };
-    let routers: Vec<String> = (1..=routers).map(|i| format!("r{i}")).collect();
-    let hop = |process: &str, kind: &str, of: &str, age: &str| {
-        m.hops
-            .iter()
-            .find(|h| h.process == process && h.kind == kind && h.of == of)
-            .and_then(|h| h.ages.get(age))
-            .filter(|a| a.n > 0.0)
-            .map(|a| a.mean)
-    };
-    // One direction: the exporting and importing proxy, the routers in order, the topic.
-    let direction = |from: &str, to: &str, path: Vec<String>, topic: &str| {
-        // Ages after the DDS hop count from the seal (the envelope's send time).
-        let dds = hop(from, "export", topic, "dds_age_us");
-        let mut cum = Vec::new();
-        // Labels count routers in the order the data meets them, so one label fits both
-        // directions.
-        let mut prev = from.to_string();
-        for (i, r) in path.iter().enumerate() {
-            let label = match i {
-                0 => format!("{link} link: exporting proxy to the first router"),
-                _ => format!("{link} link: router {i} to router {} on the way", i + 1),
-            };
-            cum.push((label, hop(r, "link", &prev, "data_age_us")));
-            prev = r.clone();
-        }
-        cum.push((
-            format!("{link} link: last router to the importing proxy"),
-            hop(to, "link", &prev, "data_age_us"),
-        ));
-        cum.push((
-            "importing proxy: to its import task, open".into(),
-            hop(to, "import", topic, "opened_age_us"),
-        ));
-        cum.push((
-            "importing proxy: DDS write".into(),
-            hop(to, "import", topic, "written_age_us"),
-        ));
-        // Cumulative ages to components; a missing hop folds into the next one.
-        let mut last = Some(0.0);
-        let mut parts = vec![(
-            "DDS: publisher's write to the proxy's seal".to_string(),
-            dds,
-        )];
-        for (label, at) in cum {
-            let part = match (at, last) {
-                (Some(a), Some(l)) => Some(a - l),
-                _ => None,
-            };
-            if at.is_some() {
-                last = at;
-            }
-            parts.push((label, part));
-        }
-        parts
-    };
-    let mut back_path = routers.clone();
-    back_path.reverse();
-    let fwd = direction("proxy-a", "proxy-b", routers, DDS_TOPIC);
-    let back = direction("proxy-b", "proxy-a", back_path, DDS_ECHO_TOPIC);
-    if fwd.iter().chain(&back).all(|(_, v)| v.is_none()) {
-        return;
-    }
-    let _ = writeln!(s, "\n{}: measured inside the path (mean ages at each hop from the routers' and proxies' `roam::stats` lines, as differences; a round trip is the data one way and the echo back):\n", m.label);
-    let _ = writeln!(
-        s,
-        "| component | data (A to B) | echo (B to A) |\n|---|---|---|"
-    );
-    for ((label, a), (_, b)) in fwd.iter().zip(&back) {
-        let _ = writeln!(s, "| {label} | {} | {} |", us(*a), us(*b));
-    }
-    let known: f64 = fwd.iter().chain(&back).filter_map(|(_, v)| *v).sum();
-    if let Some(rtt) = m.rtt("mean_us") {
-        let _ = writeln!(
-            s,
-            "| rest: DDS from the importing proxy to the listener, both ways, and the sink's echo | {} (round trip mean {} minus the above) | |",
-            us(Some(rtt - known)),
-            us(Some(rtt))
-        );
-    }
 }
 
 fn e8(r: &Report, s: &mut String) {
