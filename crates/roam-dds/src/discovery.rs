@@ -28,6 +28,9 @@ pub struct Endpoint {
     pub qos: Qos,
     /// The endpoint's USER_DATA QoS (empty when it has none).
     pub user_data: Vec<u8>,
+    /// The XTypes type information the endpoint announced, if any: with it the full type can
+    /// be resolved ([`TypeDescriptor::resolve`](crate::TypeDescriptor::resolve)).
+    pub type_info: Option<crate::TypeInfo>,
     /// True when the endpoint exists; false when it went away (deleted, or its participant
     /// was lost). The other fields of a false event repeat what was last known.
     pub alive: bool,
@@ -234,6 +237,11 @@ fn take_all(reader: dds_entity_t, state: &DiscoveryState, publications: bool) {
                     qos: unsafe { crate::qos::from_raw(ep.qos, publications) },
                     // SAFETY: as above.
                     user_data: unsafe { crate::qos::user_data(ep.qos) },
+                    // SAFETY: `*s` is the loaned endpoint, valid until the loan is returned
+                    // below; the type information is copied before that.
+                    type_info: unsafe {
+                        endpoint_type_info(*s as *mut dds_builtintopic_endpoint_t)
+                    },
                     alive: true,
                 };
                 if known.get(&endpoint.guid) != Some(&endpoint) {
@@ -261,6 +269,21 @@ fn take_all(reader: dds_entity_t, state: &DiscoveryState, publications: bool) {
             return;
         }
     }
+}
+
+/// A copy of the XTypes type information a discovered endpoint announced.
+///
+/// # Safety
+/// `ep` must be a valid endpoint sample for the duration of the call.
+unsafe fn endpoint_type_info(ep: *mut dds_builtintopic_endpoint_t) -> Option<crate::TypeInfo> {
+    let mut ti: *const cyclors::dds_typeinfo_t = std::ptr::null();
+    // SAFETY: valid endpoint per the contract; `ti` is set to NULL or to type information
+    // owned by the endpoint's qos.
+    if unsafe { cyclors::dds_builtintopic_get_endpoint_type_info(ep, &mut ti) } < 0 {
+        return None;
+    }
+    // SAFETY: NULL or valid while the endpoint is; copied here.
+    unsafe { crate::TypeInfo::copy_from(ti) }
 }
 
 /// # Safety

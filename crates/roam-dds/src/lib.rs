@@ -15,19 +15,26 @@
 //!   owning participant), appearing and disappearing, so the proxy can learn what local nodes
 //!   publish and subscribe and recognise its own endpoints ([`Participant::guid`]).
 //!
+//! - [`TypeDescriptor`]: for keyed topics, the full type, resolved through the DDS type lookup
+//!   service from a publisher's XTypes type information ([`Endpoint::type_info`]), or rebuilt
+//!   from its serialized XTypes description on another machine. Readers and writers made with
+//!   one ([`TopicInfo::described`]) still move raw CDR, but DDS keys every sample, so history
+//!   and durability are per instance and the instance lifecycle ([`SampleKind`],
+//!   [`Writer::dispose_cdr`], [`Writer::unregister_cdr`]) can be forwarded.
+//!
 //! # What it does not do
 //!
-//! No (de)serialization of message contents, no type lookup, no XTypes type information (a blob
-//! topic announces only its type *name*; peers match on the name, which must be exact), no
-//! partitions, no content filters, no loans / shared memory, no dispose or unregister by
-//! instance handle (the blob sertype of `cyclors` aborts on those code paths, so the API has
-//! none of them). Routing, sealing and configuration live in the other roam crates.
+//! No (de)serialization of message contents, no partitions, no content filters, no loans /
+//! shared memory, no dispose or unregister by instance handle (the blob sertype of `cyclors`
+//! aborts on those code paths, so the API has none of them). Routing, sealing and
+//! configuration live in the other roam crates.
 //!
 //! # Where the unsafe code is
 //!
 //! All of the workspace's `unsafe` lives in this crate (the rest of the workspace forbids it),
 //! in the modules that call the `cyclors` bindings: `src/participant.rs` (domains,
-//! participants, topics), `src/qos.rs`, `src/writer.rs`, `src/reader.rs`, `src/discovery.rs`
+//! participants, topics), `src/qos.rs`, `src/writer.rs`, `src/reader.rs`, `src/discovery.rs`,
+//! `src/types.rs` (type information and descriptors)
 //! and `src/error.rs` (return-code text).
 //! Every unsafe block carries a `// SAFETY:` comment. The invariants they rely on:
 //!
@@ -51,8 +58,13 @@
 //! - The `cyclors` blob sertype cannot see keys: every sample of a keyed blob topic is the same
 //!   instance to the local DDS (key hash all zeros). Bytes, keys included, pass through intact,
 //!   and remote typed readers see the right instances, but keep-last history (and so a
-//!   transient-local writer's memory) counts samples across all keys: use enough depth, or
-//!   keep-all, for keyed topics.
+//!   transient-local writer's memory) counts samples across all keys. Keyed topics whose
+//!   publisher announces type information are therefore read and written as typed topics
+//!   ([`TypeDescriptor`]); the blob remains for publishers without it (e.g. RustDDS).
+//! - Type registration on a domain that has never seen a type: CycloneDDS builds descriptors
+//!   only from types in its type library, so [`TypeDescriptor::from_xtypes`] first creates a
+//!   private topic (`roam/type_registration/<type>`) whose descriptor carries the type objects,
+//!   then has CycloneDDS derive the real descriptor from them; opcodes never cross machines.
 //! - The blob sertype has no `print` operation: enabling CycloneDDS's `data`/`trace` tracing
 //!   categories in a configuration crashes the process on the first write. `discovery` is fine.
 //! - One configuration per domain and process: participants of one process on one domain share
@@ -75,6 +87,7 @@ mod participant;
 mod qos;
 mod reader;
 pub mod ros_discovery_info;
+mod types;
 mod writer;
 
 pub use config::loopback_config;
@@ -82,13 +95,14 @@ pub use discovery::{Discovery, DiscoveryEvent, Endpoint};
 pub use error::DdsError;
 pub use participant::Participant;
 pub use qos::{History, Qos};
-pub use reader::{Reader, Sample};
+pub use reader::{Reader, Sample, SampleKind};
+pub use types::{TypeDescriptor, TypeInfo};
 pub use writer::{Writer, WriterOptions};
 
 /// A 16-byte DDS GUID (GUID prefix of 12 bytes, entity id of 4).
 pub type Guid = [u8; 16];
 
-/// What a topic is, for a blob (raw CDR) reader or writer.
+/// What a topic is, for a raw CDR reader or writer.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TopicInfo {
     /// The DDS topic name, e.g. `rt/chatter` for the ROS 2 topic `/chatter`.
@@ -98,6 +112,10 @@ pub struct TopicInfo {
     pub type_name: String,
     /// Whether the type has no key fields (every ROS 2 message type is keyless).
     pub keyless: bool,
+    /// The full type, when known: the topic is then typed rather than a blob, so DDS sees
+    /// the keys (history, durability and lifecycle per instance). `None`: a blob topic, where
+    /// every sample of a keyed type is the same instance to the local DDS.
+    pub descriptor: Option<std::sync::Arc<TypeDescriptor>>,
 }
 
 impl TopicInfo {
@@ -107,6 +125,25 @@ impl TopicInfo {
             name: name.into(),
             type_name: type_name.into(),
             keyless: true,
+            descriptor: None,
+        }
+    }
+
+    /// A blob topic of a keyed type whose keys DDS cannot see (no type information).
+    pub fn keyed_blob(name: impl Into<String>, type_name: impl Into<String>) -> Self {
+        Self {
+            keyless: false,
+            ..Self::keyless(name, type_name)
+        }
+    }
+
+    /// A typed topic: DDS knows the type from `descriptor` and keys every sample.
+    pub fn described(name: impl Into<String>, descriptor: std::sync::Arc<TypeDescriptor>) -> Self {
+        Self {
+            name: name.into(),
+            type_name: descriptor.type_name().to_string(),
+            keyless: descriptor.keyless(),
+            descriptor: Some(descriptor),
         }
     }
 }

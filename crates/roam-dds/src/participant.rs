@@ -198,8 +198,41 @@ impl Participant {
     }
 }
 
+/// Creates the topic a reader or writer of `topic` needs: typed when the topic has a
+/// descriptor, a blob (raw CDR) topic otherwise.
+pub(crate) fn create_topic(
+    participant: &Participant,
+    topic: &crate::TopicInfo,
+) -> Result<dds_entity_t, DdsError> {
+    let Some(desc) = &topic.descriptor else {
+        return create_blob_topic(participant, topic);
+    };
+    if desc.type_name() != topic.type_name {
+        return Err(DdsError::InvalidArgument(format!(
+            "topic {} has type {} but its descriptor describes {}",
+            topic.name,
+            topic.type_name,
+            desc.type_name()
+        )));
+    }
+    let name = CString::new(topic.name.as_str())
+        .map_err(|_| DdsError::InvalidArgument("topic name contains a NUL byte".into()))?;
+    // SAFETY: live participant; a valid descriptor (CycloneDDS built it) that outlives the call
+    // and whose contents the topic copies; NUL-terminated name; NULL qos and listener.
+    let ret = unsafe {
+        cyclors::dds_create_topic(
+            participant.handle(),
+            desc.as_ptr(),
+            name.as_ptr(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    check("dds_create_topic", ret)
+}
+
 /// Creates a blob (raw CDR) topic on `participant`.
-pub(crate) fn create_blob_topic(
+fn create_blob_topic(
     participant: &Participant,
     topic: &crate::TopicInfo,
 ) -> Result<dds_entity_t, DdsError> {

@@ -8,15 +8,30 @@ use cyclors::{
 };
 
 use crate::error::{check, DdsError};
-use crate::participant::{create_blob_topic, delete_entity, entity_guid, Participant};
+use crate::participant::{create_topic, delete_entity, entity_guid, Participant};
 use crate::qos::RawQos;
 use crate::{Guid, Qos, TopicInfo};
+
+/// What a received sample says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SampleKind {
+    /// New data: `cdr` is the whole sample.
+    Data,
+    /// The instance was disposed: `cdr` is its serialized key.
+    Disposed,
+    /// The instance has no writer left (unregistered, or its writers are gone): `cdr` is its
+    /// serialized key.
+    Unregistered,
+}
 
 /// One received sample, as raw serialized bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sample {
+    /// Data, or a change of the instance's lifecycle (typed topics only: a blob topic cannot
+    /// name an instance, so it reports data alone).
+    pub kind: SampleKind,
     /// The complete serialized sample, 4-byte encapsulation header included, exactly as the
-    /// writer sent it.
+    /// writer sent it (for lifecycle changes: the serialized key, header included).
     pub cdr: Vec<u8>,
     /// The writer's source timestamp, nanoseconds since the Unix epoch.
     pub source_timestamp_ns: i64,
@@ -30,6 +45,9 @@ type Callback = dyn Fn(Sample) + Send + Sync + 'static;
 /// What the data-available listener reaches through its argument pointer.
 struct ReaderState {
     on_sample: Box<Callback>,
+    /// Typed topic: lifecycle samples carry a key serdata that can be serialized. (A blob
+    /// topic's key serdata has no bytes: never touch it.)
+    lifecycle: bool,
     /// publication_handle -> writer GUID; looked up once per writer. Also serialises
     /// take-and-deliver, so samples reach the callback in order even when the constructor's
     /// initial take and a listener invocation overlap.
@@ -43,8 +61,10 @@ const MAX_CACHED_WRITERS: usize = 4096;
 
 /// Receives raw serialized samples on a blob topic and hands each to a callback.
 ///
-/// The callback runs on a CycloneDDS thread (see the crate docs on threading); it sees only
-/// valid samples (not the "writer left" / "disposed" notifications DDS also queues).
+/// The callback runs on a CycloneDDS thread (see the crate docs on threading). On a blob topic
+/// it sees only valid samples (not the "writer left" / "disposed" notifications DDS also
+/// queues); on a typed topic ([`TopicInfo::described`]) it also sees instance lifecycle
+/// changes ([`SampleKind`]).
 pub struct Reader {
     handle: dds_entity_t,
     topic: dds_entity_t,
@@ -76,9 +96,10 @@ impl Reader {
         qos: &Qos,
         on_sample: impl Fn(Sample) + Send + Sync + 'static,
     ) -> Result<Reader, DdsError> {
-        let topic_handle = create_blob_topic(participant, topic)?;
+        let topic_handle = create_topic(participant, topic)?;
         let state = Box::into_raw(Box::new(ReaderState {
             on_sample: Box::new(on_sample),
+            lifecycle: topic.descriptor.is_some(),
             writers: Mutex::new(HashMap::new()),
         }));
         let raw = RawQos::new(qos);
@@ -188,12 +209,27 @@ fn take_all(reader: dds_entity_t, state: &ReaderState) {
         let n = n as usize;
         let mut samples = Vec::with_capacity(n);
         for (sd, info) in bufs[..n].iter().zip(&infos[..n]) {
-            if info.valid_data && !sd.is_null() {
-                // SAFETY: `sd` is a valid serdata reference from takecdr (valid data, so it is
-                // a full sample of the blob sertype, not a key-only one).
-                let cdr = unsafe { serdata_bytes(*sd) };
-                samples.push((cdr, info.source_timestamp, info.publication_handle));
+            if sd.is_null() {
+                continue;
             }
+            let kind = if info.valid_data {
+                SampleKind::Data
+            } else if !state.lifecycle {
+                continue;
+            } else if info.instance_state == cyclors::dds_instance_state_DDS_IST_NOT_ALIVE_DISPOSED
+            {
+                SampleKind::Disposed
+            } else if info.instance_state
+                == cyclors::dds_instance_state_DDS_IST_NOT_ALIVE_NO_WRITERS
+            {
+                SampleKind::Unregistered
+            } else {
+                continue;
+            };
+            // SAFETY: `sd` is a valid serdata reference from takecdr: a full sample (valid
+            // data), or the key of a typed topic's instance (whose sertype serializes keys).
+            let cdr = unsafe { serdata_bytes(*sd) };
+            samples.push((kind, cdr, info.source_timestamp, info.publication_handle));
         }
         for sd in &bufs[..n] {
             if !sd.is_null() {
@@ -201,9 +237,10 @@ fn take_all(reader: dds_entity_t, state: &ReaderState) {
                 unsafe { cyclors::ddsi_serdata_unref(*sd) };
             }
         }
-        for (cdr, ts, ph) in samples {
+        for (kind, cdr, ts, ph) in samples {
             let writer_guid = writer_guid(reader, &mut writers, ph);
             let sample = Sample {
+                kind,
                 cdr,
                 source_timestamp_ns: ts,
                 writer_guid,

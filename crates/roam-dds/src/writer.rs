@@ -1,7 +1,7 @@
 use cyclors::{dds_entity_t, ddsi_sertype, ddsrt_iovec_t};
 
 use crate::error::{check, DdsError};
-use crate::participant::{create_blob_topic, delete_entity, entity_guid, Participant};
+use crate::participant::{create_topic, delete_entity, entity_guid, Participant};
 use crate::qos::RawQos;
 use crate::{Guid, Qos, TopicInfo};
 
@@ -55,7 +55,7 @@ impl Writer {
         qos: &Qos,
         options: WriterOptions<'_>,
     ) -> Result<Writer, DdsError> {
-        let topic_handle = create_blob_topic(participant, topic)?;
+        let topic_handle = create_topic(participant, topic)?;
         let raw = RawQos::new(qos);
         if !options.user_data.is_empty() {
             raw.set_user_data(options.user_data);
@@ -96,6 +96,58 @@ impl Writer {
     /// [`DdsError::is_timeout`]) while the readers have too much unacknowledged data; a
     /// [non-blocking](WriterOptions::non_blocking) one fails with the timeout at once.
     pub fn write_cdr(&self, cdr: &[u8]) -> Result<(), DdsError> {
+        let serdata = self.serdata(cyclors::ddsi_serdata_kind_SDK_DATA, cdr)?;
+        // SAFETY: dds_writecdr takes over our reference to `serdata` (it is released by the
+        // writer history), on success and on failure once the writer is locked; the writer
+        // is ours and alive, so the lock cannot fail.
+        check("dds_writecdr", unsafe {
+            cyclors::dds_writecdr(self.handle, serdata)
+        })?;
+        Ok(())
+    }
+
+    /// Disposes the instance whose serialized key (4-byte header included, as a
+    /// [`SampleKind::Disposed`](crate::SampleKind) sample carries it) is `key`. Typed topics
+    /// only ([`TopicInfo::described`]).
+    pub fn dispose_cdr(&self, key: &[u8]) -> Result<(), DdsError> {
+        self.write_key(key, cyclors::DDSI_STATUSINFO_DISPOSE)
+    }
+
+    /// Unregisters the instance whose serialized key is `key`: this writer no longer updates
+    /// it (a transient-local writer forgets its history). Typed topics only.
+    pub fn unregister_cdr(&self, key: &[u8]) -> Result<(), DdsError> {
+        self.write_key(key, cyclors::DDSI_STATUSINFO_UNREGISTER)
+    }
+
+    fn write_key(&self, key: &[u8], statusinfo: u32) -> Result<(), DdsError> {
+        if self.info.descriptor.is_none() {
+            return Err(DdsError::InvalidArgument(format!(
+                "topic {}: instance lifecycle needs the topic's type (a blob topic has no keys)",
+                self.info.name
+            )));
+        }
+        let serdata = self.serdata(cyclors::ddsi_serdata_kind_SDK_KEY, key)?;
+        // SAFETY: `serdata` is a fresh serdata we hold the only reference to; setting its
+        // status and time before handing it over is how CycloneDDS's own dispose works.
+        unsafe {
+            (*serdata).statusinfo = statusinfo;
+            (*serdata).timestamp.v = cyclors::dds_time();
+        }
+        // SAFETY: as in write_cdr: dds_forwardcdr takes over our reference; unlike
+        // dds_writecdr it keeps the status info (dispose / unregister) we set.
+        check("dds_forwardcdr", unsafe {
+            cyclors::dds_forwardcdr(self.handle, serdata)
+        })?;
+        Ok(())
+    }
+
+    /// A new serdata of `kind` holding a copy of `cdr`, with one reference that the caller
+    /// must hand to a write.
+    fn serdata(
+        &self,
+        kind: cyclors::ddsi_serdata_kind,
+        cdr: &[u8],
+    ) -> Result<*mut cyclors::ddsi_serdata, DdsError> {
         if cdr.len() < 4 {
             return Err(DdsError::InvalidArgument(format!(
                 "a serialized sample is at least the 4-byte encapsulation header, got {} bytes",
@@ -115,30 +167,19 @@ impl Writer {
             iov_base: cdr.as_ptr() as *mut _,
             iov_len: cdr.len(),
         };
-        // SAFETY: the blob sertype's from_ser_iov copies `size` bytes out of the one iovec
-        // (it only reads iov_base, despite the `*mut`), and returns a new serdata holding one
-        // reference (it never returns NULL short of OOM, which aborts).
-        let serdata = unsafe {
-            cyclors::ddsi_serdata_from_ser_iov(
-                sertype,
-                cyclors::ddsi_serdata_kind_SDK_DATA,
-                1,
-                &iov,
-                cdr.len(),
-            )
-        };
+        // SAFETY: from_ser_iov copies `size` bytes out of the one iovec (it only reads
+        // iov_base, despite the `*mut`) and returns a new serdata holding one reference. The
+        // blob sertype never returns NULL short of OOM (which aborts); a typed topic's
+        // sertype validates the bytes against the type and returns NULL if they do not fit.
+        let serdata =
+            unsafe { cyclors::ddsi_serdata_from_ser_iov(sertype, kind, 1, &iov, cdr.len()) };
         if serdata.is_null() {
-            return Err(DdsError::InvalidArgument(
-                "sertype refused the sample".into(),
-            ));
+            return Err(DdsError::InvalidArgument(format!(
+                "topic {}: the bytes are not a valid sample of {}",
+                self.info.name, self.info.type_name
+            )));
         }
-        // SAFETY: dds_writecdr takes over our reference to `serdata` (it is released by the
-        // writer history), on success and on failure once the writer is locked; the writer
-        // is ours and alive, so the lock cannot fail.
-        check("dds_writecdr", unsafe {
-            cyclors::dds_writecdr(self.handle, serdata)
-        })?;
-        Ok(())
+        Ok(serdata)
     }
 
     /// Sends what batched writes queued (see [`WriterOptions::batching`]); a no-op otherwise.

@@ -55,11 +55,7 @@ fn keyless_samples_arrive_byte_exact() {
 fn keyed_samples_keep_their_key_bytes() {
     let p = participant(102);
     // A keyed type: struct { @key long id; string text; } — the bytes are opaque to us.
-    let topic = TopicInfo {
-        name: "roam_keyed".into(),
-        type_name: "roam::test::Keyed".into(),
-        keyless: false,
-    };
+    let topic = TopicInfo::keyed_blob("roam_keyed", "roam::test::Keyed");
     // Keep all: the blob sertype cannot tell keys apart (every sample is one instance to it),
     // so keep-last 1 would let samples of different keys replace each other.
     let qos = Qos {
