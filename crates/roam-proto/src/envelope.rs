@@ -3,7 +3,8 @@
 //! ```text
 //! offset size field
 //!  0      1   version (1)
-//!  1      1   flags   (bit 0 signed, bit 1 best effort; other bits must be zero)
+//!  1      1   flags   (bit 0 signed, bit 1 best effort, bit 2 clear text, bit 3 dispose,
+//!                      bit 4 unregister; other bits must be zero, and 3 and 4 not both)
 //!  2      2   reserved, zero
 //!  4     32   name
 //! 36      8   sender session (random per sealer)
@@ -41,7 +42,14 @@ impl EnvelopeFlags {
     /// header and payload as associated data (GMAC). Routers can read it but still cannot
     /// forge or replay it.
     pub const CLEAR: u8 = 0x04;
-    const KNOWN: u8 = Self::SIGNED | Self::BEST_EFFORT | Self::CLEAR;
+    /// Instance lifecycle: the payload is the serialized key of a keyed topic's instance
+    /// that its publisher disposed.
+    pub const DISPOSE: u8 = 0x08;
+    /// Instance lifecycle: the payload is the serialized key of an instance that lost its
+    /// publisher (unregistered, or the publisher left).
+    pub const UNREGISTER: u8 = 0x10;
+    const KNOWN: u8 =
+        Self::SIGNED | Self::BEST_EFFORT | Self::CLEAR | Self::DISPOSE | Self::UNREGISTER;
 
     pub fn signed(self) -> bool {
         self.0 & Self::SIGNED != 0
@@ -53,6 +61,39 @@ impl EnvelopeFlags {
 
     pub fn clear(self) -> bool {
         self.0 & Self::CLEAR != 0
+    }
+
+    /// What the payload is: data, or an instance lifecycle change.
+    pub fn payload_kind(self) -> PayloadKind {
+        if self.0 & Self::DISPOSE != 0 {
+            PayloadKind::Dispose
+        } else if self.0 & Self::UNREGISTER != 0 {
+            PayloadKind::Unregister
+        } else {
+            PayloadKind::Data
+        }
+    }
+}
+
+/// What an envelope's payload is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum PayloadKind {
+    /// A message (for ROS 2 and DDS topics: its serialized CDR).
+    #[default]
+    Data,
+    /// The serialized key of a keyed topic's instance that was disposed.
+    Dispose,
+    /// The serialized key of an instance that lost its publisher.
+    Unregister,
+}
+
+impl PayloadKind {
+    fn flag(self) -> u8 {
+        match self {
+            PayloadKind::Data => 0,
+            PayloadKind::Dispose => EnvelopeFlags::DISPOSE,
+            PayloadKind::Unregister => EnvelopeFlags::UNREGISTER,
+        }
     }
 }
 
@@ -91,7 +132,8 @@ impl EnvelopeHeader {
             return Err(EnvelopeError::Version(version));
         }
         let flags = r.u8()?;
-        if flags & !EnvelopeFlags::KNOWN != 0 {
+        let lifecycle = EnvelopeFlags::DISPOSE | EnvelopeFlags::UNREGISTER;
+        if flags & !EnvelopeFlags::KNOWN != 0 || flags & lifecycle == lifecycle {
             return Err(EnvelopeError::Flags(flags));
         }
         if r.u16()? != 0 {
@@ -128,6 +170,14 @@ impl EnvelopeHeader {
         out.extend_from_slice(&self.session.to_be_bytes());
         out.extend_from_slice(&self.seq.to_be_bytes());
         out.extend_from_slice(&self.send_time_us.to_be_bytes());
+    }
+}
+
+impl PayloadKind {
+    /// The envelope flags with this kind set (and any other kind cleared).
+    pub(crate) fn apply(self, flags: EnvelopeFlags) -> EnvelopeFlags {
+        let lifecycle = EnvelopeFlags::DISPOSE | EnvelopeFlags::UNREGISTER;
+        EnvelopeFlags((flags.0 & !lifecycle) | self.flag())
     }
 }
 
@@ -194,6 +244,13 @@ mod tests {
         let mut f = b.clone();
         f[1] = 0x80;
         assert_eq!(EnvelopeHeader::parse(&f), Err(EnvelopeError::Flags(0x80)));
+        f[1] = EnvelopeFlags::DISPOSE | EnvelopeFlags::UNREGISTER;
+        assert_eq!(EnvelopeHeader::parse(&f), Err(EnvelopeError::Flags(0x18)));
+        f[1] = EnvelopeFlags::UNREGISTER;
+        assert_eq!(
+            EnvelopeHeader::parse(&f).unwrap().flags.payload_kind(),
+            PayloadKind::Unregister
+        );
         let mut s = b.clone();
         s[1] = EnvelopeFlags::SIGNED;
         assert_eq!(EnvelopeHeader::parse(&s), Err(EnvelopeError::TooShort));

@@ -13,18 +13,21 @@
 //! - [`name`]: 256-bit topic names, `HMAC-SHA256(realm secret, canonical descriptor)`.
 //! - [`envelope`]: the envelope header, and [`seal`]: sealing, opening, replay protection.
 //! - [`frame`]: frames exchanged on links between routers and clients.
+//! - [`meta`]: topic announcements (type, QoS, streams) exporters seal on a topic's metadata
+//!   name.
 //!
 //! The constructions and their reasoning are in `docs/security.md` and `docs/protocol.md`.
 
 pub mod codec;
 pub mod envelope;
 pub mod frame;
+pub mod meta;
 pub mod name;
 pub mod realm;
 pub mod replay;
 pub mod seal;
 
-pub use envelope::{EnvelopeFlags, EnvelopeHeader};
+pub use envelope::{EnvelopeFlags, EnvelopeHeader, PayloadKind};
 pub use frame::{Frame, FrameError, RouterId};
 pub use name::{Kind, Name, TopicDescriptor};
 pub use realm::RealmSecret;

@@ -23,7 +23,8 @@ use ring::rand::{SecureRandom, SystemRandom};
 use ring::signature::{self, Ed25519KeyPair, KeyPair};
 
 use crate::envelope::{
-    EnvelopeError, EnvelopeFlags, EnvelopeHeader, HEADER_LEN, SIGNATURE_LEN, SIGNER_LEN, TAG_LEN,
+    EnvelopeError, EnvelopeFlags, EnvelopeHeader, PayloadKind, HEADER_LEN, SIGNATURE_LEN,
+    SIGNER_LEN, TAG_LEN,
 };
 use crate::name::Name;
 use crate::realm::RealmSecret;
@@ -203,6 +204,19 @@ impl Sealer {
         send_time_us: u64,
         out: &mut Vec<u8>,
     ) -> Result<(), SealError> {
+        self.seal_kind(PayloadKind::Data, payload, send_time_us, out)
+    }
+
+    /// Like [`Self::seal`], for a payload of the given kind (an instance lifecycle change
+    /// carries the instance's serialized key; see [`PayloadKind`]). The kind is in the
+    /// authenticated header.
+    pub fn seal_kind(
+        &mut self,
+        kind: PayloadKind,
+        payload: &[u8],
+        send_time_us: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), SealError> {
         if self.next_seq == u64::MAX {
             return Err(SealError::Exhausted);
         }
@@ -211,7 +225,7 @@ impl Sealer {
         out.clear();
         out.reserve(self.sealed_len(payload.len()));
         let header = EnvelopeHeader {
-            flags: self.flags,
+            flags: kind.apply(self.flags),
             name: self.name,
             session: self.session,
             seq,

@@ -255,3 +255,31 @@ fn signed_clear_text_names_the_member() {
     assert_eq!(out, b"hello");
     assert_eq!(opened.signer.as_deref(), Some("robot"));
 }
+
+#[test]
+fn lifecycle_envelopes_say_so_and_the_kind_cannot_be_altered() {
+    let mut s = Sealer::new(&realm(1), name(), false, None).unwrap();
+    let mut o = Opener::new(&realm(1), OpenerConfig::default());
+    let mut out = Vec::new();
+    let key = b"\x00\x01\x00\x00robot 7";
+    let env = {
+        let mut b = Vec::new();
+        s.seal_kind(PayloadKind::Dispose, key, 5, &mut b).unwrap();
+        b
+    };
+    let opened = o.open(&env, 5, &mut out).unwrap();
+    assert_eq!(opened.header.flags.payload_kind(), PayloadKind::Dispose);
+    assert_eq!(out, key);
+    // The next envelope of the session is data again.
+    let data = s.seal_to_vec(b"x", 6).unwrap();
+    let opened = o.open(&data, 6, &mut out).unwrap();
+    assert_eq!(opened.header.flags.payload_kind(), PayloadKind::Data);
+    // Turning a dispose into an unregister (or into data) breaks the tag.
+    let mut forged = env.clone();
+    forged[1] = (forged[1] & !EnvelopeFlags::DISPOSE) | EnvelopeFlags::UNREGISTER;
+    let mut o2 = Opener::new(&realm(1), OpenerConfig::default());
+    assert_eq!(
+        o2.open(&forged, 5, &mut out).unwrap_err(),
+        OpenError::Forged
+    );
+}
