@@ -119,6 +119,13 @@ impl RawQos {
         unsafe { cyclors::dds_qset_writer_batching(self.0, true) };
     }
 
+    /// Turns off disposing an instance when it is unregistered (WRITER_DATA_LIFECYCLE
+    /// autodispose_unregistered_instances, true by default).
+    pub(crate) fn set_no_autodispose(&self) {
+        // SAFETY: `self.0` is a valid qos owned by us; the setter only writes into it.
+        unsafe { cyclors::dds_qset_writer_data_lifecycle(self.0, false) };
+    }
+
     /// Sets the USER_DATA policy (opaque bytes that discovery shows to every peer).
     pub(crate) fn set_user_data(&self, data: &[u8]) {
         // SAFETY: `self.0` is a valid qos owned by us; CycloneDDS copies `sz` bytes from

@@ -20,6 +20,10 @@ pub struct WriterOptions<'a> {
     /// fails at once with a timeout ([`DdsError::is_timeout`]) instead of blocking the
     /// calling thread for up to a second: for callers on an async runtime, which retry later.
     pub non_blocking: bool,
+    /// Dispose instances only when told ([`Writer::dispose_cdr`]), never because they are
+    /// unregistered (DDS's default disposes them then): for writers that replay another
+    /// publisher's lifecycle, where an unregister must stay an unregister.
+    pub explicit_dispose: bool,
 }
 
 /// Publishes raw serialized samples on a blob topic.
@@ -65,6 +69,9 @@ impl Writer {
         }
         if options.non_blocking {
             raw.set_max_blocking_time(qos, 0);
+        }
+        if options.explicit_dispose {
+            raw.set_no_autodispose();
         }
         // SAFETY: participant and topic handles are live; the qos is valid for the call and
         // copied by CycloneDDS; NULL listener = none.

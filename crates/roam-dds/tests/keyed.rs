@@ -179,3 +179,64 @@ fn malformed_type_descriptions_are_refused_with_a_reason() {
     let e = TypeDescriptor::from_xtypes(&p, "x::Y", &[], &[]).unwrap_err();
     assert!(e.to_string().contains("malformed"), "{e}");
 }
+
+#[test]
+fn a_live_reader_sees_dispose_and_unregister_apart_and_a_writer_replays_them() {
+    let dir = std::env::temp_dir().join(format!("roam-dds-keyed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let go = dir.join("go");
+    let _ = std::fs::remove_file(&go);
+    let go_arg = go.to_string_lossy().into_owned();
+    let mut talker = PyPeer::start(
+        "keyed.py",
+        &[
+            "talk",
+            "116",
+            "fleet_state",
+            "--dispose",
+            "3",
+            "--unregister",
+            "5",
+            "--no-autodispose",
+            "--lifecycle-when",
+            &go_arg,
+        ],
+    );
+    talker.expect_line(|l| l == "written", T).expect("written");
+    let here = participant(116);
+    let (tx, rx) = channel();
+    let tx = Mutex::new(tx);
+    let _disco = Discovery::new(&here, move |ev| {
+        if let DiscoveryEvent::Publication(ep) = ev {
+            if ep.topic_name == "fleet_state" && ep.alive {
+                let _ = tx.lock().unwrap().send(ep);
+            }
+        }
+    })
+    .unwrap();
+    let ep = rx.recv_timeout(T).unwrap();
+    let desc = Arc::new(TypeDescriptor::resolve(&here, ep.type_info.as_ref().unwrap(), T).unwrap());
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let sink = got.clone();
+    let _reader = Reader::new(
+        &here,
+        &TopicInfo::described("fleet_state", desc.clone()),
+        &Qos::latched(1),
+        move |s| sink.lock().unwrap().push(s),
+    )
+    .unwrap();
+    wait_for("8 robots", T, || {
+        (got.lock().unwrap().len() >= 8).then_some(())
+    });
+    std::fs::write(&go, b"").unwrap();
+    let changes = wait_for("2 lifecycle changes", T, || {
+        let g = got.lock().unwrap();
+        let c: Vec<SampleKind> = g.iter().skip(8).map(|s| s.kind).collect();
+        (c.len() >= 2).then_some(c)
+    });
+    assert_eq!(
+        changes,
+        vec![SampleKind::Disposed, SampleKind::Unregistered]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
