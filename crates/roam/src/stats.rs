@@ -74,15 +74,18 @@ pub enum Direction {
 }
 
 /// One topic of a proxy. Exports: `samples` sealed and handed to the edge router, `failed`
-/// that could not be sealed, `age_in` how old each sample was (its DDS source timestamp)
+/// that could not be sealed, `unattributed` samples dropped because their publisher was never
+/// reported by DDS discovery, `age_in` how old each sample was (its DDS source timestamp)
 /// when sealed. Imports: `samples` written to DDS, `refused` envelopes that did not open
-/// (forged, replayed, wrong realm), `failed` DDS writes, `age_in` at opening, `age_out` once
-/// written to the local readers.
+/// (forged, replayed, wrong realm), `unannounced` data of a stream no exporter announced,
+/// `failed` DDS writes, `age_in` at opening, `age_out` once written to the local readers.
 #[derive(Debug, Default)]
 pub struct TopicStats {
     pub samples: AtomicU64,
     pub refused: AtomicU64,
     pub failed: AtomicU64,
+    pub unattributed: AtomicU64,
+    pub unannounced: AtomicU64,
     pub age_in: LatencyHistogram,
     pub age_out: LatencyHistogram,
 }
@@ -117,6 +120,7 @@ impl ProxyStats {
                     topic = %topic,
                     samples = n(&s.samples),
                     failed = n(&s.failed),
+                    unattributed = n(&s.unattributed),
                     dds_age_us = ?summary_field(&s.age_in.summary()),
                     "export"
                 ),
@@ -125,6 +129,7 @@ impl ProxyStats {
                     topic = %topic,
                     samples = n(&s.samples),
                     refused = n(&s.refused),
+                    unannounced = n(&s.unannounced),
                     failed = n(&s.failed),
                     opened_age_us = ?summary_field(&s.age_in.summary()),
                     written_age_us = ?summary_field(&s.age_out.summary()),
