@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo test test-rust fuzz-smoke bench bench-build bench-full bench-plots clean
+.PHONY: setup build demo test fuzz-smoke bench bench-build bench-full bench-plots clean
 
 setup:
 	@scripts/setup.sh

@@ -16,8 +16,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
 fi
 
-# Rust: roam builds with 1.80 or newer (Debian 12's own rustc is 1.63, too old for quinn/rustls);
-# its tests need 1.88 (the ros2-client/RustDDS node of the vendor-independence test).
+# Rust: roam needs 1.88 or newer (the workspace's rust-version; Debian 12's own rustc is 1.63,
+# too old for quinn/rustls, and the ros2-client/RustDDS node of the tests needs 1.88).
 if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
   export PATH="$HOME/.cargo/bin:$PATH"
 fi
