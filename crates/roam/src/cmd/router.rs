@@ -153,18 +153,16 @@ pub async fn run(a: RouterArgs) -> CmdResult {
     Ok(())
 }
 
-/// Resolves on Ctrl-C or SIGTERM.
+/// Resolves on SIGINT (Ctrl-C), SIGTERM or SIGHUP (see [`super::signals::Stop`]); if the
+/// handlers cannot be installed, never (the signals then keep their default action).
 pub async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-            return;
+    match super::signals::Stop::install() {
+        Ok(mut stop) => {
+            stop.wait().await;
+        }
+        Err(e) => {
+            tracing::warn!("{e}");
+            std::future::pending::<()>().await
         }
     }
-    let _ = tokio::signal::ctrl_c().await;
 }
