@@ -99,7 +99,10 @@ pub async fn run(routers: usize, rounds: usize) -> Result<Outcome, String> {
             sealer
                 .seal(b"first", now_us(), &mut buf)
                 .map_err(|e| e.to_string())?;
-            net.publisher.send(Bytes::from(buf)).await;
+            net.publisher
+                .send(Bytes::from(buf))
+                .await
+                .map_err(|e| e.to_string())?;
             let got = wait_for(&mut sub_events, limit, |e| {
                 matches!(e, ClientEvent::Data { envelope, .. }
                     if roam_proto::envelope::peek_name(envelope) == Some(n))

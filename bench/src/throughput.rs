@@ -232,7 +232,10 @@ pub async fn run(s: Scenario) -> Result<Outcome, String> {
             failure = Some(format!("seal: {e}"));
             break;
         }
-        net.publisher.send(Bytes::from(buf)).await;
+        if let Err(e) = net.publisher.send(Bytes::from(buf)).await {
+            failure = Some(format!("send: {e}"));
+            break;
+        }
     }
     let _ = done_tx.send(true);
     let got = receiver.await.map_err(|e| format!("subscriber task: {e}"));

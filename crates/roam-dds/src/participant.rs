@@ -139,11 +139,12 @@ impl Participant {
     /// same domain shares the domain and must pass the same `config`
     /// ([`DdsError::DomainConfigConflict`] otherwise).
     pub fn new(domain_id: u32, config: Option<&str>) -> Result<Participant, DdsError> {
-        if domain_id >= 230 {
-            // DDSI port mapping: 7400 + 250 * domain must fit in 16 bits; also excludes
+        if domain_id > 232 {
+            // DDSI port mapping: the discovery multicast port 7400 + 250 * domain must fit in
+            // 16 bits (232 -> 65400; CycloneDDS refuses 233); also excludes
             // DDS_DOMAIN_DEFAULT, whose meaning depends on the configuration.
             return Err(DdsError::InvalidArgument(format!(
-                "domain id {domain_id} (max 229)"
+                "domain id {domain_id} (max 232)"
             )));
         }
         let domain = DomainRef::acquire(domain_id, config)?;

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use tracing::{info, warn};
 
 use crate::lane::Pushed;
-use crate::link::{Inbound, LinkConfig, LinkInput, LocalInfo};
+use crate::link::{Inbound, LinkConfig, LinkError, LinkInput, LocalInfo};
 use crate::pki::Identity;
 use crate::runtime::PeerAddr;
 use crate::{quic, tcp, tls};
@@ -29,6 +29,15 @@ pub struct ClientConfig {
 /// What the session reports to the program.
 #[derive(Debug)]
 pub enum ClientEvent {
+    /// A connection attempt starts (at start, and after a lost link).
+    Connecting {
+        router: String,
+    },
+    /// An attempt failed: why, in plain words, and when the next one starts.
+    Unreachable {
+        reason: String,
+        retry_in: Duration,
+    },
     Connected {
         router: String,
     },
@@ -64,10 +73,32 @@ pub struct ClientStats {
     pub dropped_stale: u64,
 }
 
+/// Why [`Client::send`] refused an envelope.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    /// Larger than the link carries (`LinkConfig::max_frame`): the router would refuse the
+    /// frame and close the link, so it is never sent.
+    #[error("an envelope of {len} bytes is over the link's limit of {limit} bytes")]
+    TooLarge { len: usize, limit: usize },
+    #[error("the client session has ended")]
+    Closed,
+}
+
 pub struct Client {
     cmd: mpsc::Sender<Cmd>,
     pub events: mpsc::Receiver<ClientEvent>,
     stats: Arc<std::sync::Mutex<ClientStats>>,
+    max_envelope: usize,
+}
+
+/// Bytes a `Data` frame adds to its envelope within the length a receiver checks (type, origin).
+const DATA_FRAME_OVERHEAD: usize =
+    roam_proto::frame::DATA_HEADER_LEN - roam_proto::frame::LEN_PREFIX;
+
+/// The largest envelope a link with this configuration carries: its frame limit less the
+/// frame's own bytes. Routers with the same `max_message_bytes` accept it.
+pub fn max_envelope_len(link: &LinkConfig) -> usize {
+    link.max_frame.saturating_sub(DATA_FRAME_OVERHEAD)
 }
 
 impl Client {
@@ -76,12 +107,20 @@ impl Client {
         let (ev_tx, ev_rx) = mpsc::channel(4096);
         let stats = Arc::new(std::sync::Mutex::new(ClientStats::default()));
         let ep = quic::endpoint(&cfg.identity, &cfg.link, None)?;
+        let max_envelope = max_envelope_len(&cfg.link);
         tokio::spawn(session(cfg, ep, cmd_rx, ev_tx, stats.clone()));
         Ok(Self {
             cmd: cmd_tx,
             events: ev_rx,
             stats,
+            max_envelope,
         })
+    }
+
+    /// The largest envelope [`Self::send`] accepts: the link's frame limit less the frame's
+    /// own bytes. Routers with the same `max_message_bytes` accept it.
+    pub fn max_envelope_len(&self) -> usize {
+        self.max_envelope
     }
 
     pub async fn publish(&self, name: Name) {
@@ -92,9 +131,19 @@ impl Client {
         let _ = self.cmd.send(Cmd::Subscribe(name)).await;
     }
 
-    /// Queues an envelope; waits while the link's reliable lane is full (push back).
-    pub async fn send(&self, envelope: Bytes) {
-        let _ = self.cmd.send(Cmd::Send(envelope)).await;
+    /// Queues an envelope; waits while the link's reliable lane is full (push back). An
+    /// envelope over [`Self::max_envelope_len`] is refused here, before anything is sent.
+    pub async fn send(&self, envelope: Bytes) -> Result<(), SendError> {
+        if envelope.len() > self.max_envelope {
+            return Err(SendError::TooLarge {
+                len: envelope.len(),
+                limit: self.max_envelope,
+            });
+        }
+        self.cmd
+            .send(Cmd::Send(envelope))
+            .await
+            .map_err(|_| SendError::Closed)
     }
 
     /// Waits until everything sent so far has reached the router, then disconnects.
@@ -126,32 +175,56 @@ async fn session(
     let mut subscribed = BTreeSet::new();
     let mut backoff = Duration::from_millis(100);
     let mut link_id = 0;
+    let mut announce = true;
     loop {
         link_id += 1;
+        if announce {
+            // Said at once: a dial that gets no answer takes up to the idle timeout.
+            info!("connecting to router {} ...", cfg.router);
+            let _ = events
+                .send(ClientEvent::Connecting {
+                    router: cfg.router.to_string(),
+                })
+                .await;
+            announce = false;
+        }
         let (in_tx, mut in_rx) = mpsc::channel(4096);
-        let r = match cfg.router {
-            PeerAddr::Quic(a) => {
-                quic::dial(&ep, a, &me, &cfg.link, link_id, Inbound::unpaused(in_tx)).await
-            }
-            PeerAddr::Tcp(a) => {
-                tcp::dial(
-                    &cfg.identity,
-                    a,
-                    &me,
-                    &cfg.link,
-                    link_id,
-                    Inbound::unpaused(in_tx),
-                )
-                .await
+        let dial = async {
+            match cfg.router {
+                PeerAddr::Quic(a) => {
+                    quic::dial(&ep, a, &me, &cfg.link, link_id, Inbound::unpaused(in_tx)).await
+                }
+                PeerAddr::Tcp(a) => {
+                    tcp::dial(
+                        &cfg.identity,
+                        a,
+                        &me,
+                        &cfg.link,
+                        link_id,
+                        Inbound::unpaused(in_tx),
+                    )
+                    .await
+                }
             }
         };
+        let r = tokio::time::timeout(cfg.link.idle_timeout, dial).await;
         let mut est = match r {
-            Ok(e) => e,
-            Err(e) => {
+            Ok(Ok(e)) => e,
+            failed => {
+                let reason = match failed {
+                    Ok(Err(e)) => why_unreachable(&cfg.router, &e, cfg.link.idle_timeout),
+                    _ => no_answer(&cfg.router, cfg.link.idle_timeout),
+                };
                 warn!(
-                    "cannot reach router {}: {e}; retrying in {backoff:?}",
+                    "cannot reach router {}: {reason}; retrying in {backoff:?}",
                     cfg.router
                 );
+                let _ = events
+                    .send(ClientEvent::Unreachable {
+                        reason,
+                        retry_in: backoff,
+                    })
+                    .await;
                 // Keep draining commands while offline so publishers are not stuck.
                 let deadline = tokio::time::sleep(backoff);
                 tokio::pin!(deadline);
@@ -230,6 +303,7 @@ async fn session(
             }
         };
         warn!("lost router {}: {reason}; reconnecting", cfg.router);
+        announce = true;
         let _ = events.send(ClientEvent::Disconnected { reason }).await;
         for name in &published {
             let _ = events
@@ -239,6 +313,34 @@ async fn session(
                 })
                 .await;
         }
+    }
+}
+
+/// Why a dial failed, in words that say what to check.
+fn why_unreachable(router: &PeerAddr, e: &LinkError, waited: Duration) -> String {
+    match e {
+        LinkError::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => format!(
+            "connection refused: nothing listens on {router} (is the router running, with --listen-tcp for tcp://?)"
+        ),
+        LinkError::Io(io) => format!("network error: {io}"),
+        // quinn's words for a handshake that got no answer.
+        LinkError::Connect(m) if m.contains("timed out") => no_answer(router, waited),
+        LinkError::Connect(m) => format!("connection failed: {m}"),
+        LinkError::Certificate(m) => format!(
+            "the router's certificate was refused: {m} (are both ends from the same `roam pki` CA?)"
+        ),
+        LinkError::Hello(m) => format!("the router refused the link: {m}"),
+    }
+}
+
+fn no_answer(router: &PeerAddr, waited: Duration) -> String {
+    match router {
+        PeerAddr::Quic(a) => format!(
+            "no answer within {waited:?}: is a router listening on UDP {a}? (QUIC needs UDP; where a network blocks it, use tcp://)"
+        ),
+        PeerAddr::Tcp(a) => format!(
+            "no answer within {waited:?}: is the address {a} right, and does a firewall let it through?"
+        ),
     }
 }
 
@@ -263,5 +365,69 @@ fn offline(
         Cmd::Finish(done) => {
             let _ = done.send(());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pki::tests::TempDir;
+    use crate::pki::{init_ca, issue, load_identity, Validity};
+
+    fn identity(dir: &TempDir) -> Arc<Identity> {
+        init_ca(dir.path()).unwrap();
+        issue(dir.path(), "c", Role::Client, Validity::default()).unwrap();
+        Arc::new(load_identity(dir.path(), "c").unwrap())
+    }
+
+    #[tokio::test]
+    async fn an_envelope_over_the_link_limit_is_refused_before_it_is_sent() {
+        let dir = TempDir::new("client-limit");
+        let link = LinkConfig {
+            max_frame: 1000,
+            ..LinkConfig::default()
+        };
+        let c = Client::start(ClientConfig {
+            identity: identity(&dir),
+            // Nobody listens: the session stays offline, which is enough here.
+            router: PeerAddr::Quic("127.0.0.1:9".parse().unwrap()),
+            link,
+            max_backoff: Duration::from_millis(100),
+        })
+        .unwrap();
+        assert_eq!(c.max_envelope_len(), 991);
+        let e = c.send(Bytes::from(vec![0; 992])).await.unwrap_err();
+        assert_eq!(
+            e,
+            SendError::TooLarge {
+                len: 992,
+                limit: 991
+            }
+        );
+        assert!(e.to_string().contains("992 bytes"), "{e}");
+        c.send(Bytes::from(vec![0; 991])).await.unwrap();
+        c.finish().await;
+        assert_eq!(c.stats().sent, 0);
+    }
+
+    #[test]
+    fn failures_say_what_to_check() {
+        let quic = PeerAddr::Quic("127.0.0.1:9".parse().unwrap());
+        let tcp = PeerAddr::Tcp("127.0.0.1:9".parse().unwrap());
+        let t = Duration::from_secs(10);
+        let refused = LinkError::Io(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        assert!(why_unreachable(&tcp, &refused, t)
+            .starts_with("connection refused: nothing listens on tcp://127.0.0.1:9"));
+        let timed_out = LinkError::Connect("timed out".into());
+        let m = why_unreachable(&quic, &timed_out, t);
+        assert!(
+            m.contains("no answer within 10s") && m.contains("UDP 127.0.0.1:9"),
+            "{m}"
+        );
+        let m = why_unreachable(&quic, &LinkError::Certificate("unknown issuer".into()), t);
+        assert!(
+            m.contains("certificate") && m.contains("unknown issuer"),
+            "{m}"
+        );
     }
 }

@@ -1,7 +1,9 @@
 //! The deployment's own certificate authority and the identities it issues.
 //!
 //! A deployment directory holds `ca.pem`/`ca.key` and one `NAME.pem`/`NAME.key` pair per
-//! identity. Every key is Ed25519 (PKCS#8 PEM, mode 0600). A leaf carries:
+//! identity. Every key is Ed25519 in PKCS#8 v1 PEM (RFC 8410, the form OpenSSL and other
+//! standard tools read; mode 0600); keys written as PKCS#8 v2 by older versions still load.
+//! A leaf carries:
 //! - subject CN = `NAME` and the DNS SAN `NAME.id.roam`: who the peer is;
 //! - for routers, the DNS SAN `router.roam` and EKU serverAuth: a dialer verifies the server name
 //!   `router.roam`, so a client certificate can never pose as a router;
@@ -44,8 +46,16 @@ pub enum PkiError {
     Io { path: PathBuf, source: io::Error },
     #[error("a CA already exists in {}: {} is present; refusing to overwrite it", dir.display(), file.display())]
     CaExists { dir: PathBuf, file: PathBuf },
-    #[error("no CA in {}: {} is missing (create one with `roam pki init`)", dir.display(), file.display())]
+    #[error("no CA in {}: {} is missing (create one with `roam pki init --dir {}`)", dir.display(), file.display(), dir.display())]
     NoCa { dir: PathBuf, file: PathBuf },
+    #[error("PKI directory {} does not exist (create a CA there with `roam pki init --dir {}`, or copy ca.pem and this identity's files there)", dir.display(), dir.display())]
+    NoDir { dir: PathBuf },
+    #[error("identity {name:?}: {} is missing (issue it with `roam pki issue {name} --dir {}`, adding `--role router` for a router or a proxy, or copy it there)", file.display(), dir.display())]
+    NoIdentity {
+        name: String,
+        dir: PathBuf,
+        file: PathBuf,
+    },
     #[error("identity {name:?} already exists: {} is present; remove NAME.pem and NAME.key to reissue", file.display())]
     IdentityExists { name: String, file: PathBuf },
     #[error("invalid identity name {name:?}: {reason} (allowed: 1-63 characters of a-z, 0-9 and '-', not starting with '-')")]
@@ -189,7 +199,7 @@ pub fn init_ca(dir: &Path) -> Result<(), PkiError> {
         source,
     })?;
 
-    let key = KeyPair::generate_for(&PKCS_ED25519).map_err(rcgen_err("generating the CA key"))?;
+    let key = generate_key()?;
     let mut params = CertificateParams::default();
     params.distinguished_name = DistinguishedName::new();
     // A random tag keeps two deployments' CAs apart by name too, so chain building against the
@@ -250,6 +260,43 @@ pub fn issue(dir: &Path, name: &str, role: Role, validity: Validity) -> Result<(
             });
         }
     }
+    let key = generate_key()?;
+    issue_with_key(dir, name, role, validity, key)
+}
+
+/// The PKCS#8 v1 encoding of an Ed25519 private key, up to the 32-byte seed (RFC 8410 §7:
+/// SEQUENCE { version 0, AlgorithmIdentifier { id-Ed25519 1.3.101.112 },
+/// OCTET STRING { OCTET STRING (32 bytes) } }). ring and rcgen write PKCS#8 v2, which adds
+/// the public key and which OpenSSL 3.0 refuses (`unsupported`); every reader takes v1.
+const ED25519_PKCS8_V1_PREFIX: [u8; 16] = [
+    0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20,
+];
+
+/// A new Ed25519 key from the system's random source, held as PKCS#8 v1.
+fn generate_key() -> Result<KeyPair, PkiError> {
+    let mut der = Vec::with_capacity(ED25519_PKCS8_V1_PREFIX.len() + 32);
+    der.extend_from_slice(&ED25519_PKCS8_V1_PREFIX);
+    der.resize(ED25519_PKCS8_V1_PREFIX.len() + 32, 0);
+    ring::rand::SystemRandom::new()
+        .fill(&mut der[ED25519_PKCS8_V1_PREFIX.len()..])
+        .map_err(|_| rng_failed())?;
+    KeyPair::from_pkcs8_der_and_sign_algo(&der.into(), &PKCS_ED25519)
+        .map_err(rcgen_err("generating a key"))
+}
+
+/// Issues identity `name` for `key` (see [`issue`]; the checks of the name, the validity and
+/// the existing files are done there).
+fn issue_with_key(
+    dir: &Path,
+    name: &str,
+    role: Role,
+    validity: Validity,
+    key: KeyPair,
+) -> Result<(), PkiError> {
+    let cert_path = dir.join(format!("{name}.pem"));
+    let key_path = dir.join(format!("{name}.key"));
+    let ca_cert_path = dir.join(CA_CERT_FILE);
+    let ca_key_path = dir.join(CA_KEY_FILE);
     let ca_der = read_single_cert(&ca_cert_path)?;
     check_key_permissions(&ca_key_path)?;
     let ca_key_pem = read_text(&ca_key_path)?;
@@ -274,7 +321,6 @@ pub fn issue(dir: &Path, name: &str, role: Role, validity: Validity) -> Result<(
         .self_signed(&ca_key)
         .map_err(rcgen_err("loading the CA"))?;
 
-    let key = KeyPair::generate_for(&PKCS_ED25519).map_err(rcgen_err("generating a key"))?;
     let mut sans = vec![format!("{name}{IDENTITY_SUFFIX}")];
     if role == Role::Router {
         sans.push(ROUTER_SERVER_NAME.to_owned());
@@ -306,13 +352,45 @@ pub fn issue(dir: &Path, name: &str, role: Role, validity: Validity) -> Result<(
     Ok(())
 }
 
+/// Checks that `dir` holds what identity `name` needs (`ca.pem`, `NAME.pem`, `NAME.key`),
+/// naming the first missing piece and the `roam pki` command that makes it. Reads nothing:
+/// [`load_identity`] checks the contents.
+pub fn check_files(dir: &Path, name: &str) -> Result<(), PkiError> {
+    validate_name(name)?;
+    if !dir.is_dir() {
+        return Err(PkiError::NoDir {
+            dir: dir.to_owned(),
+        });
+    }
+    let ca = dir.join(CA_CERT_FILE);
+    if !ca.exists() {
+        return Err(PkiError::NoCa {
+            dir: dir.to_owned(),
+            file: ca,
+        });
+    }
+    for file in [
+        dir.join(format!("{name}.pem")),
+        dir.join(format!("{name}.key")),
+    ] {
+        if !file.exists() {
+            return Err(PkiError::NoIdentity {
+                name: name.to_owned(),
+                dir: dir.to_owned(),
+                file,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Loads identity `name` from `dir`: `NAME.pem`, `NAME.key` and `ca.pem`.
 ///
 /// Checks that the key is private (unix mode), Ed25519, matches the certificate, that the
 /// certificate was signed by `ca.pem` and is a roam identity named `name`. An expired
 /// certificate still loads (with a warning): peers will refuse it, which is the clearer error.
 pub fn load_identity(dir: &Path, name: &str) -> Result<Identity, PkiError> {
-    validate_name(name)?;
+    check_files(dir, name)?;
     let cert_path = dir.join(format!("{name}.pem"));
     let key_path = dir.join(format!("{name}.key"));
     let ca_path = dir.join(CA_CERT_FILE);

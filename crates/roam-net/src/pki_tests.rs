@@ -214,3 +214,126 @@ fn cert_identity_rejects_garbage() {
     assert!(cert_identity(&CertificateDer::from(vec![])).is_err());
     assert!(cert_identity(&CertificateDer::from(vec![0x30, 0x82, 0xff, 0xff, 0])).is_err());
 }
+
+/// The DER inside a PEM private key file.
+fn key_der(path: &Path) -> Vec<u8> {
+    let pem = fs::read(path).unwrap();
+    match rustls_pemfile::private_key(&mut pem.as_slice()).unwrap() {
+        Some(PrivateKeyDer::Pkcs8(k)) => k.secret_pkcs8_der().to_vec(),
+        other => panic!("not a PKCS#8 key: {other:?}"),
+    }
+}
+
+#[test]
+fn keys_are_written_as_pkcs8_v1_that_openssl_reads() {
+    let dir = TempDir::new("pki-v1");
+    let d = dir.path();
+    init_ca(d).unwrap();
+    issue(d, "r1", Role::Router, Validity::default()).unwrap();
+    for file in ["ca.key", "r1.key"] {
+        let der = key_der(&d.join(file));
+        assert_eq!(der.len(), 48, "{file}");
+        assert_eq!(der[..16], ED25519_PKCS8_V1_PREFIX, "{file}");
+        // The standard tool reads it (it refused the v2 form: "unsupported").
+        let out = std::process::Command::new("openssl")
+            .args(["pkey", "-noout", "-text", "-in"])
+            .arg(d.join(file))
+            .output()
+            .expect("run openssl (Debian package openssl)");
+        assert!(
+            out.status.success(),
+            "openssl pkey {file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stdout).contains("ED25519 Private-Key"));
+    }
+    // roam and rustls take them.
+    let id = load_identity(d, "r1").unwrap();
+    crate::tls::server_config(&id).unwrap();
+    crate::tls::client_config(&id).unwrap();
+}
+
+/// What ring (and so rcgen, and roam before keys were written as v1) wrote: PKCS#8 v2 with
+/// the public key.
+fn as_v2(v1: &[u8]) -> Vec<u8> {
+    use ring::signature::KeyPair as _;
+    let public = ring::signature::Ed25519KeyPair::from_pkcs8_maybe_unchecked(v1).unwrap();
+    let mut v2 = vec![
+        0x30, 0x51, 0x02, 0x01, 0x01, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04,
+        0x20,
+    ];
+    v2.extend_from_slice(&v1[16..48]);
+    v2.extend_from_slice(&[0x81, 0x21, 0x00]);
+    v2.extend_from_slice(public.public_key().as_ref());
+    // ring's strict reader accepts only v2: this is the old form.
+    ring::signature::Ed25519KeyPair::from_pkcs8(&v2).unwrap();
+    v2
+}
+
+#[test]
+fn keys_written_as_pkcs8_v2_by_older_versions_still_load() {
+    let dir = TempDir::new("pki-v2");
+    let d = dir.path();
+    init_ca(d).unwrap();
+    // A leaf issued the old way: rcgen's own key generation (ring's PKCS#8 v2).
+    let old = KeyPair::generate_for(&PKCS_ED25519).unwrap();
+    assert_eq!(old.serialized_der()[..5], [0x30, 0x51, 0x02, 0x01, 0x01]);
+    issue_with_key(d, "old", Role::Client, Validity::default(), old).unwrap();
+    let id = load_identity(d, "old").unwrap();
+    crate::tls::client_config(&id).unwrap();
+    roam_proto::SigningIdentity::from_pkcs8(&id.signing_pkcs8).unwrap();
+
+    // A CA key in the old form still issues.
+    let ca_key = d.join(CA_KEY_FILE);
+    let v2 = as_v2(&key_der(&ca_key));
+    let pem = format!(
+        "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+        base64_lines(&v2)
+    );
+    fs::remove_file(&ca_key).unwrap();
+    write_new(&ca_key, pem.as_bytes(), true).unwrap();
+    issue(d, "new", Role::Router, Validity::default()).unwrap();
+    load_identity(d, "new").unwrap();
+}
+
+/// Standard base64 (PEM body) without a dependency: the test's own encoder.
+fn base64_lines(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn missing_files_name_the_command_that_makes_them() {
+    let dir = TempDir::new("pki-missing");
+    let nowhere = dir.path().join("nope");
+    let e = load_identity(&nowhere, "r1").unwrap_err();
+    assert!(matches!(e, PkiError::NoDir { .. }), "{e}");
+    assert!(e.to_string().contains("roam pki init --dir"), "{e}");
+    let e = check_files(dir.path(), "r1").unwrap_err();
+    assert!(matches!(e, PkiError::NoCa { .. }), "{e}");
+    assert!(e.to_string().contains("ca.pem"), "{e}");
+    init_ca(dir.path()).unwrap();
+    let e = load_identity(dir.path(), "r1").unwrap_err();
+    assert!(matches!(e, PkiError::NoIdentity { .. }), "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("r1.pem") && msg.contains("roam pki issue r1 --dir"),
+        "{msg}"
+    );
+}

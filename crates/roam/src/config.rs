@@ -28,6 +28,9 @@ use std::time::Duration;
 use roam_net::link::LinkConfig;
 use serde::Deserialize;
 
+use crate::addr::{check_host_port, check_peer, Use};
+use crate::config_doc::{ConfigError, Doc, FieldPath};
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouterFile {
@@ -62,7 +65,91 @@ impl LinkFile {
         Duration::from_millis(self.stall_timeout_ms.unwrap_or(5000))
     }
 
-    pub fn apply(&self, mut c: LinkConfig) -> Result<LinkConfig, String> {
+    /// Refuses values that cannot work, naming the field (under `link.`) and what is valid.
+    pub fn check(&self) -> Result<(), LinkFieldError> {
+        let bad = |field: &'static str, message: String| Err(LinkFieldError { field, message });
+        let range = |field: &'static str, v: u64, min: u64, max: u64, unit: &str, why: &str| {
+            if (min..=max).contains(&v) {
+                Ok(())
+            } else {
+                bad(field, format!("{v} {why}; give {min} to {max} {unit}"))
+            }
+        };
+        const DAY_MS: u64 = 24 * 3600 * 1000;
+        if let Some(ms) = self.idle_timeout_ms {
+            range(
+                "idle_timeout_ms",
+                ms,
+                100,
+                DAY_MS,
+                "milliseconds (default 10000)",
+                "is not a usable idle timeout: a peer silent this long is declared dead",
+            )?;
+        }
+        if let Some(ms) = self.keepalive_ms {
+            range(
+                "keepalive_ms",
+                ms,
+                10,
+                DAY_MS,
+                "milliseconds (default 1000), shorter than link.idle_timeout_ms",
+                "is not a usable keepalive interval",
+            )?;
+        }
+        if let Some(b) = self.max_message_bytes {
+            // A frame's length is 32 bits and carries up to 1 KiB beside the message.
+            let max = u64::from(u32::MAX) - 1024;
+            range(
+                "max_message_bytes",
+                b as u64,
+                1024,
+                max,
+                "bytes (default 134217728)",
+                "cannot carry a message",
+            )?;
+        }
+        if self.reliable_queue_messages == Some(0) {
+            return bad(
+                "reliable_queue_messages",
+                "0 holds no message; give at least 1 (default 65536)".into(),
+            );
+        }
+        if self.reliable_queue_bytes == Some(0) {
+            return bad(
+                "reliable_queue_bytes",
+                "0 holds no message; give at least 1 (default 268435456)".into(),
+            );
+        }
+        if let Some(ms) = self.max_backoff_ms {
+            range(
+                "max_backoff_ms",
+                ms,
+                10,
+                DAY_MS,
+                "milliseconds (default 2000)",
+                "is not a usable reconnection delay",
+            )?;
+        }
+        if let Some(b) = self.udp_buffer_bytes {
+            range(
+                "udp_buffer_bytes",
+                b as u64,
+                65536,
+                1 << 31,
+                "bytes (default 4194304; the kernel caps it)",
+                "is not a usable socket buffer",
+            )?;
+        }
+        if let Some(name) = &self.congestion {
+            if let Err(e) = name.parse::<roam_net::link::Congestion>() {
+                return bad("congestion", e);
+            }
+        }
+        Ok(())
+    }
+
+    pub fn apply(&self, mut c: LinkConfig) -> Result<LinkConfig, LinkFieldError> {
+        self.check()?;
         if let Some(ms) = self.idle_timeout_ms {
             c.idle_timeout = Duration::from_millis(ms);
             // Keep the default keepalive unless it would not fit in a shorter timeout.
@@ -72,16 +159,20 @@ impl LinkFile {
             c.keepalive = Duration::from_millis(ms);
         }
         if c.keepalive >= c.idle_timeout {
-            return Err(format!(
-                "link.keepalive_ms ({:?}) must be shorter than link.idle_timeout_ms ({:?})",
-                c.keepalive, c.idle_timeout
-            ));
+            return Err(LinkFieldError {
+                field: "keepalive_ms",
+                message: format!(
+                    "{} ms must be shorter than link.idle_timeout_ms ({} ms), or the peer is declared dead between two keepalives",
+                    c.keepalive.as_millis(),
+                    c.idle_timeout.as_millis()
+                ),
+            });
         }
         if let Some(b) = self.max_message_bytes {
             c.max_frame = b.saturating_add(1024);
         }
         if let Some(n) = self.reliable_queue_messages {
-            c.reliable.max_messages = n.max(1);
+            c.reliable.max_messages = n;
         }
         if let Some(b) = self.reliable_queue_bytes {
             c.reliable.max_bytes = b;
@@ -90,24 +181,100 @@ impl LinkFile {
             c.udp_buffer_bytes = b;
         }
         if let Some(name) = &self.congestion {
-            c.congestion = name.parse().map_err(|e| format!("link.congestion: {e}"))?;
+            c.congestion = name.parse().map_err(|message| LinkFieldError {
+                field: "congestion",
+                message,
+            })?;
         }
         Ok(c)
     }
 }
 
+/// A `link:` value that cannot work: the field (without `link.`) and why, with what is valid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("link.{field}: {message}")]
+pub struct LinkFieldError {
+    pub field: &'static str,
+    pub message: String,
+}
+
+impl LinkFieldError {
+    /// The same mistake located in a configuration file.
+    pub fn located(&self, doc: &Doc) -> ConfigError {
+        doc.err(
+            &FieldPath::new("link").key(self.field),
+            self.message.clone(),
+        )
+    }
+}
+
+impl From<LinkFieldError> for String {
+    fn from(e: LinkFieldError) -> String {
+        e.to_string()
+    }
+}
+
+impl RouterFile {
+    /// Checks what can be checked without touching the machine: the identity name, the
+    /// shape of every address, the link values.
+    pub fn check(&self, doc: &Doc) -> Result<(), ConfigError> {
+        if let Some(id) = &self.id {
+            roam_net::pki::validate_name(id)
+                .map_err(|e| doc.err(&FieldPath::new("id"), e.to_string()))?;
+        }
+        for (field, addr) in [("listen", &self.listen), ("listen_tcp", &self.listen_tcp)] {
+            if let Some(a) = addr {
+                check_host_port(a, Use::Listen)
+                    .map_err(|e| doc.err(&FieldPath::new(field), e.to_string()))?;
+            }
+        }
+        for (i, c) in self.connect.iter().enumerate() {
+            check_peer(c)
+                .map_err(|e| doc.err(&FieldPath::new("connect").index(i), e.to_string()))?;
+        }
+        self.link.check().map_err(|e| e.located(doc))?;
+        // keepalive against idle timeout needs both, as the link will see them.
+        self.link
+            .apply(LinkConfig::default())
+            .map(|_| ())
+            .map_err(|e| e.located(doc))
+    }
+}
+
 /// Parses YAML text, naming `origin` (usually the file path) in errors.
 pub fn parse<T: serde::de::DeserializeOwned>(text: &str, origin: &str) -> Result<T, String> {
-    serde_yaml_ng::from_str(text).map_err(|e| match e.location() {
-        Some(loc) => format!("{origin}: line {} column {}: {e}", loc.line(), loc.column()),
-        None => format!("{origin}: {e}"),
-    })
+    Doc::new(text, origin).parse().map_err(String::from)
 }
 
 pub fn load<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     parse(&text, &path.display().to_string())
+}
+
+/// A configuration file as read: its parsed contents and its text, to locate later errors
+/// (e.g. about files it names) at their line.
+pub struct Loaded<T> {
+    pub file: T,
+    pub text: String,
+    pub origin: String,
+}
+
+impl<T> Loaded<T> {
+    pub fn doc(&self) -> Doc<'_> {
+        Doc::new(&self.text, &self.origin)
+    }
+}
+
+/// Reads, parses and checks a router's file (see [`RouterFile::check`]).
+pub fn load_router(path: &Path) -> Result<Loaded<RouterFile>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let origin = path.display().to_string();
+    let doc = Doc::new(&text, &origin);
+    let file: RouterFile = doc.parse()?;
+    file.check(&doc)?;
+    Ok(Loaded { file, text, origin })
 }
 
 #[cfg(test)]
@@ -144,13 +311,68 @@ mod tests {
         assert!(bad
             .apply(LinkConfig::default())
             .unwrap_err()
+            .to_string()
             .contains("shorter"));
         let bad = LinkFile {
             congestion: Some("vegas".into()),
             ..Default::default()
         };
-        let e = bad.apply(LinkConfig::default()).unwrap_err();
+        let e = bad.apply(LinkConfig::default()).unwrap_err().to_string();
         assert!(e.contains("link.congestion") && e.contains("bbr"), "{e}");
+    }
+
+    /// The router file's semantic check, as `roam router -c` runs it.
+    fn check(text: &str) -> Result<RouterFile, String> {
+        let doc = Doc::new(text, "router.yaml");
+        let f: RouterFile = doc.parse()?;
+        f.check(&doc)?;
+        Ok(f)
+    }
+
+    #[test]
+    fn values_that_cannot_work_are_refused_with_file_line_and_field() {
+        check("id: r1\nlisten: 0.0.0.0:0\nlink:\n  idle_timeout_ms: 3000\n").unwrap();
+        for (text, want) in [
+            (
+                "id: r1\nlink:\n  keepalive_ms: 100\n  max_message_bytes: 0\n",
+                "router.yaml: line 4: link.max_message_bytes: 0 cannot carry a message; give 1024 to",
+            ),
+            (
+                "id: r1\nlink:\n  idle_timeout_ms: 0\n",
+                "router.yaml: line 3: link.idle_timeout_ms: 0 is not a usable idle timeout",
+            ),
+            (
+                "id: r1\nlink:\n  idle_timeout_ms: 1000\n  keepalive_ms: 2000\n",
+                "router.yaml: line 4: link.keepalive_ms: 2000 ms must be shorter than link.idle_timeout_ms (1000 ms)",
+            ),
+            (
+                "id: r1\nlink: {reliable_queue_messages: 0}\n",
+                "router.yaml: line 2: link.reliable_queue_messages: 0 holds no message",
+            ),
+            (
+                "id: r1\nlink:\n  max_backoff_ms: 0\n",
+                "router.yaml: line 3: link.max_backoff_ms:",
+            ),
+            (
+                "id: r1\nlisten: 0.0.0.0\n",
+                "router.yaml: line 2: listen: missing port in \"0.0.0.0\" (e.g. 0.0.0.0:7447)",
+            ),
+            (
+                "id: r1\nlisten_tcp: 0.0.0.0:99999\n",
+                "router.yaml: line 2: listen_tcp: port \"99999\" in \"0.0.0.0:99999\" is not a number from 0 to 65535",
+            ),
+            (
+                "id: r1\nconnect:\n  - quic://a:7447\n  - quic://b\n",
+                "router.yaml: line 4: connect[1]: missing port",
+            ),
+            ("id: R1\n", "router.yaml: line 1: id: invalid identity name"),
+        ] {
+            let e = check(text).unwrap_err();
+            assert!(e.starts_with(want), "{text:?}:\n got  {e}\n want {want}");
+        }
+        // The idle timeout's own mistake never talks about keepalives.
+        let e = check("id: r1\nlink:\n  idle_timeout_ms: 0\n").unwrap_err();
+        assert!(!e.contains("keepalive"), "{e}");
     }
 
     #[test]

@@ -70,6 +70,17 @@ pub fn check_private(path: &Path) -> Result<(), String> {
 }
 
 pub fn load(path: &Path) -> Result<Realm, String> {
+    if let Err(e) = std::fs::metadata(path) {
+        return Err(if e.kind() == std::io::ErrorKind::NotFound {
+            format!(
+                "realm file {} does not exist (create it with `roam realm new NAME --out {}`, or copy it from a member of the realm)",
+                path.display(),
+                path.display()
+            )
+        } else {
+            format!("cannot read realm file {}: {e}", path.display())
+        });
+    }
     check_private(path)?;
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read realm file {}: {e}", path.display()))?;
@@ -194,5 +205,10 @@ mod tests {
         std::fs::write(&p, "realm: x\nsecret: 00\n").unwrap();
         assert!(load(&p).unwrap_err().contains("32 bytes"));
         std::fs::remove_file(&p).unwrap();
+        let e = load(&p).unwrap_err();
+        assert!(
+            e.contains("does not exist") && e.contains("roam realm new NAME --out"),
+            "{e}"
+        );
     }
 }

@@ -114,10 +114,10 @@ fn routers_link_over_tcp_when_udp_is_blocked() {
         .and_then(|l| l.strip_prefix("listening tcp ").map(str::to_string))
         .expect("tcp addr");
     let (_r2, a2) = net.router("r2", "127.0.0.1:0", &[format!("tcp://{tcp}")]);
-    let sub = net.sub("/over-tcp", "cloud", &a2, &["--count", "100"]);
+    let sub = net.sub("/over_tcp", "cloud", &a2, &["--count", "100"]);
     wait_subscribed(&sub);
     let _p = net.publisher(
-        "/over-tcp",
+        "/over_tcp",
         "robot",
         &format!("tcp://{tcp}"),
         &["--count", "100", "--size", "2048"],

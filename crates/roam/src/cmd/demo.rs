@@ -5,8 +5,11 @@
 //! a realm in a fresh directory, three routers in a chain
 //! (r1 <- r2 <- r3, each dialing the previous one), a subscriber on r3 and a publisher on r1,
 //! prints what the subscriber receives, and stops every process it started (by PID) on
-//! Ctrl-C or after `--duration`.
+//! SIGINT (Ctrl-C), SIGTERM, SIGHUP (terminal closed), SIGQUIT or after `--duration`. Each
+//! child is set to be killed when the demo ends, so none outlives it even if the demo is
+//! killed with SIGKILL; the next demo can listen on the same ports.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -15,11 +18,13 @@ use clap::Args;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+use super::signals::Stop;
 use super::CmdResult;
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Stop after this many seconds (0: run until Ctrl-C).
+    /// Stop after this many seconds (0: run until Ctrl-C, SIGTERM, SIGHUP or SIGQUIT; every
+    /// process the demo started stops with it).
     #[arg(long, default_value_t = 15)]
     pub duration: u64,
     /// Working directory for the CA, identities and realm (default: a new temporary one).
@@ -37,30 +42,54 @@ pub struct DemoArgs {
     pub routing_only: bool,
 }
 
+/// Prints a line of the demo; a closed terminal (SIGHUP) must not stop the clean-up.
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+pub(super) use say;
+
 pub(super) struct Procs(pub(super) Vec<(String, Child)>);
 
 impl Procs {
+    /// SIGTERM to every process, so each shuts down cleanly, then SIGKILL to any still
+    /// running after a few seconds.
     pub(super) async fn stop_all(&mut self) {
-        for (name, child) in self.0.iter_mut().rev() {
+        for (_, child) in self.0.iter().rev() {
             if let Some(pid) = child.id() {
-                // SIGTERM first so each process shuts down cleanly, then make sure.
-                let _ = std::process::Command::new("kill")
-                    .arg(pid.to_string())
-                    .status();
-                if tokio::time::timeout(Duration::from_secs(3), child.wait())
-                    .await
-                    .is_err()
-                {
-                    let _ = child.kill().await;
-                }
-                println!("[demo] stopped {name} (pid {pid})");
+                terminate(pid);
+            }
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+        for (name, child) in self.0.iter_mut().rev() {
+            let Some(pid) = child.id() else { continue };
+            if tokio::time::timeout_at(deadline, child.wait())
+                .await
+                .is_err()
+            {
+                let _ = child.kill().await;
+                say!("[demo] killed {name} (pid {pid})");
+            } else {
+                say!("[demo] stopped {name} (pid {pid})");
             }
         }
     }
 }
 
-/// Returns after `secs` seconds (0: never) or on Ctrl-C / SIGTERM, saying which.
-pub(super) async fn run_until_stopped(secs: u64) {
+fn terminate(pid: u32) {
+    #[cfg(unix)]
+    if let Ok(pid) = i32::try_from(pid) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
+}
+
+/// Returns after `secs` seconds (0: never), `false`, or on a stop signal, `true`.
+pub(super) async fn run_until_stopped(stop: &mut Stop, secs: u64) -> bool {
     let elapsed = async {
         if secs == 0 {
             std::future::pending::<()>().await
@@ -69,14 +98,27 @@ pub(super) async fn run_until_stopped(secs: u64) {
         }
     };
     tokio::select! {
-        _ = elapsed => println!("[demo] {secs} s elapsed"),
-        _ = super::router::shutdown_signal() => println!("[demo] interrupted"),
+        _ = elapsed => { say!("[demo] {secs} s elapsed"); false }
+        sig = stop.wait() => { say!("[demo] {sig}: stopping"); true }
     }
 }
 
-pub(super) fn roam(exe: &Path, args: &[&str]) -> Command {
+/// A command that runs `program` as a child that dies with this process, even if this
+/// process is killed with SIGKILL (see [`super::child`]).
+pub(super) fn child_command(exe: &Path, program: &OsStr) -> Command {
     let mut c = Command::new(exe);
-    c.args(args).stdin(Stdio::null()).kill_on_drop(true);
+    c.arg("child-of")
+        .arg(std::process::id().to_string())
+        .arg("--")
+        .arg(program)
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    c
+}
+
+pub(super) fn roam(exe: &Path, args: &[&str]) -> Command {
+    let mut c = child_command(exe, exe.as_os_str());
+    c.args(args);
     c
 }
 
@@ -97,26 +139,28 @@ pub(super) fn echo<R: tokio::io::AsyncRead + Unpin + Send + 'static>(tag: &'stat
     tokio::spawn(async move {
         let mut lines = BufReader::new(r).lines();
         while let Ok(Some(l)) = lines.next_line().await {
-            println!("[{tag}] {l}");
+            say!("[{tag}] {l}");
         }
     });
 }
 
 pub async fn run(a: DemoArgs) -> CmdResult {
+    // Before any child exists: every way the demo ends must stop them all.
+    let mut stop = Stop::install_with_quit()?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let dir = match &a.dir {
         Some(d) => d.clone(),
         None => std::env::temp_dir().join(format!("roam-demo-{}", std::process::id())),
     };
     if !a.routing_only {
-        return super::demo_ros::run(&a, &exe, &dir).await;
+        return super::demo_ros::run(&a, &exe, &dir, &mut stop).await;
     }
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let pki = dir.join("pki");
     let pki_s = pki.to_string_lossy().to_string();
     let realm = dir.join("demo.realm");
     let realm_s = realm.to_string_lossy().to_string();
-    println!(
+    say!(
         "[demo] setting up a CA, identities and a realm in {}",
         dir.display()
     );
@@ -142,7 +186,7 @@ pub async fn run(a: DemoArgs) -> CmdResult {
     }
     let addr = |i: u16| format!("127.0.0.1:{}", a.port + i);
     let mut procs = Procs(Vec::new());
-    println!(
+    say!(
         "[demo] starting routers r1 <- r2 <- r3 on {}, {}, {}",
         addr(0),
         addr(1),
@@ -225,8 +269,8 @@ pub async fn run(a: DemoArgs) -> CmdResult {
         }
     });
 
-    println!("[demo] the routers see only 256-bit names and ciphertext; the subscriber prints what it opens");
-    run_until_stopped(a.duration).await;
+    say!("[demo] the routers see only 256-bit names and ciphertext; the subscriber prints what it opens");
+    run_until_stopped(&mut stop, a.duration).await;
     procs.stop_all().await;
     Ok(())
 }

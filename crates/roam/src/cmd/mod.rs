@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub mod child;
 pub mod demo;
 pub mod demo_ros;
 pub mod endpoint;
@@ -12,6 +13,7 @@ pub mod pki;
 pub mod proxy;
 pub mod realm;
 pub mod router;
+pub mod signals;
 
 /// roam: secure global connectivity for ROS 2.
 ///
@@ -46,6 +48,9 @@ pub enum Command {
     /// Run the demo: two isolated ROS 2 networks exchange a topic through proxies and a router
     /// (with --routing-only: three routers in a chain, a publisher and a subscriber).
     Demo(demo::DemoArgs),
+    /// Internal to `roam demo`: run PROGRAM so that it dies with process PARENT.
+    #[command(hide = true)]
+    ChildOf(child::ChildOfArgs),
 }
 
 /// Whether a name stands for a topic or a service.
@@ -67,9 +72,11 @@ impl From<KindArg> for roam_proto::Kind {
 /// What identifies a topic inside a realm.
 #[derive(Debug, Clone, Args)]
 pub struct TopicArgs {
-    /// The ROS 2 topic name, e.g. /chatter.
+    /// The ROS 2 topic name, e.g. /chatter (a relative name such as chatter is /chatter);
+    /// dds:NAME for a raw DDS topic a proxy forwards with `dds_topic:`.
     pub topic: String,
-    /// The ROS 2 type name, e.g. std_msgs/msg/String (must match on both sides).
+    /// The ROS 2 type name, e.g. std_msgs/msg/String (std_msgs/String is taken as
+    /// std_msgs/msg/String; the proxy names topics by the full form).
     #[arg(long = "type", short = 't', value_name = "TYPE")]
     pub type_name: String,
     /// Realm file (from `roam realm new`).
@@ -84,20 +91,64 @@ pub struct TopicArgs {
 }
 
 impl TopicArgs {
-    pub fn descriptor(&self) -> roam_proto::TopicDescriptor {
-        roam_proto::TopicDescriptor {
-            topic: self.topic.clone(),
-            type_name: self.type_name.clone(),
-            kind: self.kind.into(),
-            instance: self.instance.clone(),
-        }
+    /// The descriptor, with the topic and type in their full form (see [`descriptor`]).
+    pub fn descriptor(&self) -> Result<roam_proto::TopicDescriptor, String> {
+        descriptor(&self.topic, &self.type_name, self.kind, &self.instance)
     }
+}
+
+/// A topic's descriptor from what a user typed, with the name and type checked and written
+/// the way the proxy writes them, so the same topic always gets the same name: `chatter` is
+/// `/chatter`, `std_msgs/String` is `std_msgs/msg/String`. A note on stderr says so when the
+/// spelling changed. `dds:NAME` is a raw DDS topic (a proxy's `dds_topic:`), whose type is
+/// its DDS type name.
+pub fn descriptor(
+    topic: &str,
+    type_name: &str,
+    kind: KindArg,
+    instance: &str,
+) -> Result<roam_proto::TopicDescriptor, String> {
+    use crate::proxy::ros_names::{full_name, full_type, type_from_dds};
+    let (topic, type_name) = if let Some(dds) = topic.strip_prefix("dds:") {
+        if dds.is_empty() || dds.contains(char::is_whitespace) {
+            return Err(format!(
+                "{topic:?}: a DDS topic name is non-empty and has no spaces (e.g. dds:DDSPerfRDataKS)"
+            ));
+        }
+        if type_name.is_empty() || type_name.contains(char::is_whitespace) {
+            return Err(format!(
+                "--type {type_name:?}: a DDS type name is non-empty and has no spaces"
+            ));
+        }
+        (topic.to_string(), type_from_dds(type_name))
+    } else {
+        let full = full_name(topic).map_err(|e| format!("topic: {e}"))?;
+        if full.was_relative {
+            eprintln!(
+                "note: topic {topic:?} is {} (relative names resolve against /, as for a node without a namespace)",
+                full.name
+            );
+        }
+        let ty =
+            full_type(type_name, kind == KindArg::Service).map_err(|e| format!("type: {e}"))?;
+        if ty != type_name {
+            eprintln!("note: type {type_name} is {ty}");
+        }
+        (full.name, ty)
+    };
+    Ok(roam_proto::TopicDescriptor {
+        topic,
+        type_name,
+        kind: kind.into(),
+        instance: instance.to_string(),
+    })
 }
 
 /// How a client reaches its router.
 #[derive(Debug, Clone, Args)]
 pub struct ConnectArgs {
     /// The router to connect to: quic://HOST:PORT, tcp://HOST:PORT, or HOST:PORT (QUIC).
+    /// It says when it connects, and why an attempt failed; it retries by itself.
     #[arg(long, value_name = "ADDR")]
     pub connect: String,
     /// PKI directory with ca.pem and this identity's NAME.pem / NAME.key.
@@ -106,6 +157,11 @@ pub struct ConnectArgs {
     /// This program's identity name in the PKI directory.
     #[arg(long, value_name = "NAME")]
     pub id: String,
+    /// Largest message this program sends or accepts, in bytes [default: as a router's
+    /// link.max_message_bytes, 128 MiB]. A larger message is refused before it is sent;
+    /// every hop (routers, proxies, the other end) must allow it too.
+    #[arg(long, value_name = "BYTES")]
+    pub max_message_bytes: Option<usize>,
 }
 
 pub type CmdResult = Result<(), String>;
@@ -120,5 +176,6 @@ pub async fn run(cli: Cli) -> CmdResult {
         Command::Pub(a) => endpoint::run_pub(a).await,
         Command::Sub(a) => endpoint::run_sub(a).await,
         Command::Demo(a) => demo::run(a).await,
+        Command::ChildOf(a) => child::run(a),
     }
 }

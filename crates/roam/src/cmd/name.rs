@@ -9,9 +9,10 @@ pub struct NameArgs {
     /// Realm file.
     #[arg(long, value_name = "FILE")]
     pub realm: std::path::PathBuf,
-    /// ROS 2 topic name, e.g. /chatter.
+    /// ROS 2 topic name, e.g. /chatter (chatter is /chatter; dds:NAME for a raw DDS topic).
     pub topic: String,
-    /// ROS 2 type name, e.g. std_msgs/msg/String.
+    /// ROS 2 type name, e.g. std_msgs/msg/String (std_msgs/String is taken as
+    /// std_msgs/msg/String).
     #[arg(value_name = "TYPE")]
     pub type_name: String,
     /// Instance tag.
@@ -24,12 +25,7 @@ pub struct NameArgs {
 
 pub fn run(a: NameArgs) -> CmdResult {
     let realm = crate::realm_file::load(&a.realm)?;
-    let d = roam_proto::TopicDescriptor {
-        topic: a.topic,
-        type_name: a.type_name,
-        kind: a.kind.into(),
-        instance: a.instance,
-    };
+    let d = super::descriptor(&a.topic, &a.type_name, a.kind, &a.instance)?;
     println!("{}", d.name(&realm.secret));
     Ok(())
 }

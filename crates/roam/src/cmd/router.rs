@@ -6,11 +6,13 @@ use std::time::Duration;
 
 use clap::Args;
 use roam_net::link::LinkConfig;
-use roam_net::runtime::{self, PeerAddr, RouterConfig, RoutingTimers};
+use roam_net::runtime::{self, RouterConfig, RoutingTimers};
 use tracing::info;
 
 use super::CmdResult;
+use crate::addr;
 use crate::config::{self, RouterFile};
+use crate::config_doc::FieldPath;
 
 #[derive(Debug, Args)]
 pub struct RouterArgs {
@@ -46,37 +48,49 @@ pub struct RouterArgs {
 }
 
 pub async fn run(a: RouterArgs) -> CmdResult {
-    let file: RouterFile = match &a.config {
-        Some(p) => config::load(p)?,
-        None => RouterFile::default(),
+    let loaded = a.config.as_deref().map(config::load_router).transpose()?;
+    let file = loaded.as_ref().map(|l| &l.file);
+    let from_file = |f: fn(&RouterFile) -> Option<String>| file.and_then(f);
+    let id = match a.id {
+        Some(id) => {
+            roam_net::pki::validate_name(&id).map_err(|e| format!("--id: {e}"))?;
+            id
+        }
+        None => from_file(|f| f.id.clone())
+            .ok_or("no identity: give --id NAME or `id:` in the config file")?,
     };
-    let id =
-        a.id.or(file.id)
-            .ok_or("no identity: give --id NAME or `id:` in the config file")?;
+    let pki_flag = a.pki.is_some();
     let pki_dir = a
         .pki
-        .or(file.pki)
+        .or_else(|| file.and_then(|f| f.pki.clone()))
         .ok_or("no PKI directory: give --pki DIR or `pki:` in the config file")?;
+    if let Err(e) = roam_net::pki::check_files(&pki_dir, &id) {
+        return Err(match &loaded {
+            Some(l) if !pki_flag => l.doc().err(&FieldPath::new("pki"), e.to_string()).into(),
+            _ => format!("--pki {}: {e}", pki_dir.display()),
+        });
+    }
     let listen = a
         .listen
-        .or(file.listen)
-        .map(|s| runtime::resolve(&s))
+        .or_else(|| from_file(|f| f.listen.clone()))
+        .map(|s| addr::parse_listen(&s))
         .transpose()?;
     let listen_tcp = a
         .listen_tcp
-        .or(file.listen_tcp)
-        .map(|s| runtime::resolve(&s))
+        .or_else(|| from_file(|f| f.listen_tcp.clone()))
+        .map(|s| addr::parse_listen(&s))
         .transpose()?;
     let connect = if a.connect.is_empty() {
-        file.connect
+        file.map(|f| f.connect.clone()).unwrap_or_default()
     } else {
         a.connect
     };
     let connect = connect
         .iter()
-        .map(|s| s.parse::<PeerAddr>())
+        .map(|s| addr::parse_peer(s).map_err(|e| format!("connect {s}: {e}")))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut link_file = file.link.clone();
+    let file_link = file.map(|f| f.link.clone()).unwrap_or_default();
+    let mut link_file = file_link.clone();
     if let Some(ms) = a.idle_timeout_ms {
         link_file.idle_timeout_ms = Some(ms);
         link_file.keepalive_ms.get_or_insert((ms / 4).max(50));
@@ -84,7 +98,9 @@ pub async fn run(a: RouterArgs) -> CmdResult {
     if let Some(c) = a.congestion {
         link_file.congestion = Some(c);
     }
-    let link = link_file.apply(LinkConfig::default())?;
+    let link = link_file
+        .apply(LinkConfig::default())
+        .map_err(|e| format!("{e} (from --idle-timeout-ms or --congestion)"))?;
     let identity = roam_net::pki::load_identity(&pki_dir, &id).map_err(|e| e.to_string())?;
     if identity.role != roam_proto::frame::Role::Router {
         return Err(format!("identity {id} has a client certificate; issue one with `roam pki issue {id} --role router`"));
@@ -96,8 +112,8 @@ pub async fn run(a: RouterArgs) -> CmdResult {
         connect,
         link,
         timers: RoutingTimers::default(),
-        max_backoff: Duration::from_millis(file.link.max_backoff_ms.unwrap_or(2000)),
-        stall_timeout: file.link.stall_timeout(),
+        max_backoff: Duration::from_millis(file_link.max_backoff_ms.unwrap_or(2000)),
+        stall_timeout: file_link.stall_timeout(),
     };
     let (handle, mut task) = runtime::start(config).await.map_err(|e| e.to_string())?;
     if let Some(a) = handle.quic_addr {
@@ -107,7 +123,10 @@ pub async fn run(a: RouterArgs) -> CmdResult {
     if let Some(a) = handle.tcp_addr {
         println!("listening tcp {a}");
     }
-    let interval = a.status_interval.or(file.status_interval_s).unwrap_or(30);
+    let interval = a
+        .status_interval
+        .or(file.and_then(|f| f.status_interval_s))
+        .unwrap_or(30);
     if interval > 0 {
         let h = handle.clone();
         tokio::spawn(async move {
@@ -134,18 +153,16 @@ pub async fn run(a: RouterArgs) -> CmdResult {
     Ok(())
 }
 
-/// Resolves on Ctrl-C or SIGTERM.
+/// Resolves on SIGINT (Ctrl-C), SIGTERM or SIGHUP (see [`super::signals::Stop`]); if the
+/// handlers cannot be installed, never (the signals then keep their default action).
 pub async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-            return;
+    match super::signals::Stop::install() {
+        Ok(mut stop) => {
+            stop.wait().await;
+        }
+        Err(e) => {
+            tracing::warn!("{e}");
+            std::future::pending::<()>().await
         }
     }
-    let _ = tokio::signal::ctrl_c().await;
 }

@@ -37,9 +37,12 @@
 //!   congestion: bbr              # QUIC: cubic (default), new_reno, bbr
 //! ```
 //!
-//! Everything not exported stays private. Syntax and type mistakes are reported with the line
-//! and column; semantic ones (unknown realm, bad regex, bad topic name) with the entry and, where
-//! the value appears in the file, its line.
+//! Everything not exported stays private. Every mistake names the file, the line and the
+//! field, and says what would be valid: syntax and types, unknown realms, bad regexes, bad
+//! names (relative names such as `chatter` are taken as `/chatter`, as everywhere in roam),
+//! a topic exported or imported twice, two topics merged into one name, addresses without a
+//! port, a domain out of range, link values that cannot work, malformed `config_xml`; and,
+//! when the file is loaded, missing PKI or realm files and interfaces this machine lacks.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -47,7 +50,10 @@ use std::path::{Path, PathBuf};
 use regex::Regex;
 use serde::Deserialize;
 
-use super::ros_names::check_ros_name;
+use super::dds_config::{check_xml, MAX_DOMAIN, RECEIVE_BUFFER_BYTES};
+use super::ros_names::full_name;
+use crate::addr::{check_host_port, check_peer, Use};
+use crate::config_doc::{ConfigError, Doc, FieldPath};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -129,29 +135,38 @@ pub enum What {
     DdsTopic,
 }
 
-/// The one name an export or import entry gives, and what kind it is.
+/// The one name an export or import entry gives, what kind it is, and its key in the entry.
 fn single<'a>(
     topic: &'a Option<String>,
     service: &'a Option<String>,
     dds: &'a Option<String>,
-) -> Option<(What, &'a String)> {
+) -> Option<(What, &'a String, &'static str)> {
     match (topic, service, dds) {
-        (Some(t), None, None) => Some((What::Topic, t)),
-        (None, Some(s), None) => Some((What::Service, s)),
-        (None, None, Some(d)) => Some((What::DdsTopic, d)),
+        (Some(t), None, None) => Some((What::Topic, t, "topic")),
+        (None, Some(s), None) => Some((What::Service, s, "service")),
+        (None, None, Some(d)) => Some((What::DdsTopic, d, "dds_topic")),
         _ => None,
     }
 }
 
-/// Checks a name by its kind: ROS names for topics and services; any non-empty DDS topic
+/// Checks a name by its kind and returns the form roam uses: the full ROS name for topics
+/// and services (`chatter` is `/chatter`, as everywhere in roam); any non-empty DDS topic
 /// name without spaces for raw DDS topics.
-fn check_name(what: What, n: &str) -> Result<(), String> {
+fn check_name(what: What, n: &str) -> Result<String, String> {
     match what {
-        What::DdsTopic if n.is_empty() || n.chars().any(char::is_whitespace) => {
-            Err(format!("{n:?} is not a DDS topic name"))
-        }
-        What::DdsTopic => Ok(()),
-        _ => check_ros_name(n),
+        What::DdsTopic if n.is_empty() || n.chars().any(char::is_whitespace) => Err(format!(
+            "{n:?} is not a DDS topic name (non-empty, without spaces, e.g. DDSPerfRDataKS)"
+        )),
+        What::DdsTopic => Ok(n.to_string()),
+        _ => full_name(n).map(|f| f.name).map_err(|e| e.to_string()),
+    }
+}
+
+fn kind_word(what: What) -> &'static str {
+    match what {
+        What::Topic => "topic",
+        What::Service => "service",
+        What::DdsTopic => "DDS topic",
     }
 }
 
@@ -195,115 +210,131 @@ fn yes() -> bool {
 }
 
 impl ProxyConfig {
+    /// Reads, parses and checks a proxy's file, including what it names on this machine:
+    /// the PKI files, the realm files and the network interfaces.
     pub fn load(path: &Path) -> Result<Self, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        Self::parse(&text, &path.display().to_string())
+        let origin = path.display().to_string();
+        let doc = Doc::new(&text, &origin);
+        let cfg = Self::parse_doc(&doc)?;
+        cfg.check_machine(&doc)?;
+        Ok(cfg)
     }
 
-    pub fn parse(text: &str, origin: &str) -> Result<Self, String> {
-        let f: ProxyFile = crate::config::parse(text, origin)?;
-        let at = |value: &str, what: String| match line_of(text, value) {
-            Some(line) => format!("{origin}: line {line}: {what}"),
-            None => format!("{origin}: {what}"),
-        };
-        let realm_ok = |realm: &str, entry: &str| {
+    /// Parses and checks the text alone (no file is read).
+    pub fn parse(text: &str, origin: &str) -> Result<Self, ConfigError> {
+        Self::parse_doc(&Doc::new(text, origin))
+    }
+
+    fn parse_doc(doc: &Doc) -> Result<Self, ConfigError> {
+        let f: ProxyFile = doc.parse()?;
+        let field = FieldPath::new;
+        roam_net::pki::validate_name(&f.id).map_err(|e| doc.err(&field("id"), e.to_string()))?;
+        for (i, u) in f.upstream.iter().enumerate() {
+            check_peer(u).map_err(|e| doc.err(&field("upstream").index(i), e.to_string()))?;
+        }
+        if let Some(l) = &f.listen {
+            check_host_port(l, Use::Listen)
+                .map_err(|e| doc.err(&field("listen"), e.to_string()))?;
+        }
+        check_dds(&f.dds, doc)?;
+        f.link
+            .apply(roam_net::link::LinkConfig::default())
+            .map_err(|e| e.located(doc))?;
+        let realm_ok = |realm: &str, at: &FieldPath| {
             if f.realms.contains_key(realm) {
                 Ok(())
             } else {
                 let known = f.realms.keys().cloned().collect::<Vec<_>>().join(", ");
-                Err(at(
-                    realm,
-                    format!("{entry}: unknown realm {realm:?} (realms: {known})"),
+                Err(doc.err(
+                    at,
+                    format!("unknown realm {realm:?} (realms: {known}; add it under `realms:`)"),
                 ))
             }
         };
-        if let Some(d) = &f.dds.ros_distro {
-            const KNOWN: [&str; 5] = ["humble", "iron", "jazzy", "kilted", "rolling"];
-            if !KNOWN.contains(&d.as_str()) {
-                return Err(at(
-                    d,
-                    format!(
-                        "dds.ros_distro: unknown distribution {d:?} (expected one of {})",
-                        KNOWN.join(", ")
-                    ),
-                ));
-            }
-        }
-        let mut exports = Vec::new();
+        let mut exports: Vec<(usize, Mapping)> = Vec::new();
         let mut pattern_exports = Vec::new();
         for (i, e) in f.exports.iter().enumerate() {
-            let entry = format!("exports[{i}]");
-            realm_ok(&e.realm, &entry)?;
+            let entry = field("exports").index(i);
+            realm_ok(&e.realm, &entry.clone().key("realm"))?;
             let patterns = !e.allow.is_empty() || !e.deny.is_empty();
             let named = [&e.topic, &e.service, &e.dds_topic]
                 .iter()
                 .any(|n| n.is_some());
             match (single(&e.topic, &e.service, &e.dds_topic), patterns) {
-                (Some((what, t)), false) => {
-                    let remote = e.rename.clone().unwrap_or_else(|| t.clone());
-                    for n in [t, &remote] {
-                        check_name(what, n).map_err(|m| at(n, format!("{entry}: {m}")))?;
-                    }
-                    exports.push(Mapping { what, local: t.clone(), remote, realm: e.realm.clone() });
+                (Some((what, t, key)), false) => {
+                    let local =
+                        check_name(what, t).map_err(|m| doc.err(&entry.clone().key(key), m))?;
+                    let remote = match &e.rename {
+                        Some(r) => check_name(what, r)
+                            .map_err(|m| doc.err(&entry.clone().key("as"), m))?,
+                        None => local.clone(),
+                    };
+                    let m = Mapping { what, local, remote, realm: e.realm.clone() };
+                    check_export_unique(doc, &exports, i, &m, e.rename.is_some(), key)?;
+                    exports.push((i, m));
                 }
                 (None, true) if !named => {
                     if e.rename.is_some() {
-                        return Err(format!("{origin}: {entry}: `as` renames one topic; it cannot apply to allow/deny patterns"));
+                        return Err(doc.err(&entry.key("as"), "`as` renames one topic; it cannot apply to allow/deny patterns: give each topic its own entry"));
                     }
                     if e.allow.is_empty() {
-                        return Err(format!("{origin}: {entry}: deny without allow exports nothing; add allow: ['.*']"));
+                        return Err(doc.err(&entry.key("deny"), "deny without allow exports nothing; add allow: ['.*']"));
                     }
-                    let compile = |list: &[String]| -> Result<Vec<Regex>, String> {
+                    let compile = |key: &str, list: &[String]| -> Result<Vec<Regex>, ConfigError> {
                         list.iter()
-                            .map(|p| Regex::new(p).map_err(|err| at(p, format!("{entry}: bad regex {p:?}: {err}"))))
+                            .enumerate()
+                            .map(|(j, p)| Regex::new(p).map_err(|err| doc.err(&entry.clone().key(key).index(j), format!("bad regex {p:?}: {err}"))))
                             .collect()
                     };
-                    pattern_exports.push(PatternExport { allow: compile(&e.allow)?, deny: compile(&e.deny)?, realm: e.realm.clone() });
+                    pattern_exports.push(PatternExport { allow: compile("allow", &e.allow)?, deny: compile("deny", &e.deny)?, realm: e.realm.clone() });
                 }
                 _ => {
-                    return Err(format!(
-                        "{origin}: {entry}: expected exactly one of `topic`, `service`, `dds_topic`, or `allow`/`deny` patterns"
+                    return Err(doc.err(
+                        &entry,
+                        "expected exactly one of `topic`, `service`, `dds_topic`, or `allow`/`deny` patterns",
                     ))
                 }
             }
         }
-        let mut imports = Vec::new();
+        let mut imports: Vec<(usize, Mapping)> = Vec::new();
         for (i, m) in f.imports.iter().enumerate() {
-            let entry = format!("imports[{i}]");
-            realm_ok(&m.realm, &entry)?;
-            let Some((what, remote)) = single(&m.topic, &m.service, &m.dds_topic) else {
-                return Err(format!(
-                    "{origin}: {entry}: expected exactly one of `topic`, `service` or `dds_topic`"
+            let entry = field("imports").index(i);
+            realm_ok(&m.realm, &entry.clone().key("realm"))?;
+            let Some((what, remote, key)) = single(&m.topic, &m.service, &m.dds_topic) else {
+                return Err(doc.err(
+                    &entry,
+                    "expected exactly one of `topic`, `service` or `dds_topic`",
                 ));
             };
-            let local = m.rename.clone().unwrap_or_else(|| remote.clone());
-            for n in [remote, &local] {
-                check_name(what, n).map_err(|e| at(n, format!("{entry}: {e}")))?;
-            }
-            imports.push(Mapping {
+            let remote =
+                check_name(what, remote).map_err(|e| doc.err(&entry.clone().key(key), e))?;
+            let local = match &m.rename {
+                Some(r) => check_name(what, r).map_err(|e| doc.err(&entry.clone().key("as"), e))?,
+                None => remote.clone(),
+            };
+            let mapping = Mapping {
                 what,
                 local,
-                remote: remote.clone(),
+                remote,
                 realm: m.realm.clone(),
-            });
-        }
-        // Importing a name we also export under the same local name would loop it back.
-        for imp in &imports {
-            if exports
-                .iter()
-                .any(|e| e.what == imp.what && e.local == imp.local && e.realm == imp.realm)
-            {
-                return Err(format!(
-                    "{origin}: {} is both exported and imported in realm {}: it would loop",
-                    imp.local, imp.realm
-                ));
+            };
+            check_import_unique(doc, &imports, i, &mapping, m.rename.is_some(), key)?;
+            // Importing a name we also export under the same local name would loop it back.
+            if let Some((j, _)) = exports.iter().find(|(_, e)| {
+                e.what == mapping.what && e.local == mapping.local && e.realm == mapping.realm
+            }) {
+                let at = entry.key(if m.rename.is_some() { "as" } else { key });
+                return Err(doc.err(&at, format!(
+                    "{} is also exported by exports[{j}] in realm {}: it would loop back; import it under another local name (`as`)",
+                    mapping.local, mapping.realm
+                )));
             }
+            imports.push((i, mapping));
         }
         if f.exports.is_empty() && f.imports.is_empty() {
-            return Err(format!(
-                "{origin}: nothing to do: add `exports` or `imports`"
-            ));
+            return Err(doc.whole("nothing to do: add `exports` or `imports`"));
         }
         Ok(Self {
             id: f.id,
@@ -312,13 +343,33 @@ impl ProxyConfig {
             listen: f.listen,
             dds: f.dds,
             realms: f.realms,
-            exports,
+            exports: exports.into_iter().map(|(_, m)| m).collect(),
             pattern_exports,
-            imports,
+            imports: imports.into_iter().map(|(_, m)| m).collect(),
             link: f.link,
             encrypt_payloads: f.encrypt_payloads,
             status_interval_s: f.status_interval_s.unwrap_or(30),
         })
+    }
+
+    /// Checks what the file names on this machine: the identity's files in the PKI
+    /// directory, every realm file, and the network interfaces DDS should use.
+    fn check_machine(&self, doc: &Doc) -> Result<(), ConfigError> {
+        roam_net::pki::check_files(&self.pki, &self.id)
+            .map_err(|e| doc.err(&FieldPath::new("pki"), e.to_string()))?;
+        for (name, path) in &self.realms {
+            crate::realm_file::load(path)
+                .map_err(|e| doc.err(&FieldPath::new("realms").key(name), e))?;
+        }
+        if !self.dds.interfaces.is_empty() {
+            let here = crate::host_check::interface_names()
+                .map_err(|e| doc.err(&FieldPath::new("dds.interfaces"), e))?;
+            for (i, name) in self.dds.interfaces.iter().enumerate() {
+                crate::host_check::check_interface(name, &here)
+                    .map_err(|e| doc.err(&FieldPath::new("dds.interfaces").index(i), e))?;
+            }
+        }
+        Ok(())
     }
 
     /// The realm and realm-side name a local topic is exported under, if any. Exact entries
@@ -348,12 +399,145 @@ impl ProxyConfig {
     }
 }
 
-/// The 1-based line where `needle` first appears in `text`.
-fn line_of(text: &str, needle: &str) -> Option<usize> {
-    if needle.is_empty() {
-        return None;
+/// The `dds:` section: domain, interfaces, buffer and XML.
+fn check_dds(d: &DdsFile, doc: &Doc) -> Result<(), ConfigError> {
+    let at = |k: &str| FieldPath::new("dds").key(k);
+    if d.domain > MAX_DOMAIN {
+        return Err(doc.err(
+            &at("domain"),
+            format!(
+                "{} is out of range: DDS domains are 0 to {MAX_DOMAIN} (ROS_DOMAIN_ID; the DDSI port of a higher domain exceeds 65535)",
+                d.domain
+            ),
+        ));
     }
-    text.lines().position(|l| l.contains(needle)).map(|i| i + 1)
+    for (i, name) in d.interfaces.iter().enumerate() {
+        if name.trim().is_empty() {
+            return Err(doc.err(
+                &at("interfaces").index(i),
+                "an empty interface name; give one that `ip link` lists, e.g. eth0",
+            ));
+        }
+    }
+    if d.receive_buffer_bytes == Some(0) {
+        return Err(doc.err(
+            &at("receive_buffer_bytes"),
+            format!("0 is not a usable buffer; give the size in bytes (default {RECEIVE_BUFFER_BYTES}; the kernel caps it)"),
+        ));
+    }
+    if let Some(d) = &d.ros_distro {
+        const KNOWN: [&str; 5] = ["humble", "iron", "jazzy", "kilted", "rolling"];
+        if !KNOWN.contains(&d.as_str()) {
+            return Err(doc.err(
+                &at("ros_distro"),
+                format!(
+                    "unknown distribution {d:?} (expected one of {})",
+                    KNOWN.join(", ")
+                ),
+            ));
+        }
+    }
+    if let Some(x) = &d.config_xml {
+        check_xml(x).map_err(|e| doc.err(&at("config_xml"), e.to_string()))?;
+        let ignored: Vec<&str> = [
+            ("interfaces", !d.interfaces.is_empty()),
+            ("peers", !d.peers.is_empty()),
+            ("receive_buffer_bytes", d.receive_buffer_bytes.is_some()),
+        ]
+        .iter()
+        .filter(|(_, set)| *set)
+        .map(|(k, _)| *k)
+        .collect();
+        if !ignored.is_empty() {
+            return Err(doc.err(
+                &at("config_xml"),
+                format!(
+                    "config_xml replaces the configuration roam writes from dds.{}: put those settings in the XML, or remove config_xml",
+                    ignored.join(", dds.")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The key that gave an entry's realm-side name: `as` if there is one, else the name's own.
+fn name_key(renamed: bool, key: &'static str) -> &'static str {
+    if renamed {
+        "as"
+    } else {
+        key
+    }
+}
+
+/// A local topic is exported once, and two exports never share one realm name (their
+/// messages would merge into one topic).
+fn check_export_unique(
+    doc: &Doc,
+    earlier: &[(usize, Mapping)],
+    i: usize,
+    m: &Mapping,
+    renamed: bool,
+    key: &'static str,
+) -> Result<(), ConfigError> {
+    let entry = FieldPath::new("exports").index(i);
+    for (j, e) in earlier {
+        if e.what == m.what && e.local == m.local {
+            return Err(doc.err(
+                &entry.key(key),
+                format!(
+                    "{} {} is already exported by exports[{j}] (into realm {}); export each {} once",
+                    kind_word(m.what), m.local, e.realm, kind_word(m.what)
+                ),
+            ));
+        }
+        if e.what == m.what && e.realm == m.realm && e.remote == m.remote {
+            return Err(doc.err(
+                &entry.key(name_key(renamed, key)),
+                format!(
+                    "{:?} is already the realm name of exports[{j}] ({}); two {}s cannot share one realm name: give each its own `as`",
+                    m.remote, e.local, kind_word(m.what)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A realm topic is imported once, and two imports never land on one local name.
+fn check_import_unique(
+    doc: &Doc,
+    earlier: &[(usize, Mapping)],
+    i: usize,
+    m: &Mapping,
+    renamed: bool,
+    key: &'static str,
+) -> Result<(), ConfigError> {
+    let entry = FieldPath::new("imports").index(i);
+    for (j, e) in earlier {
+        if e.what == m.what && e.realm == m.realm && e.remote == m.remote {
+            return Err(doc.err(
+                &entry.key(key),
+                format!(
+                    "{} {} of realm {} is already imported by imports[{j}]; import each {} once",
+                    kind_word(m.what),
+                    m.remote,
+                    m.realm,
+                    kind_word(m.what)
+                ),
+            ));
+        }
+        if e.what == m.what && e.local == m.local {
+            return Err(doc.err(
+                &entry.key(name_key(renamed, key)),
+                format!(
+                    "{:?} is already the local name of imports[{j}] ({}); two realm {}s cannot share one local name: give each its own `as`",
+                    m.local, e.remote, kind_word(m.what)
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -404,39 +588,250 @@ imports:
         assert_eq!(c.imports[0].remote, "/cloud/plan");
     }
 
+    fn err(text: &str) -> String {
+        ProxyConfig::parse(text, "r.yaml").unwrap_err().to_string()
+    }
+
     #[test]
     fn mistakes_say_where_and_what() {
-        let e = ProxyConfig::parse(
-            &GOOD.replace(
-                "realm: warehouse\n    as: /robot7",
-                "realm: wharehouse\n    as: /robot7",
-            ),
-            "r.yaml",
-        )
-        .unwrap_err();
+        let e = err(&GOOD.replace(
+            "realm: warehouse\n    as: /robot7",
+            "realm: wharehouse\n    as: /robot7",
+        ));
         assert!(
-            e.starts_with("r.yaml: line 8: exports[0]: unknown realm \"wharehouse\""),
+            e.starts_with("r.yaml: line 8: exports[0].realm: unknown realm \"wharehouse\""),
             "{e}"
         );
-        let e = ProxyConfig::parse(&GOOD.replace("'^/camera/.*'", "'^/camera/(.*'"), "r.yaml")
-            .unwrap_err();
-        assert!(e.contains("line 10") && e.contains("bad regex"), "{e}");
-        let e = ProxyConfig::parse(&GOOD.replace("as: /plan", "as: plan"), "r.yaml").unwrap_err();
-        assert!(e.contains("imports[0]") && e.contains("absolute"), "{e}");
-        let e =
-            ProxyConfig::parse(&GOOD.replace("domain: 3", "domain: three"), "r.yaml").unwrap_err();
+        let e = err(&GOOD.replace("'^/camera/.*'", "'^/camera/(.*'"));
+        assert!(
+            e.starts_with("r.yaml: line 10: exports[1].allow[0]: bad regex"),
+            "{e}"
+        );
+        let e = err(&GOOD.replace("as: /plan", "as: /pl-an"));
+        assert!(e.starts_with("r.yaml: line 18: imports[0].as:"), "{e}");
+        let e = err(&GOOD.replace("domain: 3", "domain: three"));
         assert!(e.starts_with("r.yaml: line 4"), "{e}");
-        let e = ProxyConfig::parse(
-            &GOOD.replace(
-                "  - service: /add_two_ints\n",
-                "  - service: /add_two_ints\n    topic: /x\n",
-            ),
+        let e = err(&GOOD.replace(
+            "  - service: /add_two_ints\n",
+            "  - service: /add_two_ints\n    topic: /x\n",
+        ));
+        assert!(
+            e.contains("line 13: exports[2]: expected exactly one of"),
+            "{e}"
+        );
+        let e = err("id: x\npki: p\nrealms: {}\n");
+        assert!(e.contains("nothing to do"), "{e}");
+    }
+
+    #[test]
+    fn relative_names_are_made_full_as_everywhere_in_roam() {
+        let c = ProxyConfig::parse(
+            &GOOD
+                .replace("as: /plan", "as: plan")
+                .replace("topic: /chatter", "topic: chatter"),
             "r.yaml",
         )
-        .unwrap_err();
-        assert!(e.contains("exactly one of"), "{e}");
-        let e = ProxyConfig::parse("id: x\npki: p\nrealms: {}\n", "r.yaml").unwrap_err();
-        assert!(e.contains("nothing to do"), "{e}");
+        .unwrap();
+        assert_eq!(c.imports[0].local, "/plan");
+        assert_eq!(
+            c.export_of("/chatter"),
+            Some(("warehouse".into(), "/robot7/chatter".into()))
+        );
+    }
+
+    #[test]
+    fn a_topic_exported_or_imported_twice_is_refused_at_its_line() {
+        let twice = GOOD.replace(
+            "  - service: /add_two_ints\n",
+            "  - topic: /chatter\n    realm: warehouse\n  - service: /add_two_ints\n",
+        );
+        let e = err(&twice);
+        assert!(
+            e.starts_with("r.yaml: line 13: exports[2].topic: topic /chatter is already exported by exports[0]"),
+            "{e}"
+        );
+        let merged = "id: r\npki: p\nrealms: {w: w.realm}\nexports:\n  - topic: /a\n    realm: w\n    as: /same\n  - topic: /b\n    realm: w\n    as: /same\n";
+        let e = err(merged);
+        assert_eq!(
+            e,
+            "r.yaml: line 10: exports[1].as: \"/same\" is already the realm name of exports[0] (/a); two topics cannot share one realm name: give each its own `as`"
+        );
+        // Without `as`, a topic exported under another's new name is found at its own key.
+        let e = err("id: r\npki: p\nrealms: {w: w.realm}\nexports:\n  - {topic: /a, realm: w, as: /b}\n  - {topic: /b, realm: w}\n");
+        assert!(e.starts_with("r.yaml: line 6: exports[1].topic:"), "{e}");
+        let e = err(&format!(
+            "{GOOD}  - topic: /cloud/plan\n    realm: warehouse\n    as: /plan2\n"
+        ));
+        assert!(
+            e.starts_with("r.yaml: line 19: imports[1].topic: topic /cloud/plan of realm warehouse is already imported by imports[0]"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{GOOD}  - topic: /cloud/other\n    realm: warehouse\n    as: /plan\n"
+        ));
+        assert!(
+            e.starts_with(
+                "r.yaml: line 21: imports[1].as: \"/plan\" is already the local name of imports[0]"
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn values_that_cannot_work_are_refused_at_their_line() {
+        let e = err(&format!("{GOOD}link:\n  max_message_bytes: 0\n"));
+        assert!(
+            e.starts_with("r.yaml: line 20: link.max_message_bytes: 0 cannot carry a message"),
+            "{e}"
+        );
+        let e = err(&format!("{GOOD}link:\n  idle_timeout_ms: 0\n"));
+        assert!(
+            e.starts_with("r.yaml: line 20: link.idle_timeout_ms: 0 is not a usable idle timeout")
+                && !e.contains("keepalive"),
+            "{e}"
+        );
+        let e = err(&GOOD.replace("domain: 3", "domain: 300"));
+        assert!(
+            e.starts_with(
+                "r.yaml: line 4: dds.domain: 300 is out of range: DDS domains are 0 to 232"
+            ),
+            "{e}"
+        );
+        ProxyConfig::parse(&GOOD.replace("domain: 3", "domain: 232"), "r.yaml").unwrap();
+        let e = err(&GOOD.replace("quic://127.0.0.1:7447", "quic://127.0.0.1"));
+        assert!(
+            e.starts_with(
+                "r.yaml: line 3: upstream[0]: missing port in \"127.0.0.1\" (e.g. 127.0.0.1:7447)"
+            ),
+            "{e}"
+        );
+        let e = err(&GOOD.replace("id: robot-7\n", "id: robot-7\nlisten: 0.0.0.0:123456\n"));
+        assert!(e.starts_with("r.yaml: line 2: listen: port"), "{e}");
+        let e = err(&GOOD.replace("id: robot-7", "id: Robot_7"));
+        assert!(
+            e.starts_with("r.yaml: line 1: id: invalid identity name"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn dds_xml_must_be_well_formed_and_not_silently_override() {
+        let with_xml = |xml: &str| {
+            GOOD.replace(
+                "dds: {domain: 3, interfaces: [lo], peers: [127.0.0.1]}",
+                &format!("dds:\n  domain: 3\n  config_xml: |\n{xml}"),
+            )
+        };
+        ProxyConfig::parse(
+            &with_xml("    <General><AllowMulticast>false</AllowMulticast></General>\n"),
+            "r.yaml",
+        )
+        .unwrap();
+        let e = err(&with_xml(
+            "    <General>\n      <AllowMulticast>false</AllowMulticas>\n    </General>\n",
+        ));
+        assert!(
+            e.starts_with("r.yaml: line 6: dds.config_xml: not well-formed XML at its line 2"),
+            "{e}"
+        );
+        let e = err(&GOOD.replace(
+            "peers: [127.0.0.1]}",
+            "peers: [127.0.0.1], config_xml: '<General/>'}",
+        ));
+        assert!(
+            e.starts_with("r.yaml: line 4: dds.config_xml: config_xml replaces the configuration roam writes from dds.interfaces, dds.peers"),
+            "{e}"
+        );
+    }
+
+    /// A directory with a CA, the proxy's identity and a realm, for `load`'s machine checks.
+    struct Machine(std::path::PathBuf);
+
+    impl Machine {
+        fn new(tag: &str) -> Self {
+            let d = std::env::temp_dir().join(format!("roam-cfg-{tag}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            std::fs::create_dir_all(&d).unwrap();
+            let pki = d.join("pki");
+            roam_net::pki::init_ca(&pki).unwrap();
+            roam_net::pki::issue(
+                &pki,
+                "robot-7",
+                roam_proto::frame::Role::Router,
+                roam_net::pki::Validity::default(),
+            )
+            .unwrap();
+            crate::realm_file::create(&d.join("w.realm"), "warehouse").unwrap();
+            Self(d)
+        }
+
+        /// Writes GOOD with this directory's paths, edited by `edit`, and loads it.
+        fn load(&self, edit: impl Fn(String) -> String) -> Result<ProxyConfig, String> {
+            let text = edit(
+                GOOD.replace(
+                    "pki: ./pki",
+                    &format!("pki: {}", self.0.join("pki").display()),
+                )
+                .replace("./w.realm", &self.0.join("w.realm").display().to_string()),
+            );
+            let path = self.0.join("robot.yaml");
+            std::fs::write(&path, text).unwrap();
+            ProxyConfig::load(&path)
+        }
+    }
+
+    impl Drop for Machine {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn files_and_interfaces_the_config_names_must_exist() {
+        let m = Machine::new("machine");
+        m.load(|t| t).unwrap();
+        let e = m.load(|t| t.replace("/pki", "/no-pki")).unwrap_err();
+        assert!(
+            e.contains("robot.yaml: line 2: pki: PKI directory")
+                && e.contains("roam pki init --dir"),
+            "{e}"
+        );
+        let e = m.load(|t| t.replace("robot-7", "robot-8")).unwrap_err();
+        assert!(
+            e.contains("line 2: pki: identity \"robot-8\"")
+                && e.contains("robot-8.pem is missing")
+                && e.contains("roam pki issue robot-8 --dir"),
+            "{e}"
+        );
+        let e = m.load(|t| t.replace("w.realm", "x.realm")).unwrap_err();
+        assert!(
+            e.contains("line 5: realms.warehouse: realm file")
+                && e.contains("does not exist (create it with `roam realm new"),
+            "{e}"
+        );
+        std::fs::write(m.0.join("bad.realm"), "realm: x\nsecret: [\n").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(
+                m.0.join("bad.realm"),
+                std::fs::Permissions::from_mode(0o600),
+            )
+            .unwrap();
+        }
+        let e = m.load(|t| t.replace("w.realm", "bad.realm")).unwrap_err();
+        assert!(
+            e.contains("line 5: realms.warehouse: realm file") && e.contains("bad.realm"),
+            "{e}"
+        );
+        let e = m
+            .load(|t| t.replace("interfaces: [lo]", "interfaces: [lo, roam-no-such0]"))
+            .unwrap_err();
+        assert!(
+            e.contains("line 4: dds.interfaces[1]: no network interface \"roam-no-such0\" on this machine (interfaces here: ")
+                && e.contains("lo"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -450,8 +845,10 @@ imports:
         let looped = GOOD
             .replace("topic: /cloud/plan", "topic: /robot7/chatter")
             .replace("as: /plan", "as: /chatter");
-        assert!(ProxyConfig::parse(&looped, "r.yaml")
-            .unwrap_err()
-            .contains("loop"));
+        let e = err(&looped);
+        assert!(
+            e.contains("line 18: imports[0].as:") && e.contains("loop"),
+            "{e}"
+        );
     }
 }

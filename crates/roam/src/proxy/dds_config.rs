@@ -9,6 +9,69 @@ use super::config::DdsFile;
 /// for 13 MB images with 1 MiB and 0.2-0.24 s with 8 MiB (native DDS: about 0.1 s).
 pub const RECEIVE_BUFFER_BYTES: u64 = 8 << 20;
 
+/// The highest DDS domain id. DDSI-RTPS maps domain d to the discovery multicast port
+/// 7400 + 250 * d (and unicast ports above it), which must fit in 16 bits: 232 gives 65400,
+/// 233 gives 65650 and CycloneDDS refuses it ("port number out of range").
+pub const MAX_DOMAIN: u32 = 232;
+
+/// Why a `config_xml` is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum XmlError {
+    #[error("not well-formed XML at its line {line} column {column}: {reason}")]
+    Malformed {
+        line: u32,
+        column: u32,
+        reason: String,
+    },
+    #[error("expected CycloneDDS XML (<CycloneDDS>...</CycloneDDS>, or parts such as <General>...</General>) or file://PATH")]
+    NotXml,
+}
+
+/// The element the check wraps around `config_xml`, because CycloneDDS also takes a list
+/// of sibling elements without a root.
+const WRAP_OPEN: &str = "<roam-config-xml>";
+
+/// Checks that `config_xml` is well-formed XML (CycloneDDS itself only says "invalid
+/// configuration"). `file://` URIs are CycloneDDS's to read.
+pub fn check_xml(x: &str) -> Result<(), XmlError> {
+    let t = x.trim_start();
+    if t.starts_with("file://") {
+        return Ok(());
+    }
+    if !t.starts_with('<') {
+        return Err(XmlError::NotXml);
+    }
+    // An XML declaration must stay first: check what follows it.
+    let body = match t.strip_prefix("<?xml") {
+        Some(rest) => rest.split_once("?>").map_or("", |(_, after)| after),
+        None => t,
+    };
+    let skipped_lines = x[..x.len() - body.len()].matches('\n').count() as u32;
+    let wrapped = format!("{WRAP_OPEN}{body}</roam-config-xml>");
+    match roxmltree::Document::parse(&wrapped) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            let pos = e.pos();
+            let column = if pos.row == 1 {
+                pos.col.saturating_sub(WRAP_OPEN.len() as u32).max(1)
+            } else {
+                pos.col
+            };
+            let reason = e.to_string();
+            // roxmltree appends " at ROW:COL" (in the wrapped text): drop it.
+            let reason = reason
+                .rsplit_once(" at ")
+                .map_or(reason.as_str(), |(r, _)| r)
+                .replace("roam-config-xml", "the end of config_xml");
+            Err(XmlError::Malformed {
+                line: pos.row + skipped_lines,
+                column,
+                reason,
+            })
+        }
+    }
+}
+
 /// `None` keeps CycloneDDS's defaults (all suitable interfaces, multicast discovery) or
 /// what `CYCLONEDDS_URI` says.
 pub fn xml(d: &DdsFile) -> Option<String> {
@@ -80,5 +143,31 @@ mod tests {
             xml(&only_buffer).unwrap(),
             "<Internal><SocketReceiveBufferSize min=\"default\" max=\"1048576B\"/></Internal><General></General>"
         );
+        // What roam writes is well-formed by the same check users' XML gets.
+        check_xml(&x).unwrap();
+    }
+
+    #[test]
+    fn config_xml_must_be_well_formed() {
+        for ok in [
+            "<General><Interfaces><NetworkInterface name=\"lo\"/></Interfaces></General>",
+            "<CycloneDDS><Domain id=\"any\"><General/></Domain></CycloneDDS>",
+            "<?xml version=\"1.0\"?>\n<CycloneDDS/>",
+            "  <General/><Discovery/>",
+            "file:///etc/cyclonedds.xml",
+        ] {
+            check_xml(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+        }
+        let e = check_xml("<General><Interfaces></General>").unwrap_err();
+        assert!(matches!(e, XmlError::Malformed { line: 1, .. }), "{e}");
+        let e = check_xml("<General>\n  <AllowMulticast>false</AllowMulticas>\n</General>")
+            .unwrap_err();
+        assert!(matches!(e, XmlError::Malformed { line: 2, .. }), "{e}");
+        assert!(e.to_string().contains("line 2"), "{e}");
+        let e = check_xml("<General attr=1/>").unwrap_err();
+        assert!(matches!(e, XmlError::Malformed { .. }), "{e}");
+        let e = check_xml("<General>").unwrap_err();
+        assert!(e.to_string().contains("not well-formed"), "{e}");
+        assert_eq!(check_xml("General: lo"), Err(XmlError::NotXml));
     }
 }
