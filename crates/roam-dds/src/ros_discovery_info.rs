@@ -146,7 +146,7 @@ struct Cdr {
 impl Cdr {
     fn align(&mut self, n: usize) {
         // Alignment counts from the end of the 4-byte encapsulation header.
-        while (self.out.len() - 4) % n != 0 {
+        while !(self.out.len() - 4).is_multiple_of(n) {
             self.out.push(0);
         }
     }
