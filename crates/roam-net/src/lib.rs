@@ -23,3 +23,6 @@ pub mod ratelog;
 pub mod runtime;
 pub mod tcp;
 pub mod tls;
+
+#[cfg(test)]
+mod dial_timeout_tests;

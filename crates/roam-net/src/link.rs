@@ -34,6 +34,24 @@ pub struct LinkConfig {
     /// (about 208 KiB) drops datagrams when a large message arrives faster than the endpoint
     /// reads them, and each drop costs a congestion-window cut.
     pub udp_buffer_bytes: usize,
+    /// Longest a connection may take from its first packet to an authenticated Hello. A
+    /// router closes connections still unauthenticated by then; a dialer gives up and retries.
+    pub handshake_timeout: Duration,
+    /// Most connections a router keeps in their handshake at once, over all its listeners.
+    pub max_unauthenticated: usize,
+    /// Most connections in their handshake at once from one address (an IPv6 /64).
+    pub max_unauthenticated_per_source: usize,
+}
+
+impl LinkConfig {
+    /// What a router's admission control enforces (see [`crate::admission`]).
+    pub fn admission(&self) -> crate::admission::AdmissionLimits {
+        crate::admission::AdmissionLimits {
+            handshake_timeout: self.handshake_timeout,
+            total: self.max_unauthenticated,
+            per_source: self.max_unauthenticated_per_source,
+        }
+    }
 }
 
 /// The congestion controller of QUIC links.
@@ -84,6 +102,9 @@ impl Default for LinkConfig {
             hello_timeout: Duration::from_secs(5),
             congestion: Congestion::Cubic,
             udp_buffer_bytes: 4 << 20,
+            handshake_timeout: crate::admission::AdmissionLimits::default().handshake_timeout,
+            max_unauthenticated: crate::admission::AdmissionLimits::default().total,
+            max_unauthenticated_per_source: crate::admission::AdmissionLimits::default().per_source,
         }
     }
 }
@@ -123,6 +144,8 @@ pub enum LinkError {
     Certificate(String),
     #[error("bad hello from peer: {0}")]
     Hello(String),
+    #[error("no authenticated Hello within {0:?} (link.handshake_timeout_ms)")]
+    HandshakeTimeout(Duration),
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }

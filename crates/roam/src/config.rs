@@ -18,6 +18,9 @@
 //!   reliable_queue_bytes: 268435456
 //!   congestion: cubic        # QUIC links: cubic (default), new_reno, or bbr for lossy radio
 //!   udp_buffer_bytes: 4194304  # QUIC socket buffers (capped by net.core.rmem_max)
+//!   handshake_timeout_ms: 10000        # unauthenticated connections are closed after this
+//!   max_unauthenticated: 256           # connections in their handshake at once, in total
+//!   max_unauthenticated_per_source: 16 # ... and from one address (an IPv6 /64)
 //! ```
 //!
 //! Mistakes are reported with the file, line and column, and what was expected.
@@ -54,6 +57,9 @@ pub struct LinkFile {
     pub stall_timeout_ms: Option<u64>,
     pub congestion: Option<String>,
     pub udp_buffer_bytes: Option<usize>,
+    pub handshake_timeout_ms: Option<u64>,
+    pub max_unauthenticated: Option<usize>,
+    pub max_unauthenticated_per_source: Option<usize>,
 }
 
 impl LinkFile {
@@ -91,6 +97,30 @@ impl LinkFile {
         }
         if let Some(name) = &self.congestion {
             c.congestion = name.parse().map_err(|e| format!("link.congestion: {e}"))?;
+        }
+        if let Some(ms) = self.handshake_timeout_ms {
+            if ms == 0 {
+                return Err("link.handshake_timeout_ms must be at least 1 (default 10000)".into());
+            }
+            c.handshake_timeout = Duration::from_millis(ms);
+        }
+        for (field, value, slot) in [
+            (
+                "max_unauthenticated",
+                self.max_unauthenticated,
+                &mut c.max_unauthenticated,
+            ),
+            (
+                "max_unauthenticated_per_source",
+                self.max_unauthenticated_per_source,
+                &mut c.max_unauthenticated_per_source,
+            ),
+        ] {
+            match value {
+                Some(0) => return Err(format!("link.{field} must be at least 1")),
+                Some(n) => *slot = n,
+                None => {}
+            }
         }
         Ok(c)
     }
@@ -151,6 +181,33 @@ mod tests {
         };
         let e = bad.apply(LinkConfig::default()).unwrap_err();
         assert!(e.contains("link.congestion") && e.contains("bbr"), "{e}");
+    }
+
+    #[test]
+    fn handshake_limits_are_set_in_the_link_section() {
+        let f: RouterFile = parse(
+            "link:\n  handshake_timeout_ms: 1500\n  max_unauthenticated: 64\n  max_unauthenticated_per_source: 4\n",
+            "r.yaml",
+        )
+        .unwrap();
+        let l = f.link.apply(LinkConfig::default()).unwrap();
+        assert_eq!(l.handshake_timeout, Duration::from_millis(1500));
+        assert_eq!(
+            (l.max_unauthenticated, l.max_unauthenticated_per_source),
+            (64, 4)
+        );
+        let d = LinkFile::default().apply(LinkConfig::default()).unwrap();
+        assert_eq!(d.handshake_timeout, Duration::from_secs(10));
+        assert_eq!(
+            (d.max_unauthenticated, d.max_unauthenticated_per_source),
+            (256, 16)
+        );
+        let zero = LinkFile {
+            max_unauthenticated_per_source: Some(0),
+            ..Default::default()
+        };
+        let e = zero.apply(LinkConfig::default()).unwrap_err();
+        assert!(e.contains("link.max_unauthenticated_per_source"), "{e}");
     }
 
     #[test]
