@@ -146,8 +146,39 @@ pub enum LinkError {
     Hello(String),
     #[error("no authenticated Hello within {0:?} (link.handshake_timeout_ms)")]
     HandshakeTimeout(Duration),
+    /// A listener could not bind its address.
+    #[error("cannot listen for {what} links on {addr}: {source}; {}", bind_hint(.source, .what))]
+    Bind {
+        /// "QUIC (UDP)" or "TCP+TLS".
+        what: &'static str,
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
     #[error("{0}")]
     Io(#[from] std::io::Error),
+}
+
+/// What to do about a listener that cannot bind, by the reason the system gave.
+fn bind_hint(e: &std::io::Error, what: &str) -> &'static str {
+    let tcp = what.starts_with("TCP");
+    match e.kind() {
+        std::io::ErrorKind::AddrInUse if tcp => {
+            "is another roam router or proxy (or another program) using that port? Stop it, or \
+             choose another address with --listen-tcp (listen_tcp: in the config file)"
+        }
+        std::io::ErrorKind::AddrInUse => {
+            "is another roam router or proxy (or another program) using that port? Stop it, or \
+             choose another address with --listen (listen: in the config file)"
+        }
+        std::io::ErrorKind::AddrNotAvailable => {
+            "that address is not one of this machine's: use one of its addresses, or 0.0.0.0 \
+             for all of them"
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            "ports below 1024 need privileges: choose a port from 1024 up (7447 is roam's usual)"
+        }
+        _ => "choose another address to listen on",
+    }
 }
 
 /// Checks the peer's Hello against its authenticated certificate: a peer cannot claim

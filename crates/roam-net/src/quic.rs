@@ -68,7 +68,14 @@ pub fn endpoint(
         None => None,
     };
     let addr = listen.unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
-    let socket = udp_socket(addr, cfg.udp_buffer_bytes)?;
+    let socket = udp_socket(addr, cfg.udp_buffer_bytes).map_err(|source| match listen {
+        Some(addr) => LinkError::Bind {
+            what: "QUIC (UDP)",
+            addr,
+            source,
+        },
+        None => LinkError::Io(source),
+    })?;
     let runtime = quinn::default_runtime()
         .ok_or_else(|| LinkError::Connect("no async runtime for QUIC".into()))?;
     let mut ep = quinn::Endpoint::new(quinn::EndpointConfig::default(), server, socket, runtime)?;

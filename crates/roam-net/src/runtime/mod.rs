@@ -312,7 +312,15 @@ pub async fn start(
     };
 
     let tcp_listener = match config.listen_tcp {
-        Some(addr) => Some(tokio::net::TcpListener::bind(addr).await?),
+        Some(addr) => Some(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|source| LinkError::Bind {
+                    what: "TCP+TLS",
+                    addr,
+                    source,
+                })?,
+        ),
         None => None,
     };
     if config.listen.is_some() {
