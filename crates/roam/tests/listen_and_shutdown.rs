@@ -1,5 +1,5 @@
-//! What a router or proxy says when it cannot listen: a bind error names the address and
-//! what to do.
+//! What a router or proxy says when it cannot listen, and when it stops: a bind error names
+//! the address and what to do; links closed by a clean shutdown are not reported as lost.
 
 mod common;
 
@@ -72,4 +72,33 @@ fn a_port_in_use_is_named_with_what_to_do() {
         "{err}"
     );
     r1.terminate();
+}
+
+#[test]
+fn links_closed_by_a_clean_shutdown_are_not_reported_lost() {
+    let net = Net::new("clean-shutdown");
+    let (_r1, a1) = net.router("r1", "127.0.0.1:0", &[]);
+    let (mut r2, _) = net.router("r2", "127.0.0.1:0", std::slice::from_ref(&a1));
+    let mut proxy = net.proxy("robot", 32, &a1, IMPORT);
+    for (p, what) in [(&r2, "router"), (&proxy, "proxy")] {
+        assert!(
+            p.wait_log(&format!("link to r1 (quic://{a1}) up"), T),
+            "the {what} did not link: {}",
+            p.logs()
+        );
+    }
+    for (p, what) in [(&mut r2, "router"), (&mut proxy, "proxy")] {
+        assert!(p.terminate().is_some_and(|s| s.success()), "{}", p.logs());
+        let logs = p.logs();
+        assert!(
+            logs.contains(&format!(
+                "link to quic://{a1} closed: the router is shutting down"
+            )),
+            "the {what} did not say why its link closed:\n{logs}"
+        );
+        assert!(
+            !logs.contains("lost; reconnecting"),
+            "the {what} took its own shutdown for a lost link:\n{logs}"
+        );
+    }
 }

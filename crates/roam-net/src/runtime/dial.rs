@@ -1,4 +1,5 @@
-//! A router's dialers: one per configured peer, keeping a link up with backoff.
+//! A router's dialers: one per configured peer, keeping a link up with backoff until the
+//! router stops.
 
 use std::time::Duration;
 
@@ -9,12 +10,17 @@ use super::{Command, PeerAddr, Shared};
 use crate::link::{Established, LinkError, LinkId};
 use crate::{quic, tcp};
 
-/// Keeps one link to `peer` up: dial, wait for it to die, dial again with backoff.
+/// Keeps one link to `peer` up: dial, wait for it to die, dial again with backoff. Ends
+/// when the router stops; a link closed by that is not "lost" and is not redialled.
 pub(super) async fn dial_loop(s: Shared, peer: PeerAddr) {
     let mut backoff = Duration::from_millis(100);
     loop {
         let link = s.link_id();
-        match dial(&s, peer, link).await {
+        let dialed = tokio::select! {
+            r = dial(&s, peer, link) => r,
+            _ = s.stopping() => return,
+        };
+        match dialed {
             Ok(est) => {
                 info!("link to {} ({peer}) up", est.peer.name);
                 backoff = Duration::from_millis(100);
@@ -29,11 +35,18 @@ pub(super) async fn dial_loop(s: Shared, peer: PeerAddr) {
                     return;
                 }
                 let _ = down_rx.await;
+                if s.is_stopping() {
+                    info!("link to {peer} closed: the router is shutting down");
+                    return;
+                }
                 info!("link to {peer} lost; reconnecting");
             }
             Err(e) => warn!("cannot link to {peer}: {e}; retrying in {backoff:?}"),
         }
-        tokio::time::sleep(backoff).await;
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = s.stopping() => return,
+        }
         backoff = (backoff * 2).min(s.config.max_backoff);
     }
 }

@@ -335,9 +335,11 @@ pub async fn start(
         None => None,
     };
     tokio::spawn(accept::flush_gate_log(gate.clone(), shared.clone()));
-    for peer in &config.connect {
-        tokio::spawn(dial::dial_loop(shared.clone(), *peer));
-    }
+    let dialers: Vec<_> = config
+        .connect
+        .iter()
+        .map(|peer| tokio::spawn(dial::dial_loop(shared.clone(), *peer)))
+        .collect();
     info!(router = %config.identity.name, id = format_args!("{id:#018x}"), quic = ?quic_addr, tcp = ?tcp_addr, "router started");
     let rt = Runtime {
         core: Router::new(routing_config(id, &config.timers), Instant::now()),
@@ -359,6 +361,11 @@ pub async fn start(
     let task = tokio::spawn(async move {
         rt.run(cmd_rx, in_rx, ep).await;
         gate_at_exit.flush_all_log();
+        // The dialers end at once now; waiting for them means their last words ("closed:
+        // the router is shutting down") are logged before the router reports it stopped.
+        for d in dialers {
+            let _ = d.await;
+        }
     });
     Ok((
         RouterHandle {
@@ -388,6 +395,10 @@ struct Shared {
 impl Shared {
     fn link_id(&self) -> LinkId {
         self.next_link.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn is_stopping(&self) -> bool {
+        *self.stopping.borrow() || self.stopping.has_changed().is_err()
     }
 
     /// Resolves when the router stops.
@@ -456,7 +467,7 @@ impl Runtime {
             }
             self.flush();
         }
-        // The listeners stop accepting.
+        // First, so that links closing now are not taken for lost ones.
         self.stopping.send_replace(true);
         for l in self.links.values() {
             l.tx.close("router shutting down");
