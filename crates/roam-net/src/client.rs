@@ -330,6 +330,11 @@ fn why_unreachable(router: &PeerAddr, e: &LinkError, waited: Duration) -> String
             "the router's certificate was refused: {m} (are both ends from the same `roam pki` CA?)"
         ),
         LinkError::Hello(m) => format!("the router refused the link: {m}"),
+        LinkError::HandshakeTimeout(t) => format!(
+            "the router accepted the connection but did not complete the handshake within {t:?} (link.handshake_timeout_ms): is it overloaded, or is this port something else?"
+        ),
+        // Clients do not listen; kept for completeness.
+        e @ LinkError::Bind { .. } => e.to_string(),
     }
 }
 

@@ -4,10 +4,13 @@
 //! - [`link`]: one authenticated connection to a peer (QUIC, or TCP+TLS where UDP is blocked):
 //!   frame I/O, per-topic lanes, bounded queues.
 //! - [`runtime`]: a router process: drives `roam_routing::Router` from link events and a timer.
+//! - [`admission`]: limits on connections that have not authenticated yet (handshake
+//!   deadline, per source and in total); [`ratelog`]: warnings that cannot flood the log.
 //! - [`client`]: a client link for programs that publish or subscribe through a router.
 //!
 //! This crate never looks inside envelopes beyond the header; sealing happens at the edges.
 
+pub mod admission;
 pub mod client;
 pub mod framing;
 pub mod lane;
@@ -16,6 +19,10 @@ pub mod link;
 pub mod pause;
 pub mod pki;
 pub mod quic;
+pub mod ratelog;
 pub mod runtime;
 pub mod tcp;
 pub mod tls;
+
+#[cfg(test)]
+mod dial_timeout_tests;

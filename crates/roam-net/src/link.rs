@@ -34,6 +34,24 @@ pub struct LinkConfig {
     /// (about 208 KiB) drops datagrams when a large message arrives faster than the endpoint
     /// reads them, and each drop costs a congestion-window cut.
     pub udp_buffer_bytes: usize,
+    /// Longest a connection may take from its first packet to an authenticated Hello. A
+    /// router closes connections still unauthenticated by then; a dialer gives up and retries.
+    pub handshake_timeout: Duration,
+    /// Most connections a router keeps in their handshake at once, over all its listeners.
+    pub max_unauthenticated: usize,
+    /// Most connections in their handshake at once from one address (an IPv6 /64).
+    pub max_unauthenticated_per_source: usize,
+}
+
+impl LinkConfig {
+    /// What a router's admission control enforces (see [`crate::admission`]).
+    pub fn admission(&self) -> crate::admission::AdmissionLimits {
+        crate::admission::AdmissionLimits {
+            handshake_timeout: self.handshake_timeout,
+            total: self.max_unauthenticated,
+            per_source: self.max_unauthenticated_per_source,
+        }
+    }
 }
 
 /// The congestion controller of QUIC links.
@@ -84,6 +102,9 @@ impl Default for LinkConfig {
             hello_timeout: Duration::from_secs(5),
             congestion: Congestion::Cubic,
             udp_buffer_bytes: 4 << 20,
+            handshake_timeout: crate::admission::AdmissionLimits::default().handshake_timeout,
+            max_unauthenticated: crate::admission::AdmissionLimits::default().total,
+            max_unauthenticated_per_source: crate::admission::AdmissionLimits::default().per_source,
         }
     }
 }
@@ -123,8 +144,41 @@ pub enum LinkError {
     Certificate(String),
     #[error("bad hello from peer: {0}")]
     Hello(String),
+    #[error("no authenticated Hello within {0:?} (link.handshake_timeout_ms)")]
+    HandshakeTimeout(Duration),
+    /// A listener could not bind its address.
+    #[error("cannot listen for {what} links on {addr}: {source}; {}", bind_hint(.source, .what))]
+    Bind {
+        /// "QUIC (UDP)" or "TCP+TLS".
+        what: &'static str,
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
     #[error("{0}")]
     Io(#[from] std::io::Error),
+}
+
+/// What to do about a listener that cannot bind, by the reason the system gave.
+fn bind_hint(e: &std::io::Error, what: &str) -> &'static str {
+    let tcp = what.starts_with("TCP");
+    match e.kind() {
+        std::io::ErrorKind::AddrInUse if tcp => {
+            "is another roam router or proxy (or another program) using that port? Stop it, or \
+             choose another address with --listen-tcp (listen_tcp: in the config file)"
+        }
+        std::io::ErrorKind::AddrInUse => {
+            "is another roam router or proxy (or another program) using that port? Stop it, or \
+             choose another address with --listen (listen: in the config file)"
+        }
+        std::io::ErrorKind::AddrNotAvailable => {
+            "that address is not one of this machine's: use one of its addresses, or 0.0.0.0 \
+             for all of them"
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            "ports below 1024 need privileges: choose a port from 1024 up (7447 is roam's usual)"
+        }
+        _ => "choose another address to listen on",
+    }
 }
 
 /// Checks the peer's Hello against its authenticated certificate: a peer cannot claim

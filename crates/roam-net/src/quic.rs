@@ -59,19 +59,42 @@ pub fn endpoint(
     let client = tls::quinn_client_config(id, transport.clone())
         .map_err(|e| LinkError::Connect(e.to_string()))?;
     let server = match listen {
-        Some(_) => Some(
-            tls::quinn_server_config(id, transport)
-                .map_err(|e| LinkError::Connect(e.to_string()))?,
-        ),
+        Some(_) => {
+            let mut server = tls::quinn_server_config(id, transport)
+                .map_err(|e| LinkError::Connect(e.to_string()))?;
+            limit_incoming(&mut server, cfg);
+            Some(server)
+        }
         None => None,
     };
     let addr = listen.unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
-    let socket = udp_socket(addr, cfg.udp_buffer_bytes)?;
+    let socket = udp_socket(addr, cfg.udp_buffer_bytes).map_err(|source| match listen {
+        Some(addr) => LinkError::Bind {
+            what: "QUIC (UDP)",
+            addr,
+            source,
+        },
+        None => LinkError::Io(source),
+    })?;
     let runtime = quinn::default_runtime()
         .ok_or_else(|| LinkError::Connect("no async runtime for QUIC".into()))?;
     let mut ep = quinn::Endpoint::new(quinn::EndpointConfig::default(), server, socket, runtime)?;
     ep.set_default_client_config(client);
     Ok(ep)
+}
+
+/// What quinn holds for connection attempts the router has not looked at yet, bounded like
+/// the attempts it has (see [`crate::admission`]): quinn's defaults (65,536 attempts and
+/// 100 MiB of their packets) are far above what a router admits. Attempts beyond these are
+/// refused by quinn itself. A connection's first flight is a few kilobytes; 64 KiB each is
+/// room to spare (roam sends no 0-RTT data).
+fn limit_incoming(server: &mut quinn::ServerConfig, cfg: &LinkConfig) {
+    const PER_ATTEMPT: u64 = 64 << 10;
+    let attempts = cfg.max_unauthenticated.max(1);
+    server
+        .max_incoming(attempts)
+        .incoming_buffer_size(PER_ATTEMPT)
+        .incoming_buffer_size_total(PER_ATTEMPT * attempts as u64);
 }
 
 /// A UDP socket bound to `addr` with receive and send buffers of `buffer` bytes, as far as
@@ -114,12 +137,19 @@ pub async fn dial(
     link: LinkId,
     inbound: Inbound,
 ) -> Result<Established, LinkError> {
-    let conn = ep
-        .connect(addr, crate::pki::ROUTER_SERVER_NAME)
-        .map_err(|e| LinkError::Connect(e.to_string()))?
+    let handshake = async {
+        let conn = ep
+            .connect(addr, crate::pki::ROUTER_SERVER_NAME)
+            .map_err(|e| LinkError::Connect(e.to_string()))?
+            .await
+            .map_err(|e| LinkError::Connect(e.to_string()))?;
+        establish(conn, me, cfg, link, inbound).await
+    };
+    // A router that accepts but never answers (overloaded, or not a roam router) must not
+    // hold the dialer forever: give up and let the caller retry.
+    tokio::time::timeout(cfg.handshake_timeout, handshake)
         .await
-        .map_err(|e| LinkError::Connect(e.to_string()))?;
-    establish(conn, me, cfg, link, inbound).await
+        .map_err(|_| LinkError::HandshakeTimeout(cfg.handshake_timeout))?
 }
 
 /// Runs the Hello exchange on an accepted or dialed connection and starts its tasks.

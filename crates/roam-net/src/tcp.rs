@@ -33,19 +33,25 @@ pub async fn dial(
 ) -> Result<Established, LinkError> {
     let connector =
         TlsConnector::from(tls::client_config(id).map_err(|e| LinkError::Connect(e.to_string()))?);
-    let tcp = TcpStream::connect(addr).await?;
-    tcp.set_nodelay(true)?;
-    let name = rustls_pki_types::ServerName::try_from(crate::pki::ROUTER_SERVER_NAME)
-        .map_err(|e| LinkError::Connect(e.to_string()))?;
-    let stream = connector
-        .connect(name, tcp)
+    let handshake = async {
+        let tcp = TcpStream::connect(addr).await?;
+        tcp.set_nodelay(true)?;
+        let stream = connector
+            .connect(tls::router_server_name(), tcp)
+            .await
+            .map_err(|e| LinkError::Connect(e.to_string()))?;
+        let certs = stream.get_ref().1.peer_certificates().map(|c| c.to_vec());
+        run(stream, certs, me, cfg, link, inbound).await
+    };
+    // A router out of file descriptors completes the TCP handshake (the kernel does) but
+    // never accepts: without a deadline the dialer would wait forever instead of retrying.
+    tokio::time::timeout(cfg.handshake_timeout, handshake)
         .await
-        .map_err(|e| LinkError::Connect(e.to_string()))?;
-    let certs = stream.get_ref().1.peer_certificates().map(|c| c.to_vec());
-    run(stream, certs, me, cfg, link, inbound).await
+        .map_err(|_| LinkError::HandshakeTimeout(cfg.handshake_timeout))?
 }
 
-/// Accepts one TCP+TLS connection from a listener.
+/// Accepts one TCP+TLS connection from a listener. Unbounded in time: the caller bounds it
+/// (see [`crate::admission`]).
 pub async fn accept(
     acceptor: &TlsAcceptor,
     tcp: TcpStream,

@@ -18,6 +18,9 @@
 //!   reliable_queue_bytes: 268435456
 //!   congestion: cubic        # QUIC links: cubic (default), new_reno, or bbr for lossy radio
 //!   udp_buffer_bytes: 4194304  # QUIC socket buffers (capped by net.core.rmem_max)
+//!   handshake_timeout_ms: 10000        # unauthenticated connections are closed after this
+//!   max_unauthenticated: 256           # connections in their handshake at once, in total
+//!   max_unauthenticated_per_source: 16 # ... and from one address (an IPv6 /64)
 //! ```
 //!
 //! Mistakes are reported with the file, line and column, and what was expected.
@@ -57,6 +60,9 @@ pub struct LinkFile {
     pub stall_timeout_ms: Option<u64>,
     pub congestion: Option<String>,
     pub udp_buffer_bytes: Option<usize>,
+    pub handshake_timeout_ms: Option<u64>,
+    pub max_unauthenticated: Option<usize>,
+    pub max_unauthenticated_per_source: Option<usize>,
 }
 
 impl LinkFile {
@@ -145,6 +151,31 @@ impl LinkFile {
                 return bad("congestion", e);
             }
         }
+        if let Some(ms) = self.handshake_timeout_ms {
+            range(
+                "handshake_timeout_ms",
+                ms,
+                100,
+                DAY_MS,
+                "milliseconds (default 10000)",
+                "is not a usable handshake deadline: a connection not authenticated by then is closed",
+            )?;
+        }
+        for (field, value, default) in [
+            ("max_unauthenticated", self.max_unauthenticated, 256),
+            (
+                "max_unauthenticated_per_source",
+                self.max_unauthenticated_per_source,
+                16,
+            ),
+        ] {
+            if value == Some(0) {
+                return bad(
+                    field,
+                    format!("0 admits no connection at all; give at least 1 (default {default})"),
+                );
+            }
+        }
         Ok(())
     }
 
@@ -185,6 +216,15 @@ impl LinkFile {
                 field: "congestion",
                 message,
             })?;
+        }
+        if let Some(ms) = self.handshake_timeout_ms {
+            c.handshake_timeout = Duration::from_millis(ms);
+        }
+        if let Some(n) = self.max_unauthenticated {
+            c.max_unauthenticated = n;
+        }
+        if let Some(n) = self.max_unauthenticated_per_source {
+            c.max_unauthenticated_per_source = n;
         }
         Ok(c)
     }
@@ -373,6 +413,37 @@ mod tests {
         // The idle timeout's own mistake never talks about keepalives.
         let e = check("id: r1\nlink:\n  idle_timeout_ms: 0\n").unwrap_err();
         assert!(!e.contains("keepalive"), "{e}");
+    }
+
+    #[test]
+    fn handshake_limits_are_set_in_the_link_section() {
+        let f: RouterFile = parse(
+            "link:\n  handshake_timeout_ms: 1500\n  max_unauthenticated: 64\n  max_unauthenticated_per_source: 4\n",
+            "r.yaml",
+        )
+        .unwrap();
+        let l = f.link.apply(LinkConfig::default()).unwrap();
+        assert_eq!(l.handshake_timeout, Duration::from_millis(1500));
+        assert_eq!(
+            (l.max_unauthenticated, l.max_unauthenticated_per_source),
+            (64, 4)
+        );
+        let d = LinkFile::default().apply(LinkConfig::default()).unwrap();
+        assert_eq!(d.handshake_timeout, Duration::from_secs(10));
+        assert_eq!(
+            (d.max_unauthenticated, d.max_unauthenticated_per_source),
+            (256, 16)
+        );
+        let zero = LinkFile {
+            max_unauthenticated_per_source: Some(0),
+            ..Default::default()
+        };
+        let e = zero.apply(LinkConfig::default()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("link.max_unauthenticated_per_source"),
+            "{e}"
+        );
     }
 
     #[test]

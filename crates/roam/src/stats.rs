@@ -47,6 +47,20 @@ pub fn log_router(r: &RouterReport) {
         rpf_drop = s.data_rpf_drop,
         "status"
     );
+    let a = &r.admission;
+    info!(
+        target: "roam::stats",
+        pending = a.pending,
+        admitted = a.admitted,
+        authenticated = a.authenticated,
+        failed = a.failed,
+        timed_out = a.timed_out,
+        evicted = a.evicted,
+        refused_per_source = a.refused_per_source,
+        refused_total = a.refused_total,
+        retried = a.retried,
+        "unauthenticated connections"
+    );
     for l in &r.links {
         info!(
             target: "roam::stats",

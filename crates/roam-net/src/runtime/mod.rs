@@ -2,9 +2,12 @@
 //!
 //! One task owns the routing core. Link tasks (readers) feed it frames through a bounded
 //! channel, which pushes back on peers when the core falls behind; the core's transmits go to
-//! each link's non-blocking [`LinkSender`]. Dialers reconnect with backoff; listeners accept
-//! QUIC and, optionally, TCP+TLS. In-process endpoints (the ROS 2 proxy) use [`RouterHandle`].
+//! each link's non-blocking [`LinkSender`]. Dialers reconnect with backoff ([`dial`]);
+//! listeners accept QUIC and, optionally, TCP+TLS, under admission control ([`accept`]).
+//! In-process endpoints (the ROS 2 proxy) use [`RouterHandle`].
 
+mod accept;
+mod dial;
 mod stall;
 
 #[cfg(test)]
@@ -29,12 +32,14 @@ use roam_routing::{Event, Router, Stats};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{info, warn};
 
+use crate::admission::gate::Gate;
+use crate::admission::AdmissionStats;
 use crate::link::{
     Established, Inbound, LinkConfig, LinkError, LinkId, LinkInput, LinkSender, LocalInfo, PeerInfo,
 };
 use crate::pause::Pauses;
 use crate::pki::Identity;
-use crate::{quic, tcp, tls};
+use crate::{quic, tls};
 
 /// Where to reach a peer router.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,6 +171,8 @@ pub struct RouterReport {
     pub links: Vec<LinkReport>,
     /// In-process deliveries dropped because the local subscriber was not reading.
     pub local_dropped: u64,
+    /// Connections that have not authenticated yet: pending now, and what became of them.
+    pub admission: AdmissionStats,
 }
 
 enum Command {
@@ -291,6 +298,8 @@ pub async fn start(
     let pauses = Arc::new(Pauses::default());
     let handle_pauses = pauses.clone();
     let next_link = Arc::new(AtomicU32::new(1));
+    let gate = Gate::new(config.link.admission());
+    let (stopping_tx, stopping) = watch::channel(false);
     let shared = Shared {
         me,
         config: config.clone(),
@@ -298,23 +307,39 @@ pub async fn start(
         cmd: cmd_tx.clone(),
         inbound: Inbound::new(in_tx, pauses.clone()),
         next_link,
+        gate: gate.clone(),
+        stopping,
     };
 
+    let tcp_listener = match config.listen_tcp {
+        Some(addr) => Some(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|source| LinkError::Bind {
+                    what: "TCP+TLS",
+                    addr,
+                    source,
+                })?,
+        ),
+        None => None,
+    };
     if config.listen.is_some() {
-        tokio::spawn(accept_quic(shared.clone()));
+        tokio::spawn(accept::accept_quic(shared.clone()));
     }
-    let tcp_addr = match config.listen_tcp {
-        Some(addr) => {
-            let listener = tokio::net::TcpListener::bind(addr).await?;
+    let tcp_addr = match tcp_listener {
+        Some(listener) => {
             let local = listener.local_addr()?;
-            tokio::spawn(accept_tcp(shared.clone(), listener));
+            tokio::spawn(accept::accept_tcp(shared.clone(), listener));
             Some(local)
         }
         None => None,
     };
-    for peer in &config.connect {
-        tokio::spawn(dial_loop(shared.clone(), *peer));
-    }
+    tokio::spawn(accept::flush_gate_log(gate.clone(), shared.clone()));
+    let dialers: Vec<_> = config
+        .connect
+        .iter()
+        .map(|peer| tokio::spawn(dial::dial_loop(shared.clone(), *peer)))
+        .collect();
     info!(router = %config.identity.name, id = format_args!("{id:#018x}"), quic = ?quic_addr, tcp = ?tcp_addr, "router started");
     let rt = Runtime {
         core: Router::new(routing_config(id, &config.timers), Instant::now()),
@@ -329,8 +354,19 @@ pub async fn start(
         local_stalls: HashMap::new(),
         cmd: cmd_tx.clone(),
         stall_timeout: config.stall_timeout,
+        gate,
+        stopping: stopping_tx,
     };
-    let task = tokio::spawn(rt.run(cmd_rx, in_rx, ep));
+    let gate_at_exit = rt.gate.clone();
+    let task = tokio::spawn(async move {
+        rt.run(cmd_rx, in_rx, ep).await;
+        gate_at_exit.flush_all_log();
+        // The dialers end at once now; waiting for them means their last words ("closed:
+        // the router is shutting down") are logged before the router reports it stopped.
+        for d in dialers {
+            let _ = d.await;
+        }
+    });
     Ok((
         RouterHandle {
             cmd: cmd_tx,
@@ -351,6 +387,9 @@ struct Shared {
     cmd: mpsc::Sender<Command>,
     inbound: Inbound,
     next_link: Arc<AtomicU32>,
+    gate: Arc<Gate>,
+    /// Turns true when the router stops (the sender is gone once it has stopped).
+    stopping: watch::Receiver<bool>,
 }
 
 impl Shared {
@@ -358,119 +397,16 @@ impl Shared {
         self.next_link.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Hands an accepted link to the runtime, or logs why it was refused.
-    async fn accepted(&self, link: LinkId, r: Result<Established, LinkError>, what: String) {
-        match r {
-            Ok(est) => {
-                let up = Command::Up {
-                    link,
-                    est: Box::new(est),
-                    dialed: false,
-                    down: None,
-                };
-                let _ = self.cmd.send(up).await;
-            }
-            Err(e) => warn!("refused {what}: {e}"),
+    fn is_stopping(&self) -> bool {
+        *self.stopping.borrow() || self.stopping.has_changed().is_err()
+    }
+
+    /// Resolves when the router stops.
+    fn stopping(&self) -> impl std::future::Future<Output = ()> {
+        let mut rx = self.stopping.clone();
+        async move {
+            let _ = rx.wait_for(|stopping| *stopping).await;
         }
-    }
-}
-
-async fn accept_quic(s: Shared) {
-    while let Some(incoming) = s.ep.accept().await {
-        let s = s.clone();
-        tokio::spawn(async move {
-            let remote = incoming.remote_address();
-            let link = s.link_id();
-            let r = async {
-                let conn = incoming
-                    .await
-                    .map_err(|e| LinkError::Connect(e.to_string()))?;
-                quic::establish(conn, &s.me, &s.config.link, link, s.inbound.clone()).await
-            };
-            s.accepted(link, r.await, format!("QUIC connection from {remote}"))
-                .await;
-        });
-    }
-}
-
-async fn accept_tcp(s: Shared, listener: tokio::net::TcpListener) {
-    let acceptor = match tcp::acceptor(&s.config.identity) {
-        Ok(a) => a,
-        Err(e) => return warn!("TCP listener disabled: {e}"),
-    };
-    loop {
-        let (sock, remote) = match listener.accept().await {
-            Ok(x) => x,
-            Err(e) => {
-                warn!("TCP accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let s = s.clone();
-        let acceptor = acceptor.clone();
-        tokio::spawn(async move {
-            let link = s.link_id();
-            let r = tcp::accept(
-                &acceptor,
-                sock,
-                &s.me,
-                &s.config.link,
-                link,
-                s.inbound.clone(),
-            )
-            .await;
-            s.accepted(link, r, format!("TCP connection from {remote}"))
-                .await;
-        });
-    }
-}
-
-/// Keeps one link to `peer` up: dial, wait for it to die, dial again with backoff.
-async fn dial_loop(s: Shared, peer: PeerAddr) {
-    let mut backoff = Duration::from_millis(100);
-    loop {
-        let link = s.link_id();
-        let r = match peer {
-            PeerAddr::Quic(addr) => {
-                quic::dial(&s.ep, addr, &s.me, &s.config.link, link, s.inbound.clone()).await
-            }
-            PeerAddr::Tcp(addr) => {
-                tcp::dial(
-                    &s.config.identity,
-                    addr,
-                    &s.me,
-                    &s.config.link,
-                    link,
-                    s.inbound.clone(),
-                )
-                .await
-            }
-        };
-        match r {
-            Ok(est) => {
-                info!("link to {} ({peer}) up", est.peer.name);
-                backoff = Duration::from_millis(100);
-                let (down_tx, down_rx) = oneshot::channel();
-                if s.cmd
-                    .send(Command::Up {
-                        link,
-                        est: Box::new(est),
-                        dialed: true,
-                        down: Some(down_tx),
-                    })
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
-                let _ = down_rx.await;
-                info!("link to {peer} lost; reconnecting");
-            }
-            Err(e) => warn!("cannot link to {peer}: {e}; retrying in {backoff:?}"),
-        }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(s.config.max_backoff);
     }
 }
 
@@ -497,6 +433,8 @@ struct Runtime {
     local_stalls: HashMap<Name, stall::LocalStall>,
     cmd: mpsc::Sender<Command>,
     stall_timeout: Duration,
+    gate: Arc<Gate>,
+    stopping: watch::Sender<bool>,
 }
 
 impl Runtime {
@@ -529,6 +467,8 @@ impl Runtime {
             }
             self.flush();
         }
+        // First, so that links closing now are not taken for lost ones.
+        self.stopping.send_replace(true);
         for l in self.links.values() {
             l.tx.close("router shutting down");
         }
@@ -675,6 +615,7 @@ impl Runtime {
             routing: self.core.stats(),
             links,
             local_dropped: self.local_dropped,
+            admission: self.gate.stats(),
         }
     }
 }

@@ -37,6 +37,12 @@ pub struct RouterArgs {
     /// Declare a silent peer dead after this many milliseconds.
     #[arg(long, value_name = "MS")]
     pub idle_timeout_ms: Option<u64>,
+    /// Close connections that have not authenticated (TLS handshake and Hello) within this
+    /// many milliseconds [default: 10000; link.handshake_timeout_ms]. How many may be in
+    /// their handshake at once is set in the file: link.max_unauthenticated (256) and
+    /// link.max_unauthenticated_per_source (16).
+    #[arg(long, value_name = "MS")]
+    pub handshake_timeout_ms: Option<u64>,
     /// Congestion controller of QUIC links: cubic (default), new_reno, or bbr, which keeps
     /// its rate through random loss on long radio or satellite paths.
     #[arg(long, value_name = "NAME")]
@@ -98,9 +104,12 @@ pub async fn run(a: RouterArgs) -> CmdResult {
     if let Some(c) = a.congestion {
         link_file.congestion = Some(c);
     }
-    let link = link_file
-        .apply(LinkConfig::default())
-        .map_err(|e| format!("{e} (from --idle-timeout-ms or --congestion)"))?;
+    if let Some(ms) = a.handshake_timeout_ms {
+        link_file.handshake_timeout_ms = Some(ms);
+    }
+    let link = link_file.apply(LinkConfig::default()).map_err(|e| {
+        format!("{e} (from --idle-timeout-ms, --handshake-timeout-ms or --congestion)")
+    })?;
     let identity = roam_net::pki::load_identity(&pki_dir, &id).map_err(|e| e.to_string())?;
     if identity.role != roam_proto::frame::Role::Router {
         return Err(format!("identity {id} has a client certificate; issue one with `roam pki issue {id} --role router`"));
