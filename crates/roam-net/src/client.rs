@@ -330,6 +330,10 @@ fn why_unreachable(router: &PeerAddr, e: &LinkError, waited: Duration) -> String
             "the router's certificate was refused: {m} (are both ends from the same `roam pki` CA?)"
         ),
         LinkError::Hello(m) => format!("the router refused the link: {m}"),
+        // QUIC has no connection before its handshake: silence is all a dialer sees.
+        LinkError::HandshakeTimeout(t) if matches!(router, PeerAddr::Quic(_)) => {
+            no_answer(router, *t)
+        }
         LinkError::HandshakeTimeout(t) => format!(
             "the router accepted the connection but did not complete the handshake within {t:?} (link.handshake_timeout_ms): is it overloaded, or is this port something else?"
         ),
