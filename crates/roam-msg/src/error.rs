@@ -115,6 +115,8 @@ pub enum DecodeErrorKind {
     SequenceTooLong { len: u32, left: usize },
     #[error("sequence of {len} elements exceeds its bound {bound}")]
     BoundExceeded { len: u32, bound: u32 },
+    #[error("string of {found} characters exceeds its bound {bound}")]
+    StringTooLong { bound: u32, found: usize },
     #[error("string is not valid UTF-8")]
     InvalidUtf8,
     #[error("wide string is not valid UTF-16")]

@@ -350,3 +350,22 @@ mod minicbor_probe {
         }
     }
 }
+
+#[test]
+fn bounded_strings_are_checked_when_decoding() {
+    let mut reg = TypeRegistry::new();
+    reg.add_msg("p/msg/B", "string<=3 s\n").unwrap();
+    let t = reg.resolve("p/msg/B").unwrap();
+    let ok = to_cdr(&t, &json!({"s": "äöü"}), Endian::Little);
+    assert_eq!(
+        to_json(&t, &ok),
+        json!({"s": "äöü"}),
+        "the bound counts characters, not bytes"
+    );
+    let long = [0, 1, 0, 0, 5, 0, 0, 0, b'a', b'b', b'c', b'd', 0];
+    let e = t.cdr_to_json(&long, &mut Vec::new()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "s: string of 4 characters exceeds its bound 3"
+    );
+}

@@ -175,7 +175,7 @@ fn read_field<S: Sink>(
 fn read_elem<S: Sink>(c: &mut Cursor<'_>, elem: &Elem, sink: &mut S) -> Result<(), DecodeError> {
     match elem {
         Elem::Prim(p) => read_prim(c, *p, sink),
-        Elem::String { .. } => {
+        Elem::String { bound } => {
             let len = c.u32()? as usize;
             let bytes = c.take(len)?;
             let body = match bytes.split_last() {
@@ -183,10 +183,12 @@ fn read_elem<S: Sink>(c: &mut Cursor<'_>, elem: &Elem, sink: &mut S) -> Result<(
                 Some(_) => return Err(DecodeError::new(K::MissingNul)),
                 None => &[][..],
             };
-            sink.str(std::str::from_utf8(body).map_err(|_| DecodeError::new(K::InvalidUtf8))?);
+            let s = std::str::from_utf8(body).map_err(|_| DecodeError::new(K::InvalidUtf8))?;
+            check_bound(s, *bound)?;
+            sink.str(s);
             Ok(())
         }
-        Elem::WString { .. } => {
+        Elem::WString { bound } => {
             let units = c.u32()? as usize;
             let raw = c.take(units.saturating_mul(2))?;
             let endian = c.endian;
@@ -197,10 +199,24 @@ fn read_elem<S: Sink>(c: &mut Cursor<'_>, elem: &Elem, sink: &mut S) -> Result<(
             let s: String = char::decode_utf16(iter)
                 .collect::<Result<_, _>>()
                 .map_err(|_| DecodeError::new(K::InvalidUtf16))?;
+            check_bound(&s, *bound)?;
             sink.str(&s);
             Ok(())
         }
         Elem::Struct(l) => read_struct(c, l, sink),
+    }
+}
+
+/// Bounded strings count characters, as rclpy and rosbridge do.
+fn check_bound(s: &str, bound: Option<u32>) -> Result<(), DecodeError> {
+    match bound {
+        Some(bound) if s.len() > bound as usize && s.chars().count() > bound as usize => {
+            Err(DecodeError::new(K::StringTooLong {
+                bound,
+                found: s.chars().count(),
+            }))
+        }
+        _ => Ok(()),
     }
 }
 
