@@ -61,6 +61,7 @@ pub struct EncodeOptions {
 pub(crate) fn encode_with<E: std::fmt::Display>(
     ty: &MessageType,
     opts: &EncodeOptions,
+    json: bool,
     out: &mut Vec<u8>,
     run: impl FnOnce(StructSeed<'_, '_>) -> Result<(), E>,
 ) -> Result<(), EncodeError> {
@@ -69,6 +70,7 @@ pub(crate) fn encode_with<E: std::fmt::Display>(
         w: Writer::new(out, opts.endian),
         err: None,
         now: opts.now,
+        json,
     };
     let r = run(StructSeed {
         ctx: &mut ctx,

@@ -15,8 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use base64::engine::general_purpose::STANDARD as B64;
-use base64::Engine as _;
+use base64_simd::STANDARD as B64;
 use roam_msg::schema::{BaseType, MessageDef, Primitive};
 use roam_msg::{EncodeOptions, Endian, TypeRegistry};
 use serde_json::{json, Value};
@@ -72,7 +71,7 @@ fn require_rosbags() {
 }
 
 fn unb64(v: &Value) -> Vec<u8> {
-    B64.decode(v.as_str().expect("base64 string"))
+    B64.decode_to_vec(v.as_str().expect("base64 string"))
         .expect("oracle base64")
 }
 
@@ -180,7 +179,7 @@ fn check_entry(entry: &Value, failures: &mut Vec<String>) -> Vec<Value> {
                             "{label} {order}: JSON -> CDR differs from rosbags' bytes"
                         ));
                     }
-                    encoded[order] = Value::String(B64.encode(&cdr));
+                    encoded[order] = Value::String(B64.encode_to_string(&cdr));
                 }
                 Err(e) => failures.push(format!("{label} {order}: encode failed: {e}")),
             }

@@ -148,7 +148,7 @@ fn read_field<S: Sink>(
     match &f.elem {
         Elem::Prim(_) if f.binary => sink.binary(c.take(n)?),
         Elem::Prim(p) => {
-            // An empty sequence has no elements to align (rosbags, Fast CDR).
+            // An empty sequence has no elements to align (as rosbags writes it).
             if n > 0 {
                 c.align(p.size())?;
             }

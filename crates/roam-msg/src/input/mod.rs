@@ -5,14 +5,13 @@
 //! rosbridge's rules (`message_conversion.py`, `_to_inst`): missing fields take their defaults;
 //! unknown fields are refused; an integer is accepted for a float, not a float for an integer;
 //! binary fields take base64 text (or, from CBOR, a byte string, or a list of numbers); `Time`
-//! and `Duration` also take `secs`/`nsecs`.
+//! and `Duration` also take `secs`/`nsecs`; given a clock ([`crate::EncodeOptions::now`]), a
+//! `Time` may be `"now"` and a `std_msgs/Header` without a stamp is stamped now.
 
 pub(crate) mod captured;
 
 use std::fmt;
 
-use base64::engine::{general_purpose::GeneralPurpose, DecodePaddingMode, GeneralPurposeConfig};
-use base64::Engine as _;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use crate::cdr::write::Writer;
@@ -21,18 +20,16 @@ use crate::layout::{Elem, FieldLayout, StructLayout};
 use crate::schema::{Multiplicity, Primitive};
 use captured::{convert, Captured};
 
-/// Standard alphabet; padding optional (Python's `b64decode` is lenient about it too).
-const B64: GeneralPurpose = GeneralPurpose::new(
-    &base64::alphabet::STANDARD,
-    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
-);
-
 pub(crate) struct Ctx<'o> {
     pub w: Writer<'o>,
     /// The typed error behind the serde error being returned (serde errors are strings).
     pub err: Option<EncodeError>,
     /// The time `"now"` stands for in a `builtin_interfaces/Time` field, if allowed.
     pub now: Option<(i32, u32)>,
+    /// The input is JSON text: byte strings the deserializer hands over are base64 text (asked
+    /// for with `deserialize_bytes`, which skips a UTF-8 check base64 does not need), not raw
+    /// bytes as from CBOR.
+    pub json: bool,
 }
 
 impl Ctx<'_> {
@@ -148,6 +145,16 @@ impl<'de> Visitor<'de> for StructVisitor<'_, '_> {
             let f = &l.fields[next];
             match pending.get_mut(next).and_then(Option::take) {
                 Some(v) => encode_captured(ctx, f, v)?,
+                // rosbridge stamps a std_msgs/Header given without a stamp with its clock.
+                None if f.name == "stamp"
+                    && l.name.package == "std_msgs"
+                    && l.name.name == "Header"
+                    && ctx.now.is_some() =>
+                {
+                    let (sec, nanosec) = ctx.now.unwrap_or_default();
+                    ctx.w.int(Primitive::Int32, sec as i128);
+                    ctx.w.int(Primitive::UInt32, nanosec as i128);
+                }
                 None => {
                     let r = ctx.w.default_field(f).map_err(|e| ctx.fail::<A::Error>(e));
                     ctx.nest(field_seg(f), r)?;
@@ -216,6 +223,10 @@ impl<'de> DeserializeSeed<'de> for FieldSeed<'_, '_> {
                 elem: &self.field.elem,
             }
             .deserialize(d),
+            _ if self.field.binary && self.ctx.json => d.deserialize_bytes(ArrayVisitor {
+                ctx: self.ctx,
+                field: self.field,
+            }),
             _ => d.deserialize_any(ArrayVisitor {
                 ctx: self.ctx,
                 field: self.field,
@@ -393,6 +404,59 @@ impl<'de> Visitor<'de> for StrVisitor<'_, '_> {
     }
 }
 
+/// One element of a float array: a number, `null` (NaN), or what else was there.
+enum Num {
+    Value(f64),
+    Not(&'static str),
+}
+
+impl<'de> serde::Deserialize<'de> for Num {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Num, D::Error> {
+        d.deserialize_any(NumVisitor)
+    }
+}
+
+struct NumVisitor;
+
+impl<'de> Visitor<'de> for NumVisitor {
+    type Value = Num;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a number or null")
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Num, E> {
+        Ok(Num::Value(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Num, E> {
+        Ok(Num::Value(v as f64))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Num, E> {
+        Ok(Num::Value(v as f64))
+    }
+    fn visit_unit<E>(self) -> Result<Num, E> {
+        Ok(Num::Value(f64::NAN))
+    }
+    fn visit_none<E>(self) -> Result<Num, E> {
+        Ok(Num::Value(f64::NAN))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Num, E> {
+        Ok(Num::Not("a bool"))
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Num, E> {
+        Ok(Num::Not("a string"))
+    }
+    fn visit_bytes<E>(self, _: &[u8]) -> Result<Num, E> {
+        Ok(Num::Not("bytes"))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Num, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Num::Not("an array"))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Num, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Num::Not("an object"))
+    }
+}
+
 struct ArrayVisitor<'c, 'o> {
     ctx: &'c mut Ctx<'o>,
     field: &'c FieldLayout,
@@ -426,6 +490,85 @@ impl ArrayVisitor<'_, '_> {
             },
         };
         r.map_err(|e| self.ctx.fail(e))
+    }
+
+    /// Float arrays (scans, covariances) are the bulk of numeric JSON: read each number
+    /// straight into CDR, aligning once, without the per-element seed machinery.
+    fn float_seq<'de, A: SeqAccess<'de>>(
+        self,
+        p: Primitive,
+        mut seq: A,
+        at: Option<usize>,
+        limit: usize,
+    ) -> Result<(), A::Error> {
+        let mut count = 0usize;
+        let big = self.ctx.w.endian == crate::cdr::Endian::Big;
+        loop {
+            let r = seq.next_element::<Num>();
+            let v = match self.ctx.nest(|| Segment::Index(count), r)? {
+                Some(Num::Value(v)) => v,
+                Some(Num::Not(found)) => {
+                    let e = EncodeError::mismatch(p.msg_name(), found).at(Segment::Index(count));
+                    return Err(self.ctx.fail(e));
+                }
+                None => break,
+            };
+            if count == 0 {
+                self.ctx.w.align(p.size());
+            }
+            let out = &mut *self.ctx.w.out;
+            if p == Primitive::Float32 {
+                if v.is_finite() && v.abs() > f32::MAX as f64 {
+                    let e = EncodeError::new(K::OutOfRange {
+                        value: v.to_string(),
+                        ty: "float32",
+                    })
+                    .at(Segment::Index(count));
+                    return Err(self.ctx.fail(e));
+                }
+                let b = v as f32;
+                out.extend_from_slice(&if big {
+                    b.to_be_bytes()
+                } else {
+                    b.to_le_bytes()
+                });
+            } else {
+                out.extend_from_slice(&if big {
+                    v.to_be_bytes()
+                } else {
+                    v.to_le_bytes()
+                });
+            }
+            count += 1;
+            if count > limit {
+                return self.finish(at, count);
+            }
+        }
+        self.finish(at, count)
+    }
+
+    /// A binary field given as base64 text.
+    fn base64<E: de::Error>(mut self, v: &[u8]) -> Result<(), E> {
+        if !self.field.binary {
+            return Err(self.ctx.fail(EncodeError::mismatch("an array", "a string")));
+        }
+        let at = self.begin();
+        let start = self.ctx.w.out.len();
+        // Standard alphabet, padded (what every client sends) straight into the output; else
+        // the forgiving form (no padding, ASCII whitespace), as lenient as Python's b64decode
+        // about those.
+        if base64_simd::STANDARD
+            .decode_append(v, self.ctx.w.out)
+            .is_err()
+        {
+            self.ctx.w.out.truncate(start);
+            match base64_simd::forgiving_decode_to_vec(v) {
+                Ok(bytes) => self.ctx.w.out.extend_from_slice(&bytes),
+                Err(e) => return Err(self.ctx.fail(EncodeError::new(K::Base64(e.to_string())))),
+            }
+        }
+        let count = self.ctx.w.out.len() - start;
+        self.finish(at, count)
     }
 
     fn raw_bytes<E: de::Error>(mut self, v: &[u8]) -> Result<(), E> {
@@ -463,6 +606,9 @@ impl<'de> Visitor<'de> for ArrayVisitor<'_, '_> {
             Multiplicity::Fixed(n) | Multiplicity::Bounded(n) => n as usize,
             _ => usize::MAX,
         };
+        if let Elem::Prim(p @ (Primitive::Float32 | Primitive::Float64)) = self.field.elem {
+            return self.float_seq(p, seq, at, limit);
+        }
         let mut count = 0usize;
         loop {
             let seed = ElemSeed {
@@ -482,21 +628,16 @@ impl<'de> Visitor<'de> for ArrayVisitor<'_, '_> {
         self.finish(at, count)
     }
 
-    fn visit_str<E: de::Error>(mut self, v: &str) -> Result<(), E> {
-        if !self.field.binary {
-            return Err(self.ctx.fail(EncodeError::mismatch("an array", "a string")));
-        }
-        let at = self.begin();
-        let start = self.ctx.w.out.len();
-        if let Err(e) = B64.decode_vec(v, self.ctx.w.out) {
-            return Err(self.ctx.fail(EncodeError::new(K::Base64(e.to_string()))));
-        }
-        let count = self.ctx.w.out.len() - start;
-        self.finish(at, count)
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        self.base64(v.as_bytes())
     }
 
     fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<(), E> {
-        self.raw_bytes(v)
+        if self.ctx.json {
+            self.base64(v)
+        } else {
+            self.raw_bytes(v)
+        }
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<(), E> {

@@ -33,7 +33,7 @@ pub fn json_to_cdr(
     out: &mut Vec<u8>,
 ) -> Result<(), EncodeError> {
     let mut de = serde_json::Deserializer::from_slice(json);
-    crate::encode_with(ty, opts, out, |seed| {
+    crate::encode_with(ty, opts, true, out, |seed| {
         seed.deserialize(&mut de).and_then(|()| de.end())
     })
 }

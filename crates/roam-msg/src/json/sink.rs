@@ -1,8 +1,5 @@
 //! Writes a decoded message as JSON text straight into the output buffer.
 
-use base64::engine::general_purpose::STANDARD;
-use base64::Engine as _;
-
 use crate::cdr::read::Sink;
 use crate::cdr::Endian;
 use crate::layout::{FieldLayout, StructLayout};
@@ -17,7 +14,7 @@ impl JsonSink<'_> {
     fn f64(&mut self, v: f64) {
         // JSON has no NaN or infinities: rosbridge sends them as null.
         if v.is_finite() {
-            let mut b = ryu::Buffer::new();
+            let mut b = zmij::Buffer::new();
             self.out.extend_from_slice(b.format_finite(v).as_bytes());
         } else {
             self.out.extend_from_slice(b"null");
@@ -101,14 +98,7 @@ impl Sink for JsonSink<'_> {
     }
     fn binary(&mut self, bytes: &[u8]) {
         self.out.push(b'"');
-        let start = self.out.len();
-        let len = bytes.len().div_ceil(3) * 4;
-        self.out.resize(start + len, 0);
-        // The buffer was sized for the padded encoding, so this cannot fail.
-        let n = STANDARD
-            .encode_slice(bytes, &mut self.out[start..])
-            .unwrap_or(0);
-        self.out.truncate(start + n);
+        base64_simd::STANDARD.encode_append(bytes, self.out);
         self.out.push(b'"');
     }
     fn prim_array(&mut self, p: Primitive, raw: &[u8], endian: Endian, _: Multiplicity) {
