@@ -26,8 +26,9 @@ fn build() -> Vec<MessageType> {
             "test_msgs/msg/All",
             "bool b\nbyte y\nchar c\nint8 i8\nuint8 u8\nint16 i16\nuint16 u16\nint32 i32\nuint32 u32\n\
              int64 i64\nuint64 u64\nfloat32 f32\nfloat64 f64\nstring s\nwstring w\nstring<=3 bs\n\
-             uint8[] data\nuint8[4] fixed_data\nuint8[<=4] bounded_data\nbyte[] octets\n\
-             float64[3] v\nint32[<=2] bi\nstring[] names\nbool[] flags\n",
+             uint8[] data\nuint8[4] fixed_data\nuint8[<=4] bounded_data\nbyte[] octets\nchar[] chars\n\
+             float64[3] v\nint32[<=2] bi\nstring[] names\nbuiltin_interfaces/Duration d\n\
+             builtin_interfaces/Time[] times\nEmpty e\nbool[] flags\n",
         ),
         ("test_msgs/msg/Nested", "std_msgs/Header[] headers\nAll[<=2] all\nEmpty[2] e\nint64 x 5\n"),
         ("test_msgs/msg/Empty", ""),

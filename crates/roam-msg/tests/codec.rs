@@ -1,44 +1,13 @@
 //! The codec's conventions and errors, on hand-written types (the oracle test covers every
 //! standard type against rosbags).
 
+mod common;
+
+use common::registry;
 use roam_msg::{
     DecodeErrorKind, EncodeErrorKind, EncodeOptions, Endian, MessageType, TypeRegistry,
 };
 use serde_json::{json, Value};
-
-fn registry() -> TypeRegistry {
-    let mut reg = TypeRegistry::with_builtins();
-    reg.add_msg(
-        "std_msgs/msg/Header",
-        "builtin_interfaces/Time stamp\nstring frame_id\n",
-    )
-    .unwrap();
-    reg.add_msg(
-        "sensor_msgs/msg/LaserScan",
-        "std_msgs/Header header\nfloat32 angle_min\nfloat32 angle_max\nfloat32 angle_increment\n\
-         float32 time_increment\nfloat32 scan_time\nfloat32 range_min\nfloat32 range_max\n\
-         float32[] ranges\nfloat32[] intensities\n",
-    )
-    .unwrap();
-    reg.add_msg(
-        "test_msgs/msg/All",
-        "bool b\nbyte y\nchar c\nint8 i8\nuint8 u8\nint16 i16\nuint16 u16\nint32 i32\nuint32 u32\n\
-         int64 i64\nuint64 u64\nfloat32 f32\nfloat64 f64\nstring s\nwstring w\nstring<=3 bs\n\
-         uint8[] data\nuint8[4] fixed_data\nuint8[<=4] bounded_data\nbyte[] octets\nchar[] chars\n\
-         float64[3] v\nint32[<=2] bi\nstring[] names\nbuiltin_interfaces/Duration d\n\
-         builtin_interfaces/Time[] times\nEmpty e\nbool[] flags\n",
-    )
-    .unwrap();
-    reg.add_msg("test_msgs/msg/Empty", "").unwrap();
-    reg.add_msg(
-        "test_msgs/msg/Defaults",
-        "int32 a 7\nstring s \"hi\"\nfloat64[2] v [1.5, -2]\nint8[] q [1, 2]\nInner inner\n",
-    )
-    .unwrap();
-    reg.add_msg("test_msgs/msg/Inner", "uint16 x 3\nstring[<=2] t [\"a\"]\n")
-        .unwrap();
-    reg
-}
 
 fn ty(name: &str) -> MessageType {
     registry().resolve(name).unwrap()
@@ -367,5 +336,34 @@ fn bounded_strings_are_checked_when_decoding() {
     assert_eq!(
         e.to_string(),
         "s: string of 4 characters exceeds its bound 3"
+    );
+}
+
+#[test]
+fn binary_fields_take_base64_lists_and_lenient_padding() {
+    let t = ty("test_msgs/msg/All");
+    for (input, want) in [
+        (r#"[1, 2, 255]"#, "AQL/"),
+        (r#""AQL/""#, "AQL/"),
+        (r#""AQI""#, "AQI="),
+        (r#""AQ L/\n""#, "AQL/"),
+    ] {
+        let cdr = to_cdr(
+            &t,
+            &serde_json::from_str(&format!(r#"{{"data": {input}}}"#)).unwrap(),
+            Endian::Little,
+        );
+        assert_eq!(to_json(&t, &cdr)["data"], json!(want), "{input}");
+    }
+    assert!(encode_err(&t, r#"{"data": null}"#)
+        .to_string()
+        .starts_with("data: "));
+    assert_eq!(
+        encode_err(&t, r#"{"data": [256]}"#).to_string(),
+        "data[0]: 256 is out of range for uint8"
+    );
+    assert_eq!(
+        encode_err(&t, r#"{"fixed_data": "AQID"}"#).to_string(),
+        "fixed_data: expected exactly 4 elements, found 3"
     );
 }

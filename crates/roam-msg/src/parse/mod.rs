@@ -2,6 +2,7 @@
 
 pub mod derive;
 pub mod idl;
+mod idl_lex;
 pub mod literal;
 pub mod msg;
 
