@@ -48,6 +48,12 @@ pub enum RegistryError {
     Recursive(TypeName),
     #[error("types nest deeper than {0} levels")]
     TooDeep(usize),
+    #[error("type {ty} takes at least {size} bytes, more than the {limit} allowed")]
+    TooLarge {
+        ty: TypeName,
+        size: usize,
+        limit: usize,
+    },
     #[error("malformed ros2msg text: {0}")]
     Ros2Msg(String),
 }

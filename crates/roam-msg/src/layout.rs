@@ -12,6 +12,11 @@ use crate::schema::{Literal, Multiplicity, Primitive};
 /// recursive codecs' stack use bounded whatever definitions a peer announces.
 pub const MAX_TYPE_DEPTH: usize = 64;
 
+/// The most CDR bytes a type's fixed part may take (its fixed arrays, strings' lengths, ...).
+/// Every message of the type is at least this big, so a definition announcing a huge fixed
+/// array would make `{}` encode to gigabytes; real interfaces stay far below.
+pub const MAX_FIXED_SIZE: usize = 1 << 28;
+
 /// A resolved message type: the handle every codec function takes.
 #[derive(Debug, Clone)]
 pub struct MessageType(pub(crate) Arc<StructLayout>);

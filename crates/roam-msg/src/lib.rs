@@ -37,7 +37,7 @@ pub use error::{
     DecodeError, DecodeErrorKind, EncodeError, EncodeErrorKind, FieldPath, NameError, ParseError,
     RegistryError, Segment,
 };
-pub use layout::{MessageType, MAX_TYPE_DEPTH};
+pub use layout::{MessageType, MAX_FIXED_SIZE, MAX_TYPE_DEPTH};
 pub use names::{Kind, TypeName};
 pub use registry::TypeRegistry;
 

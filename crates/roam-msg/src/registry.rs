@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use crate::builtin::BUILTIN;
 use crate::error::RegistryError;
-use crate::layout::{json_key, Elem, FieldLayout, MessageType, StructLayout, MAX_TYPE_DEPTH};
+use crate::layout::{
+    json_key, Elem, FieldLayout, MessageType, StructLayout, MAX_FIXED_SIZE, MAX_TYPE_DEPTH,
+};
 use crate::names::{Kind, TypeName};
 use crate::parse::{derive, idl, msg};
 use crate::schema::{BaseType, MessageDef};
@@ -250,6 +252,13 @@ impl TypeRegistry {
         let time_like = def.name.package == "builtin_interfaces"
             && matches!(def.name.name.as_str(), "Time" | "Duration");
         let min_size = StructLayout::compute_min_size(&fields);
+        if min_size > MAX_FIXED_SIZE {
+            return Err(RegistryError::TooLarge {
+                ty: def.name.clone(),
+                size: min_size,
+                limit: MAX_FIXED_SIZE,
+            });
+        }
         let layout = Arc::new(StructLayout {
             name: def.name.clone(),
             fields,
@@ -337,6 +346,12 @@ mod tests {
         assert!(matches!(
             reg.add_msg("a/msg/T", "int64 x\n"),
             Err(RegistryError::Conflict(_))
+        ));
+        reg.add_msg("a/msg/Big", "uint8[1000000] a\nuint64[1000000000] b\n")
+            .unwrap();
+        assert!(matches!(
+            reg.resolve("a/msg/Big"),
+            Err(RegistryError::TooLarge { .. })
         ));
         reg.add_msg("a/msg/R", "S s\n").unwrap();
         reg.add_msg("a/msg/S", "R[] r\n").unwrap();
