@@ -36,11 +36,13 @@ bench-build: setup
 
 bench: bench-build
 	target/release/roam-bench --quick
+	target/release/roam-msg-bench --quick
 	target/release/roam-lab --quick
 	$(MAKE) bench-plots
 
 bench-full: bench-build
 	target/release/roam-bench
+	target/release/roam-msg-bench
 	target/release/roam-lab --full
 	$(MAKE) bench-plots
 

@@ -38,3 +38,11 @@ if ! python3 -c 'import cyclonedds' >/dev/null 2>&1; then
   # Debian 12's own python3 is "externally managed": allow the install there explicitly.
   pip_install cyclonedds==11.0.1 2>/dev/null || pip_install --break-system-packages cyclonedds==11.0.1
 fi
+
+# rosbags: the independent CDR oracle of roam-msg's tests (ROS 2 typestores, serializer, IDL
+# parser) and the Python side of the message-codec benchmark. Pinned: the oracle relies on its
+# typestores' contents.
+if ! python3 -c 'import rosbags.typesys' >/dev/null 2>&1; then
+  pip_install() { python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore "$@"; }
+  pip_install rosbags==0.11.9 2>/dev/null || pip_install --break-system-packages rosbags==0.11.9
+fi
