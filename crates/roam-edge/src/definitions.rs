@@ -1,0 +1,1 @@
+//! Finding ROS 2 interface definitions on disk.

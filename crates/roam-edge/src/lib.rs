@@ -1,0 +1,22 @@
+//! The edge layer: the one door to a realm for any part of any roam process.
+//!
+//! A proxy's DDS side, `roam pub`/`roam sub`, and every gateway (rosbridge, Foxglove, gRPC,
+//! MQTT) reach a realm through the handles here, and nothing else derives names or seals
+//! envelopes:
+//!
+//! - publisher and subscriber handles own the topic's names, sealing and opening, the
+//!   topic announcements (type, QoS, definitions) and the demand signal; any number per name
+//!   in one process; released when dropped;
+//! - service and action handles compose them the way ROS 2 does;
+//! - the realm directory says what every member offers and imports;
+//! - [`metrics`] is the typed snapshot every process hands out;
+//! - [`definitions`] finds ROS 2 interface definitions on disk, so topics describe themselves.
+//!
+//! # What it does not do
+//!
+//! No DDS (the proxy's `roam-dds` side feeds and drains these handles), no routing decisions
+//! (`roam-routing`), no link transport (`roam-net`), no message (de)serialization
+//! (`roam-msg`).
+
+pub mod definitions;
+pub mod metrics;

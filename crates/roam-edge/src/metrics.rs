@@ -1,0 +1,1 @@
+//! The typed metrics snapshot every roam process hands out.
