@@ -68,6 +68,7 @@ pub async fn run(routers: usize, rounds: usize) -> Result<Outcome, String> {
         std::mem::replace(&mut net.publisher.events, tokio::sync::mpsc::channel(1).1);
     let mut sub_events =
         std::mem::replace(&mut net.subscriber.events, tokio::sync::mpsc::channel(1).1);
+    let mut publications = Vec::new();
     let limit = Duration::from_secs(10);
     let result = async {
         wait_for(&mut sub_events, limit, |e| {
@@ -79,22 +80,20 @@ pub async fn run(routers: usize, rounds: usize) -> Result<Outcome, String> {
         })
         .await?;
         for &n in &names {
-            net.publisher.publish(n).await;
+            publications.push(net.publisher.publish(n).await);
         }
         // Let the adverts flood every router before the first round.
         tokio::time::sleep(Duration::from_millis(500)).await;
         let (mut demand, mut first) = (Vec::new(), Vec::new());
-        for &n in &names {
+        for (&n, publication) in names.iter().zip(publications.iter_mut()) {
             let mut sealer = Sealer::new(&realm, n, false, None).map_err(|e| e.to_string())?;
             let t0 = Instant::now();
-            net.subscriber.subscribe(n).await;
-            let seen = wait_for(
-                &mut pub_events,
-                limit,
-                |e| matches!(e, ClientEvent::Demand { name, wanted: true } if *name == n),
-            )
-            .await
-            .map_err(|e| format!("demand: {e}"))?;
+            let mut subscription = net.subscriber.subscribe(n, 16).await;
+            tokio::time::timeout(limit, publication.demand.wait_for(|w| *w))
+                .await
+                .map_err(|_| format!("demand: none within {limit:?}"))?
+                .map_err(|_| "demand: the session ended".to_string())?;
+            let seen = Instant::now();
             let mut buf = Vec::new();
             sealer
                 .seal(b"first", now_us(), &mut buf)
@@ -103,12 +102,11 @@ pub async fn run(routers: usize, rounds: usize) -> Result<Outcome, String> {
                 .send(Bytes::from(buf))
                 .await
                 .map_err(|e| e.to_string())?;
-            let got = wait_for(&mut sub_events, limit, |e| {
-                matches!(e, ClientEvent::Data { envelope, .. }
-                    if roam_proto::envelope::peek_name(envelope) == Some(n))
-            })
-            .await
-            .map_err(|e| format!("first message: {e}"))?;
+            tokio::time::timeout(limit, subscription.rx.recv())
+                .await
+                .map_err(|_| format!("first message: none within {limit:?}"))?
+                .ok_or("first message: the session ended")?;
+            let got = Instant::now();
             demand.push(seen.duration_since(t0).as_secs_f64() * 1e6);
             first.push(got.duration_since(t0).as_secs_f64() * 1e6);
         }

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use roam_net::client::{Client, ClientConfig, ClientEvent};
+use roam_net::client::{Client, ClientConfig};
 use roam_net::link::LinkConfig;
 use roam_net::runtime::{self, PeerAddr, RouterConfig, RouterHandle, RoutingTimers};
 use roam_proto::frame::Role;
@@ -129,7 +129,7 @@ struct Received {
 }
 
 async fn receive(
-    mut events: mpsc::Receiver<ClientEvent>,
+    mut events: mpsc::Receiver<Bytes>,
     realm: RealmSecret,
     expect: u64,
     mut done_rx: tokio::sync::watch::Receiver<bool>,
@@ -158,19 +158,14 @@ async fn receive(
                 _ = done_rx.changed() => continue,
             }
         };
-        match ev {
-            None => break,
-            Some(ClientEvent::Data { envelope, .. }) => {
-                match opener.open(&envelope, now_us(), &mut plain) {
-                    Ok(o) => {
-                        r.latencies_us
-                            .push(now_us().saturating_sub(o.header.send_time_us) as f64);
-                        r.last = Some(Instant::now());
-                    }
-                    Err(_) => r.refused += 1,
-                }
+        let Some(envelope) = ev else { break };
+        match opener.open(&envelope, now_us(), &mut plain) {
+            Ok(o) => {
+                r.latencies_us
+                    .push(now_us().saturating_sub(o.header.send_time_us) as f64);
+                r.last = Some(Instant::now());
             }
-            Some(_) => {}
+            Err(_) => r.refused += 1,
         }
     }
     r
@@ -179,30 +174,19 @@ async fn receive(
 /// Runs one scenario in a fresh network (new PKI, routers and clients), then stops it.
 pub async fn run(s: Scenario) -> Result<Outcome, String> {
     let pki = TempPki::new("tp")?;
-    let mut net = build(&pki, s.routers).await?;
+    let net = build(&pki, s.routers).await?;
     let realm = RealmSecret::from_bytes([42; 32]);
     let name = TopicDescriptor::topic("/bench/throughput", "std_msgs/msg/String").name(&realm);
 
-    let mut pub_events = std::mem::replace(&mut net.publisher.events, mpsc::channel(1).1);
-    let sub_events = std::mem::replace(&mut net.subscriber.events, mpsc::channel(1).1);
-    net.subscriber.subscribe(name).await;
-    net.publisher.publish(name).await;
+    let sub_events = net.subscriber.subscribe(name, 4096).await.rx;
+    let mut publication = net.publisher.publish(name).await;
     // The subscription has crossed every router once the publisher is told it is wanted.
-    let wanted = tokio::time::timeout(Duration::from_secs(20), async {
-        while let Some(ev) = pub_events.recv().await {
-            if let ClientEvent::Demand {
-                name: n,
-                wanted: true,
-            } = ev
-            {
-                if n == name {
-                    return true;
-                }
-            }
-        }
-        false
-    })
-    .await;
+    let wanted = tokio::time::timeout(
+        Duration::from_secs(20),
+        publication.demand.wait_for(|w| *w),
+    )
+    .await
+    .map(|r| r.is_ok());
     if wanted != Ok(true) {
         shutdown(net).await;
         return Err(format!(
@@ -210,8 +194,6 @@ pub async fn run(s: Scenario) -> Result<Outcome, String> {
             s.routers
         ));
     }
-    // Keep draining the publisher's events so its session never blocks on them.
-    let drain = tokio::spawn(async move { while pub_events.recv().await.is_some() {} });
 
     let (done_tx, done_rx) = tokio::sync::watch::channel(false);
     let receiver = tokio::spawn(receive(sub_events, realm.clone(), s.messages, done_rx));
@@ -255,7 +237,6 @@ pub async fn run(s: Scenario) -> Result<Outcome, String> {
                     .sum::<u64>();
         }
     }
-    drain.abort();
     shutdown(net).await;
     if let Some(f) = failure {
         return Err(f);

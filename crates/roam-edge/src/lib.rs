@@ -18,5 +18,25 @@
 //! (`roam-routing`), no link transport (`roam-net`), no message (de)serialization
 //! (`roam-msg`).
 
+mod announce;
 pub mod definitions;
+mod edge;
 pub mod metrics;
+pub mod names;
+pub mod port;
+mod publisher;
+pub mod realm;
+pub mod ros_names;
+pub mod stats;
+pub mod streams;
+mod subscriber;
+
+pub use announce::ANNOUNCE_PERIOD;
+pub use edge::{Edge, EdgeError, TopicRef};
+pub use port::Port;
+pub use publisher::{Publisher, StreamSpec};
+pub use realm::Realm;
+pub use roam_proto::meta::{StreamQos, XTypes};
+pub use roam_proto::PayloadKind;
+pub use streams::{StreamId, StreamInfo};
+pub use subscriber::{Event, Received, Subscriber, SubscriberOptions, HOLD};

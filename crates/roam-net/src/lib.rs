@@ -12,6 +12,7 @@
 
 pub mod admission;
 pub mod client;
+pub mod dialer;
 pub mod framing;
 pub mod lane;
 pub mod latency;

@@ -29,6 +29,7 @@ pub mod seal;
 
 pub use envelope::{EnvelopeFlags, EnvelopeHeader, PayloadKind};
 pub use frame::{Frame, FrameError, RouterId};
+pub use meta::{StreamAnnouncement, StreamQos, TopicAnnouncement, TypeDefinition, XTypes};
 pub use name::{Kind, Name, TopicDescriptor};
 pub use realm::RealmSecret;
 pub use seal::{OpenError, Opened, Opener, OpenerConfig, SealError, Sealer, SigningIdentity};

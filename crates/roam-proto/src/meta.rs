@@ -1,9 +1,11 @@
 //! Topic announcements: what an exporter tells its realm about a topic, sealed on the topic's
 //! metadata name, so that an importer needs nothing but the topic's name.
 //!
-//! One announcement comes from one exporter (a proxy, a gateway) and lists the *streams* it
-//! publishes on the topic: one per kind of local publisher (DDS type and QoS class), each sealed
-//! under its own sender session. Data envelopes carry their session in the clear header, so an
+//! One announcement comes from one announcer (a proxy, a gateway, `roam pub`) and lists the
+//! *streams* it publishes on the topic: one per kind of local publisher (DDS type and QoS
+//! class), each sealed under its own sender session; and the interface definitions it knows
+//! for the topic's types, so that members without a ROS installation can read the data (an
+//! importer with definitions announces them too, with no stream). Data envelopes carry their session in the clear header, so an
 //! importer knows from the announcement which stream, and so which QoS, every message belongs
 //! to: a transient-local publisher's samples go to a transient-local writer, a best-effort
 //! publisher's to a best-effort one, as they would within one DDS domain.
@@ -21,6 +23,11 @@
 //!     5 XTypes TypeInformation bytes (keyed types whose publisher announced it)
 //!     6 XTypes TypeMapping     bytes (with 5)
 //!     7 stream id u64          stable across the exporter's restarts (default: the session)
+//! field count   u16, then that many fields as (tag u8, u32 length, value); unknown tags are
+//!               skipped:
+//!     1 definition             u16 type length + DDS type name, then the definition: the
+//!                              type's ROS 2 interface text with its dependencies, in the
+//!                              concatenated "ros2msg" form (UTF-8, <= 1 MiB)
 //! ```
 //!
 //! Every integer is big-endian. Decoding never panics and never allocates more than the input
@@ -37,6 +44,12 @@ pub const MAX_EXPORTER: usize = 255;
 pub const MAX_TYPE_NAME: usize = 1024;
 /// Largest XTypes blob (type information or type map).
 pub const MAX_XTYPES: usize = 1 << 20;
+/// Largest interface definition text.
+pub const MAX_DEFINITION: usize = 1 << 20;
+/// Most definitions one announcement may carry.
+pub const MAX_DEFINITIONS: usize = 64;
+
+const TOP_DEFINITION: u8 = 1;
 
 const TAG_SESSION: u8 = 1;
 const TAG_TYPE: u8 = 2;
@@ -61,6 +74,16 @@ pub enum MetaError {
     TooManyStreams(usize),
     #[error("topic announcement stream {index}: {what}")]
     Stream { index: usize, what: &'static str },
+    #[error("topic announcement definition: {0}")]
+    Definition(&'static str),
+}
+
+/// A type's ROS 2 interface definition, as announced: the DDS type name and the concatenated
+/// ros2msg text (the type, then each dependency after a `===` line and `MSG: pkg/Type`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypeDefinition {
+    pub dds_type: String,
+    pub text: String,
 }
 
 /// The QoS of one stream: what its publishers offer, and what an importer's writer offers.
@@ -102,6 +125,8 @@ pub struct TopicAnnouncement {
     /// announcement replaces its earlier one.
     pub exporter: String,
     pub streams: Vec<StreamAnnouncement>,
+    /// Definitions of the topic's types this announcer knows.
+    pub definitions: Vec<TypeDefinition>,
 }
 
 impl TopicAnnouncement {
@@ -135,6 +160,14 @@ impl TopicAnnouncement {
             out.extend_from_slice(&(rec.len() as u32).to_be_bytes());
             out.extend_from_slice(&rec);
         }
+        let fields = self.definitions.len().min(MAX_DEFINITIONS);
+        out.extend_from_slice(&(fields as u16).to_be_bytes());
+        for d in self.definitions.iter().take(MAX_DEFINITIONS) {
+            let mut v = Vec::with_capacity(2 + d.dds_type.len() + d.text.len());
+            put_str16(&mut v, &d.dds_type);
+            v.extend_from_slice(d.text.as_bytes());
+            put_field(&mut out, TOP_DEFINITION, &v);
+        }
         out
     }
 
@@ -155,8 +188,38 @@ impl TopicAnnouncement {
             let len = r.u32()? as usize;
             streams.push(decode_stream(r.take(len)?, index)?);
         }
+        let mut definitions = Vec::new();
+        let fields = r.u16()?;
+        for _ in 0..fields {
+            let tag = r.u8()?;
+            let len = r.u32()? as usize;
+            let value = r.take(len)?;
+            if tag != TOP_DEFINITION {
+                continue;
+            }
+            if definitions.len() == MAX_DEFINITIONS {
+                return Err(MetaError::Definition("more than 64 definitions"));
+            }
+            let mut v = Reader::new(value);
+            let dds_type = v.str16(MAX_TYPE_NAME)?.to_string();
+            let text = v.rest();
+            if text.len() > MAX_DEFINITION {
+                return Err(MetaError::Definition("definition longer than 1 MiB"));
+            }
+            let text = std::str::from_utf8(text)
+                .map_err(|_| MetaError::Definition("definition is not UTF-8"))?
+                .to_string();
+            if dds_type.is_empty() {
+                return Err(MetaError::Definition("empty type name"));
+            }
+            definitions.push(TypeDefinition { dds_type, text });
+        }
         r.finish()?;
-        Ok(Self { exporter, streams })
+        Ok(Self {
+            exporter,
+            streams,
+            definitions,
+        })
     }
 }
 
@@ -273,6 +336,10 @@ mod tests {
                     }),
                 },
             ],
+            definitions: vec![TypeDefinition {
+                dds_type: "std_msgs::msg::dds_::String_".into(),
+                text: "string data\n".into(),
+            }],
         }
     }
 
@@ -283,6 +350,7 @@ mod tests {
         let empty = TopicAnnouncement {
             exporter: String::new(),
             streams: vec![],
+            definitions: vec![],
         };
         assert_eq!(TopicAnnouncement::decode(&empty.encode()).unwrap(), empty);
     }
@@ -296,9 +364,17 @@ mod tests {
         let mut v = b.clone();
         v[0] = 1;
         assert_eq!(TopicAnnouncement::decode(&v), Err(MetaError::Version(1)));
-        let mut long = b;
+        let mut long = b.clone();
         long.push(0);
         assert!(TopicAnnouncement::decode(&long).is_err());
+        // A field of a later version is skipped.
+        let mut later = sample();
+        later.definitions.clear();
+        let mut bytes = later.encode();
+        let n = bytes.len();
+        bytes[n - 2..].copy_from_slice(&1u16.to_be_bytes());
+        put_field(&mut bytes, 99, b"future");
+        assert_eq!(TopicAnnouncement::decode(&bytes).unwrap(), later);
     }
 
     #[test]
@@ -312,6 +388,7 @@ mod tests {
         b.extend_from_slice(&1u16.to_be_bytes());
         b.extend_from_slice(&(rec.len() as u32).to_be_bytes());
         b.extend_from_slice(&rec);
+        b.extend_from_slice(&0u16.to_be_bytes());
         let a = TopicAnnouncement::decode(&b).unwrap();
         assert_eq!(a.streams[0].session, 5);
         assert_eq!(a.streams[0].id, 5, "the id defaults to the session");

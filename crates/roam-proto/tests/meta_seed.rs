@@ -1,7 +1,7 @@
 //! Writes the fuzz seed for topic announcements when ROAM_WRITE_FUZZ_SEEDS is set; always
 //! checks that the committed seed still decodes (so the fuzzer starts from valid input).
 
-use roam_proto::meta::{StreamAnnouncement, StreamQos, TopicAnnouncement, XTypes};
+use roam_proto::meta::{StreamAnnouncement, StreamQos, TopicAnnouncement, TypeDefinition, XTypes};
 
 fn sample() -> TopicAnnouncement {
     TopicAnnouncement {
@@ -35,6 +35,10 @@ fn sample() -> TopicAnnouncement {
                 }),
             },
         ],
+        definitions: vec![TypeDefinition {
+            dds_type: "std_msgs::msg::dds_::String_".into(),
+            text: "string data\n".into(),
+        }],
     }
 }
 

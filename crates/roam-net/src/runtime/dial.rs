@@ -1,29 +1,28 @@
 //! A router's dialers: one per configured peer, keeping a link up with backoff until the
 //! router stops.
 
-use std::time::Duration;
-
 use tokio::sync::oneshot;
 use tracing::{info, warn};
 
 use super::{Command, PeerAddr, Shared};
-use crate::link::{Established, LinkError, LinkId};
-use crate::{quic, tcp};
+use crate::dialer::{self, Backoff};
 
 /// Keeps one link to `peer` up: dial, wait for it to die, dial again with backoff. Ends
 /// when the router stops; a link closed by that is not "lost" and is not redialled.
 pub(super) async fn dial_loop(s: Shared, peer: PeerAddr) {
-    let mut backoff = Duration::from_millis(100);
+    let mut backoff = Backoff::new(s.config.max_backoff);
     loop {
         let link = s.link_id();
+        let id = &s.config.identity;
+        let dial = dialer::dial(&s.ep, id, peer, &s.me, &s.config.link, link, s.inbound.clone());
         let dialed = tokio::select! {
-            r = dial(&s, peer, link) => r,
+            r = dial => r,
             _ = s.stopping() => return,
         };
         match dialed {
             Ok(est) => {
                 info!("link to {} ({peer}) up", est.peer.name);
-                backoff = Duration::from_millis(100);
+                backoff.reset();
                 let (down_tx, down_rx) = oneshot::channel();
                 let up = Command::Up {
                     link,
@@ -41,23 +40,21 @@ pub(super) async fn dial_loop(s: Shared, peer: PeerAddr) {
                 }
                 info!("link to {peer} lost; reconnecting");
             }
-            Err(e) => warn!("cannot link to {peer}: {e}; retrying in {backoff:?}"),
+            Err(e) => {
+                let why = dialer::why_unreachable(&peer, &e, s.config.link.handshake_timeout);
+                let wait = backoff.next_wait();
+                warn!("cannot link to {peer}: {why}; retrying in {wait:?}");
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = s.stopping() => return,
+                }
+                continue;
+            }
         }
+        let wait = backoff.next_wait();
         tokio::select! {
-            _ = tokio::time::sleep(backoff) => {}
+            _ = tokio::time::sleep(wait) => {}
             _ = s.stopping() => return,
-        }
-        backoff = (backoff * 2).min(s.config.max_backoff);
-    }
-}
-
-async fn dial(s: &Shared, peer: PeerAddr, link: LinkId) -> Result<Established, LinkError> {
-    let inbound = s.inbound.clone();
-    match peer {
-        PeerAddr::Quic(addr) => quic::dial(&s.ep, addr, &s.me, &s.config.link, link, inbound).await,
-        PeerAddr::Tcp(addr) => {
-            let id = &s.config.identity;
-            tcp::dial(id, addr, &s.me, &s.config.link, link, inbound).await
         }
     }
 }

@@ -8,12 +8,19 @@
 
 mod accept;
 mod dial;
+mod handle;
+mod local;
 mod stall;
+
+pub use handle::{LocalPublication, LocalSubscription, RouterHandle};
+pub use local::LocalId;
 
 #[cfg(test)]
 mod congestion_tests;
 #[cfg(test)]
 mod local_stall_tests;
+#[cfg(test)]
+mod local_tests;
 #[cfg(test)]
 mod report_tests;
 #[cfg(test)]
@@ -184,14 +191,22 @@ enum Command {
     },
     Publish {
         name: Name,
+        id: LocalId,
         demand: watch::Sender<bool>,
     },
-    Unpublish(Name),
+    Unpublish {
+        name: Name,
+        id: LocalId,
+    },
     Subscribe {
         name: Name,
+        id: LocalId,
         tx: mpsc::Sender<Bytes>,
     },
-    Unsubscribe(Name),
+    Unsubscribe {
+        name: Name,
+        id: LocalId,
+    },
     Send {
         name: Name,
         envelope: Bytes,
@@ -207,75 +222,9 @@ enum Command {
     /// A stalled in-process subscriber has room again (or gave up waiting).
     LocalUnstall {
         name: Name,
+        id: LocalId,
         gave_up: bool,
     },
-}
-
-/// A handle on a running router: addresses, status, and in-process endpoints.
-#[derive(Clone)]
-pub struct RouterHandle {
-    cmd: mpsc::Sender<Command>,
-    /// Topics paused by back-pressure: in-process publishers wait as link readers do.
-    pauses: Arc<Pauses>,
-    pub id: RouterId,
-    pub quic_addr: Option<SocketAddr>,
-    pub tcp_addr: Option<SocketAddr>,
-}
-
-impl RouterHandle {
-    /// Declares an in-process publisher of `name`; the watch says whether anyone listens.
-    pub async fn publish(&self, name: Name) -> watch::Receiver<bool> {
-        let (tx, rx) = watch::channel(false);
-        let _ = self.cmd.send(Command::Publish { name, demand: tx }).await;
-        rx
-    }
-
-    pub async fn unpublish(&self, name: Name) {
-        let _ = self.cmd.send(Command::Unpublish(name)).await;
-    }
-
-    /// Sends a sealed envelope from an in-process publisher. Waits if the router is busy.
-    pub async fn send(&self, name: Name, envelope: Bytes) {
-        if !crate::link::is_best_effort(&envelope) {
-            self.pauses.wait(&name).await;
-        }
-        let _ = self.cmd.send(Command::Send { name, envelope }).await;
-    }
-
-    /// Like [`Self::send`], for threads outside the async runtime (DDS listener callbacks):
-    /// blocks while the router is busy or the topic is paused by back-pressure (reliable
-    /// data only), which pushes back on the DDS writer instead of queueing without bound.
-    pub fn send_blocking(&self, name: Name, envelope: Bytes) {
-        if !crate::link::is_best_effort(&envelope) {
-            while self.pauses.is_paused(&name) {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-        }
-        let _ = self.cmd.blocking_send(Command::Send { name, envelope });
-    }
-
-    /// Subscribes an in-process endpoint; envelopes arrive on the returned channel (bounded:
-    /// when a reader falls `depth` behind, reliable envelopes wait and their topic pauses
-    /// upstream, up to the stall timeout; best-effort ones are dropped, counted in the report).
-    pub async fn subscribe(&self, name: Name, depth: usize) -> mpsc::Receiver<Bytes> {
-        let (tx, rx) = mpsc::channel(depth.max(1));
-        let _ = self.cmd.send(Command::Subscribe { name, tx }).await;
-        rx
-    }
-
-    pub async fn unsubscribe(&self, name: Name) {
-        let _ = self.cmd.send(Command::Unsubscribe(name)).await;
-    }
-
-    pub async fn report(&self) -> Option<RouterReport> {
-        let (tx, rx) = oneshot::channel();
-        self.cmd.send(Command::Report(tx)).await.ok()?;
-        rx.await.ok()
-    }
-
-    pub async fn shutdown(&self) {
-        let _ = self.cmd.send(Command::Shutdown).await;
-    }
 }
 
 /// Starts a router: binds its listeners, dials its peers, and runs until shut down.
@@ -345,8 +294,7 @@ pub async fn start(
         core: Router::new(routing_config(id, &config.timers), Instant::now()),
         links: HashMap::new(),
         peers: HashMap::new(),
-        local_subs: HashMap::new(),
-        demand: HashMap::new(),
+        local: local::Local::default(),
         local_dropped: 0,
         closed: std::collections::VecDeque::new(),
         pauses,
@@ -368,13 +316,7 @@ pub async fn start(
         }
     });
     Ok((
-        RouterHandle {
-            cmd: cmd_tx,
-            pauses: handle_pauses,
-            id,
-            quic_addr,
-            tcp_addr,
-        },
+        RouterHandle::new(cmd_tx, handle_pauses, id, quic_addr, tcp_addr),
         task,
     ))
 }
@@ -421,16 +363,16 @@ struct Runtime {
     links: HashMap<LinkId, LinkEntry>,
     /// The one link kept per peer router.
     peers: HashMap<RouterId, LinkId>,
-    local_subs: HashMap<Name, mpsc::Sender<Bytes>>,
-    demand: HashMap<Name, watch::Sender<bool>>,
+    /// In-process publishers and subscribers, any number per name.
+    local: local::Local,
     local_dropped: u64,
     /// Final figures of the most recently closed links, oldest first.
     closed: std::collections::VecDeque<LinkReport>,
     pauses: Arc<Pauses>,
     /// Reliable data waiting for room in a full lane, per (link, topic), in order.
     stalls: HashMap<(LinkId, Name), stall::Stall>,
-    /// Reliable data waiting for a full in-process subscriber, per topic, in order.
-    local_stalls: HashMap<Name, stall::LocalStall>,
+    /// Reliable data waiting for a full in-process subscriber, per (topic, subscriber), in order.
+    local_stalls: HashMap<(Name, LocalId), stall::LocalStall>,
     cmd: mpsc::Sender<Command>,
     stall_timeout: Duration,
     gate: Arc<Gate>,
@@ -508,26 +450,10 @@ impl Runtime {
                 );
                 est.start();
             }
-            Command::Publish { name, demand } => {
-                self.demand.insert(name, demand);
-                self.core.publish_local(now, name);
-            }
-            Command::Unpublish(name) => {
-                self.demand.remove(&name);
-                self.core.unpublish_local(now, name);
-            }
-            Command::Subscribe { name, tx } => {
-                self.local_subs.insert(name, tx);
-                self.core.subscribe_local(now, name);
-            }
-            Command::Unsubscribe(name) => {
-                self.local_subs.remove(&name);
-                if let Some(st) = self.local_stalls.remove(&name) {
-                    self.local_dropped += st.queue.len() as u64;
-                    self.resume_if_unstalled(name);
-                }
-                self.core.unsubscribe_local(now, name);
-            }
+            Command::Publish { name, id, demand } => self.local_publish(now, name, id, demand),
+            Command::Unpublish { name, id } => self.local_unpublish(now, name, id),
+            Command::Subscribe { name, id, tx } => self.local_subscribe(now, name, id, tx),
+            Command::Unsubscribe { name, id } => self.local_unsubscribe(now, name, id),
             Command::Send { name, envelope } => self.core.send_local(now, name, envelope),
             Command::Report(tx) => {
                 let _ = tx.send(self.report());
@@ -538,7 +464,7 @@ impl Runtime {
                 name,
                 gave_up,
             } => self.unstall(link, name, gave_up),
-            Command::LocalUnstall { name, gave_up } => self.local_unstall(name, gave_up),
+            Command::LocalUnstall { name, id, gave_up } => self.local_unstall(name, id, gave_up),
         }
     }
 
@@ -594,11 +520,7 @@ impl Runtime {
         while let Some(e) = self.core.poll_event() {
             match e {
                 Event::Deliver { name, envelope, .. } => self.deliver_local(name, envelope),
-                Event::Demand { name, wanted } => {
-                    if let Some(w) = self.demand.get(&name) {
-                        let _ = w.send(wanted);
-                    }
-                }
+                Event::Demand { name, wanted } => self.local_demand(name, wanted),
             }
         }
     }

@@ -5,12 +5,13 @@ use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
+use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
 
 use roam_proto::Name;
 use tracing::warn;
 
-use super::{Command, LinkId, Runtime};
+use super::{Command, LinkId, LocalId, Runtime};
 use crate::lane::Pushed;
 use crate::link::{is_best_effort, wire_size};
 
@@ -121,60 +122,67 @@ impl Runtime {
 
     /// Resumes a paused topic once nothing waits for room on its behalf.
     pub(super) fn resume_if_unstalled(&self, name: Name) {
-        if !self.stalls.keys().any(|(_, n)| *n == name) && !self.local_stalls.contains_key(&name) {
+        if !self.stalls.keys().any(|(_, n)| *n == name)
+            && !self.local_stalls.keys().any(|(n, _)| *n == name)
+        {
             self.pauses.resume(name);
         }
     }
 
-    /// Hands an envelope to the in-process subscriber of `name` (e.g. a proxy's importer). A
-    /// reliable envelope that finds its queue full waits, in order, and pauses the topic like
-    /// a full lane does, so the back-pressure reaches the publisher instead of losing data.
+    /// Hands an envelope to every in-process subscriber of `name` (e.g. a proxy's importer, a
+    /// gateway's clients). A reliable envelope that finds a subscriber's queue full waits
+    /// for it, in order, and pauses the topic like a full lane does, so the back-pressure
+    /// reaches the publisher instead of losing data.
     pub(super) fn deliver_local(&mut self, name: Name, envelope: Bytes) {
-        let Some(tx) = self.local_subs.get(&name) else {
-            return;
-        };
-        if let Some(st) = self.local_stalls.get_mut(&name) {
-            if st.bytes + envelope.len() > MAX_STALL_BYTES {
-                self.local_dropped += 1;
-            } else {
-                st.bytes += envelope.len();
-                st.queue.push_back(envelope);
+        let subs: Vec<(LocalId, mpsc::Sender<Bytes>)> = self.local.subscribers(&name).to_vec();
+        for (id, tx) in subs {
+            let env = envelope.clone();
+            if let Some(st) = self.local_stalls.get_mut(&(name, id)) {
+                if st.bytes + env.len() > MAX_STALL_BYTES {
+                    self.local_dropped += 1;
+                } else {
+                    st.bytes += env.len();
+                    st.queue.push_back(env);
+                }
+                continue;
             }
-            return;
-        }
-        match tx.try_send(envelope) {
-            Ok(()) => {}
-            Err(TrySendError::Full(env)) if !is_best_effort(&env) => {
-                let mut queue = VecDeque::new();
-                let bytes = env.len();
-                queue.push_back(env);
-                self.local_stalls.insert(name, LocalStall { queue, bytes });
-                self.pauses.pause(name);
-                self.wait_for_local_room(name);
+            match tx.try_send(env) {
+                Ok(()) => {}
+                Err(TrySendError::Full(env)) if !is_best_effort(&env) => {
+                    let mut queue = VecDeque::new();
+                    let bytes = env.len();
+                    queue.push_back(env);
+                    self.local_stalls
+                        .insert((name, id), LocalStall { queue, bytes });
+                    self.pauses.pause(name);
+                    self.wait_for_local_room(name, id);
+                }
+                Err(_) => self.local_dropped += 1,
             }
-            Err(_) => self.local_dropped += 1,
         }
     }
 
-    fn wait_for_local_room(&self, name: Name) {
-        let Some(tx) = self.local_subs.get(&name).cloned() else {
+    fn wait_for_local_room(&self, name: Name, id: LocalId) {
+        let Some(tx) = self.local.subscriber(&name, id).cloned() else {
             return;
         };
         let (cmd, timeout) = (self.cmd.clone(), self.stall_timeout);
         tokio::spawn(async move {
             // Only the runtime sends on `tx`: room seen here is still there when it drains.
             let gave_up = !matches!(tokio::time::timeout(timeout, tx.reserve()).await, Ok(Ok(_)));
-            let _ = cmd.send(Command::LocalUnstall { name, gave_up }).await;
+            let _ = cmd
+                .send(Command::LocalUnstall { name, id, gave_up })
+                .await;
         });
     }
 
-    /// Moves waiting envelopes to the in-process subscriber as room allows. One that stayed
+    /// Moves waiting envelopes to an in-process subscriber as room allows. One that stayed
     /// full for `stall_timeout` (stopped reading) loses what waited, counted.
-    pub(super) fn local_unstall(&mut self, name: Name, gave_up: bool) {
-        let Some(mut st) = self.local_stalls.remove(&name) else {
+    pub(super) fn local_unstall(&mut self, name: Name, id: LocalId, gave_up: bool) {
+        let Some(mut st) = self.local_stalls.remove(&(name, id)) else {
             return;
         };
-        match self.local_subs.get(&name) {
+        match self.local.subscriber(&name, id) {
             Some(tx) if !gave_up => {
                 while let Some(env) = st.queue.pop_front() {
                     let len = env.len();
@@ -191,8 +199,8 @@ impl Runtime {
                     }
                 }
                 if !st.queue.is_empty() {
-                    self.local_stalls.insert(name, st);
-                    self.wait_for_local_room(name);
+                    self.local_stalls.insert((name, id), st);
+                    self.wait_for_local_room(name, id);
                     return;
                 }
             }

@@ -54,8 +54,8 @@ pub async fn pub_sub(dir: &Dir, name: roam_proto::Name, depth: usize, link: Link
     pki::init_ca(&dir.0).unwrap();
     let sub_router = router(dir, "sub", None, link.clone()).await;
     let pub_router = router(dir, "pub", sub_router.quic_addr, link).await;
-    let rx = sub_router.subscribe(name, depth).await;
-    let mut demand = pub_router.publish(name).await;
+    let rx = sub_router.subscribe(name, depth).await.rx;
+    let mut demand = pub_router.publish(name).await.demand;
     tokio::time::timeout(Duration::from_secs(10), demand.wait_for(|w| *w))
         .await
         .expect("no demand")

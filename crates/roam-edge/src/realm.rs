@@ -11,7 +11,7 @@
 //! The file must not be readable by group or others: it is the key to every topic of the realm.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use roam_proto::seal::OpenerConfig;
 use roam_proto::RealmSecret;
@@ -48,57 +48,85 @@ impl Realm {
     }
 }
 
+/// Why a realm file could not be read or written. Each names the file and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum RealmError {
+    #[error("realm file {} does not exist (create it with `roam realm new NAME --out {}`, or copy it from a member of the realm)", .0.display(), .0.display())]
+    Missing(PathBuf),
+    #[error("cannot read realm file {}: {source}", .path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{} is readable by others (mode {mode:o}); run `chmod 600 {}`", .path.display(), .path.display())]
+    OpenToOthers { path: PathBuf, mode: u32 },
+    #[error("realm file {}: {message}", .path.display())]
+    Malformed { path: PathBuf, message: String },
+    #[error("cannot write {}: {source}", .path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the system random source failed")]
+    Random,
+}
+
+impl From<RealmError> for String {
+    fn from(e: RealmError) -> String {
+        e.to_string()
+    }
+}
+
 /// Refuses a secret file that group or others can read, naming the fix.
-pub fn check_private(path: &Path) -> Result<(), String> {
+pub fn check_private(path: &Path) -> Result<(), RealmError> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(path)
-            .map_err(|e| format!("{}: {e}", path.display()))?
+            .map_err(|source| RealmError::Read {
+                path: path.into(),
+                source,
+            })?
             .permissions()
             .mode();
         if mode & 0o077 != 0 {
-            return Err(format!(
-                "{} is readable by others (mode {:o}); run `chmod 600 {}`",
-                path.display(),
-                mode & 0o777,
-                path.display()
-            ));
+            return Err(RealmError::OpenToOthers {
+                path: path.into(),
+                mode: mode & 0o777,
+            });
         }
     }
     Ok(())
 }
 
-pub fn load(path: &Path) -> Result<Realm, String> {
-    if let Err(e) = std::fs::metadata(path) {
-        return Err(if e.kind() == std::io::ErrorKind::NotFound {
-            format!(
-                "realm file {} does not exist (create it with `roam realm new NAME --out {}`, or copy it from a member of the realm)",
-                path.display(),
-                path.display()
-            )
+pub fn load(path: &Path) -> Result<Realm, RealmError> {
+    if let Err(source) = std::fs::metadata(path) {
+        return Err(if source.kind() == std::io::ErrorKind::NotFound {
+            RealmError::Missing(path.into())
         } else {
-            format!("cannot read realm file {}: {e}", path.display())
+            RealmError::Read {
+                path: path.into(),
+                source,
+            }
         });
     }
     check_private(path)?;
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read realm file {}: {e}", path.display()))?;
-    let doc: RealmDoc = serde_yaml_ng::from_str(&text)
-        .map_err(|e| format!("realm file {}: {e}", path.display()))?;
-    let secret = RealmSecret::from_hex(&doc.secret)
-        .map_err(|e| format!("realm file {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|source| RealmError::Read {
+        path: path.into(),
+        source,
+    })?;
+    let malformed = |message: String| RealmError::Malformed {
+        path: path.into(),
+        message,
+    };
+    let doc: RealmDoc = serde_yaml_ng::from_str(&text).map_err(|e| malformed(e.to_string()))?;
+    let secret = RealmSecret::from_hex(&doc.secret).map_err(|e| malformed(e.to_string()))?;
     let mut members = HashMap::new();
     for (name, key) in doc.members {
         let bytes = hex::decode(key.trim())
             .ok()
             .and_then(|v| <[u8; 32]>::try_from(v).ok())
-            .ok_or_else(|| {
-                format!(
-                    "realm file {}: member {name}: key must be 64 hex digits",
-                    path.display()
-                )
-            })?;
+            .ok_or_else(|| malformed(format!("member {name}: key must be 64 hex digits")))?;
         members.insert(bytes, name);
     }
     Ok(Realm {
@@ -110,9 +138,8 @@ pub fn load(path: &Path) -> Result<Realm, String> {
 }
 
 /// Writes a new realm file with mode 0600; refuses to overwrite.
-pub fn create(path: &Path, label: &str) -> Result<(), String> {
-    let secret =
-        RealmSecret::generate().map_err(|_| "the system random source failed".to_string())?;
+pub fn create(path: &Path, label: &str) -> Result<(), RealmError> {
+    let secret = RealmSecret::generate().map_err(|_| RealmError::Random)?;
     let doc = RealmDoc {
         realm: label.into(),
         secret: secret.to_hex(),
@@ -123,18 +150,26 @@ pub fn create(path: &Path, label: &str) -> Result<(), String> {
 }
 
 /// Adds a member's signing key to a realm file.
-pub fn add_member(path: &Path, name: &str, public_key: &[u8; 32]) -> Result<(), String> {
+pub fn add_member(path: &Path, name: &str, public_key: &[u8; 32]) -> Result<(), RealmError> {
     check_private(path)?;
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut doc: RealmDoc = serde_yaml_ng::from_str(&text)
-        .map_err(|e| format!("realm file {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|source| RealmError::Read {
+        path: path.into(),
+        source,
+    })?;
+    let mut doc: RealmDoc = serde_yaml_ng::from_str(&text).map_err(|e| RealmError::Malformed {
+        path: path.into(),
+        message: e.to_string(),
+    })?;
     doc.members.insert(name.into(), hex::encode(public_key));
     write_private(path, &doc, true)
 }
 
-fn write_private(path: &Path, doc: &RealmDoc, overwrite: bool) -> Result<(), String> {
+fn write_private(path: &Path, doc: &RealmDoc, overwrite: bool) -> Result<(), RealmError> {
     use std::io::Write;
-    let text = serde_yaml_ng::to_string(doc).map_err(|e| e.to_string())?;
+    let text = serde_yaml_ng::to_string(doc).map_err(|e| RealmError::Malformed {
+        path: path.into(),
+        message: e.to_string(),
+    })?;
     let mut opts = std::fs::OpenOptions::new();
     opts.write(true);
     if overwrite {
@@ -147,11 +182,12 @@ fn write_private(path: &Path, doc: &RealmDoc, overwrite: bool) -> Result<(), Str
         use std::os::unix::fs::OpenOptionsExt;
         opts.mode(0o600);
     }
-    let mut f = opts
-        .open(path)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    f.write_all(text.as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    let write = |source| RealmError::Write {
+        path: path.into(),
+        source,
+    };
+    let mut f = opts.open(path).map_err(write)?;
+    f.write_all(text.as_bytes()).map_err(write)
 }
 
 #[cfg(test)]
@@ -168,7 +204,7 @@ mod tests {
     fn create_load_and_refuse_open_modes() {
         let p = tmp("a");
         create(&p, "warehouse").unwrap();
-        assert!(create(&p, "again").unwrap_err().contains("cannot write"));
+        assert!(create(&p, "again").unwrap_err().to_string().contains("cannot write"));
         let r = load(&p).unwrap();
         assert_eq!(r.label, "warehouse");
         add_member(&p, "robot1", &[7; 32]).unwrap();
@@ -180,7 +216,7 @@ mod tests {
         {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
-            assert!(load(&p).unwrap_err().contains("chmod 600"));
+            assert!(load(&p).unwrap_err().to_string().contains("chmod 600"));
         }
         std::fs::remove_file(&p).unwrap();
     }
@@ -200,12 +236,12 @@ mod tests {
         )
         .unwrap();
         std::fs::write(&p, "realm: x\nsecret: 00\nbogus: 1\n").unwrap();
-        let e = load(&p).unwrap_err();
+        let e = load(&p).unwrap_err().to_string();
         assert!(e.contains("line 3") || e.contains("bogus"), "{e}");
         std::fs::write(&p, "realm: x\nsecret: 00\n").unwrap();
-        assert!(load(&p).unwrap_err().contains("32 bytes"));
+        assert!(load(&p).unwrap_err().to_string().contains("32 bytes"));
         std::fs::remove_file(&p).unwrap();
-        let e = load(&p).unwrap_err();
+        let e = load(&p).unwrap_err().to_string();
         assert!(
             e.contains("does not exist") && e.contains("roam realm new NAME --out"),
             "{e}"

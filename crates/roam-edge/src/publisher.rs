@@ -1,0 +1,198 @@
+//! [`Publisher`]: one stream of a topic into its realm. It derives the data name, seals every
+//! message under its own session, takes part in the topic's announcement, and reports
+//! whether anyone in the realm wants the data. Dropping it withdraws the stream.
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use roam_net::latency::now_us;
+use roam_proto::meta::{StreamAnnouncement, StreamQos, TypeDefinition, XTypes};
+use roam_proto::{Name, PayloadKind, Sealer};
+use tokio::sync::watch;
+
+use crate::announce::{Announcer, Change};
+use crate::edge::{Edge, EdgeError, TopicRef};
+use crate::names::data_descriptor;
+use crate::port::Port;
+use crate::stats::{Direction, TopicStats};
+
+/// What a publisher sends: its type and QoS, as the topic's announcement will list them.
+#[derive(Debug, Clone)]
+pub struct StreamSpec {
+    /// The DDS type name (e.g. `std_msgs::msg::dds_::String_`); the data travels on the name
+    /// of its ROS form, so a ROS type name (`std_msgs/msg/String`) names the same data.
+    pub dds_type: String,
+    pub keyed: bool,
+    pub qos: StreamQos,
+    /// A stable id across restarts (e.g. derived from the publisher it mirrors), so importers
+    /// keep what they made for the stream; `None`: the session.
+    pub id: Option<u64>,
+    /// A keyed type's XTypes description.
+    pub xtypes: Option<XTypes>,
+    /// The type's ROS 2 interface definition (ros2msg text with dependencies), announced so
+    /// members without the definition can read the data.
+    pub definition: Option<String>,
+    /// Payloads in clear text (still authenticated): for public data.
+    pub clear_text: bool,
+}
+
+impl StreamSpec {
+    /// A stream of `dds_type` with the ROS 2 default QoS (reliable, volatile, depth 10).
+    pub fn new(dds_type: impl Into<String>) -> Self {
+        Self {
+            dds_type: dds_type.into(),
+            keyed: false,
+            qos: StreamQos {
+                reliable: true,
+                transient_local: false,
+                depth: 10,
+            },
+            id: None,
+            xtypes: None,
+            definition: None,
+            clear_text: false,
+        }
+    }
+}
+
+/// One stream of a topic. Cheap to clone; the stream is withdrawn when the last clone goes.
+#[derive(Clone)]
+pub struct Publisher {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    port: Port,
+    name: Name,
+    port_id: u64,
+    session: u64,
+    demand: watch::Receiver<bool>,
+    sealer: Mutex<Sealer>,
+    announcer: Arc<Announcer>,
+    stats: Arc<TopicStats>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.port.release_publication(self.name, self.port_id);
+        self.announcer.change(Change::RemoveStream {
+            session: self.session,
+        });
+    }
+}
+
+impl Edge {
+    /// Starts a stream of `topic` and announces it.
+    pub async fn publisher(&self, topic: &TopicRef, spec: StreamSpec) -> Result<Publisher, EdgeError> {
+        let name = data_descriptor(&topic.topic, &spec.dds_type).name(&topic.realm.secret);
+        let sealer = Sealer::new(
+            &topic.realm.secret,
+            name,
+            !spec.qos.reliable,
+            self.inner.signer.clone(),
+        )?
+        .clear_text(spec.clear_text);
+        let session = sealer.session();
+        let announcer = self.announcer(topic);
+        if let Some(text) = &spec.definition {
+            announcer.change(Change::Definition(TypeDefinition {
+                dds_type: spec.dds_type.clone(),
+                text: text.clone(),
+            }));
+        }
+        announcer.change(Change::AddStream(StreamAnnouncement {
+            id: spec.id.unwrap_or(session),
+            session,
+            dds_type: spec.dds_type,
+            keyed: spec.keyed,
+            qos: spec.qos,
+            xtypes: spec.xtypes,
+        }));
+        let port = self.inner.port.clone();
+        let publication = port.publish(name).await;
+        Ok(Publisher {
+            inner: Arc::new(Inner {
+                port,
+                name,
+                port_id: publication.id,
+                session,
+                demand: publication.demand,
+                sealer: Mutex::new(sealer),
+                announcer,
+                stats: self.inner.stats.topic(Direction::Export, &topic.topic),
+            }),
+        })
+    }
+}
+
+impl Publisher {
+    /// The data name this stream travels on.
+    pub fn name(&self) -> Name {
+        self.inner.name
+    }
+
+    /// The sender session of this stream's envelopes.
+    pub fn session(&self) -> u64 {
+        self.inner.session
+    }
+
+    /// Whether anyone in the realm subscribes to the data, and its changes.
+    pub fn demand(&self) -> watch::Receiver<bool> {
+        self.inner.demand.clone()
+    }
+
+    pub fn stats(&self) -> &Arc<TopicStats> {
+        &self.inner.stats
+    }
+
+    /// Seals one payload into this stream's next envelope (counted as sent or failed).
+    pub fn seal(&self, kind: PayloadKind, payload: &[u8]) -> Result<Bytes, EdgeError> {
+        let mut out = Vec::new();
+        let sealed = match self.inner.sealer.lock() {
+            Ok(mut s) => s.seal_kind(kind, payload, now_us(), &mut out),
+            Err(p) => p.into_inner().seal_kind(kind, payload, now_us(), &mut out),
+        };
+        match sealed {
+            Ok(()) => {
+                TopicStats::count(&self.inner.stats.samples);
+                Ok(Bytes::from(out))
+            }
+            Err(e) => {
+                TopicStats::count(&self.inner.stats.failed);
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Seals and sends one message; waits while the topic is pushed back on (reliable).
+    pub async fn publish(&self, payload: &[u8]) -> Result<(), EdgeError> {
+        self.publish_kind(PayloadKind::Data, payload).await
+    }
+
+    /// Like [`Self::publish`], for data or an instance lifecycle change.
+    pub async fn publish_kind(&self, kind: PayloadKind, payload: &[u8]) -> Result<(), EdgeError> {
+        let env = self.seal(kind, payload)?;
+        self.send(env).await
+    }
+
+    /// Sends an envelope sealed by [`Self::seal`].
+    pub async fn send(&self, envelope: Bytes) -> Result<(), EdgeError> {
+        self.inner.port.send(self.inner.name, envelope).await.map_err(|e| {
+            TopicStats::count(&self.inner.stats.failed);
+            e.into()
+        })
+    }
+
+    /// Like [`Self::publish_kind`], for threads outside the async runtime (DDS listener
+    /// callbacks): blocks while the topic is pushed back on.
+    pub fn publish_blocking(&self, kind: PayloadKind, payload: &[u8]) -> Result<(), EdgeError> {
+        let env = self.seal(kind, payload)?;
+        self.inner
+            .port
+            .send_blocking(self.inner.name, env)
+            .map_err(|e| {
+                TopicStats::count(&self.inner.stats.failed);
+                e.into()
+            })
+    }
+}

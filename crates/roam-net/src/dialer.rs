@@ -1,0 +1,134 @@
+//! Reaching a router, for a router's own dialers and for client sessions alike: one way to
+//! dial a peer (QUIC or TCP+TLS), one backoff policy, and one explanation of failures in
+//! words that say what to check.
+
+use std::time::Duration;
+
+use crate::link::{Established, Inbound, LinkConfig, LinkError, LinkId, LocalInfo};
+use crate::pki::Identity;
+use crate::runtime::PeerAddr;
+use crate::{quic, tcp};
+
+/// Dials `peer` once: a QUIC connection on `ep`, or TCP+TLS with `identity`; the handshake
+/// and the Hello exchange complete or fail within the link's handshake timeout.
+pub(crate) async fn dial(
+    ep: &quinn::Endpoint,
+    identity: &Identity,
+    peer: PeerAddr,
+    me: &LocalInfo,
+    link: &LinkConfig,
+    id: LinkId,
+    inbound: Inbound,
+) -> Result<Established, LinkError> {
+    match peer {
+        PeerAddr::Quic(addr) => quic::dial(ep, addr, me, link, id, inbound).await,
+        PeerAddr::Tcp(addr) => tcp::dial(identity, addr, me, link, id, inbound).await,
+    }
+}
+
+/// Exponential backoff between attempts: 100 ms, doubling, at most `max`; reset once a link
+/// is up.
+#[derive(Debug, Clone)]
+pub(crate) struct Backoff {
+    next: Duration,
+    max: Duration,
+}
+
+const FIRST_RETRY: Duration = Duration::from_millis(100);
+
+impl Backoff {
+    pub(crate) fn new(max: Duration) -> Self {
+        Self {
+            next: FIRST_RETRY,
+            max,
+        }
+    }
+
+    /// The wait before the next attempt (the one after will be longer).
+    pub(crate) fn next_wait(&mut self) -> Duration {
+        let w = self.next;
+        self.next = (self.next * 2).min(self.max.max(FIRST_RETRY));
+        w
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.next = FIRST_RETRY;
+    }
+}
+
+/// Why a dial failed, in words that say what to check.
+pub fn why_unreachable(router: &PeerAddr, e: &LinkError, waited: Duration) -> String {
+    match e {
+        LinkError::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => format!(
+            "connection refused: nothing listens on {router} (is the router running, with --listen-tcp for tcp://?)"
+        ),
+        LinkError::Io(io) => format!("network error: {io}"),
+        // quinn's words for a handshake that got no answer.
+        LinkError::Connect(m) if m.contains("timed out") => no_answer(router, waited),
+        LinkError::Connect(m) => format!("connection failed: {m}"),
+        LinkError::Certificate(m) => format!(
+            "the router's certificate was refused: {m} (are both ends from the same `roam pki` CA?)"
+        ),
+        LinkError::Hello(m) => format!("the router refused the link: {m}"),
+        // QUIC has no connection before its handshake: silence is all a dialer sees.
+        LinkError::HandshakeTimeout(t) if matches!(router, PeerAddr::Quic(_)) => {
+            no_answer(router, *t)
+        }
+        LinkError::HandshakeTimeout(t) => format!(
+            "the router accepted the connection but did not complete the handshake within {t:?} (link.handshake_timeout_ms): is it overloaded, or is this port something else?"
+        ),
+        // Dialers do not bind listeners; kept for completeness.
+        e @ LinkError::Bind { .. } => e.to_string(),
+    }
+}
+
+/// What no answer at all means, by transport.
+pub fn no_answer(router: &PeerAddr, waited: Duration) -> String {
+    match router {
+        PeerAddr::Quic(a) => format!(
+            "no answer within {waited:?}: is a router listening on UDP {a}? (QUIC needs UDP; where a network blocks it, use tcp://)"
+        ),
+        PeerAddr::Tcp(a) => format!(
+            "no answer within {waited:?}: is the address {a} right, and does a firewall let it through?"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_its_maximum_and_resets() {
+        let mut b = Backoff::new(Duration::from_millis(500));
+        let waits: Vec<u64> = (0..5).map(|_| b.next_wait().as_millis() as u64).collect();
+        assert_eq!(waits, [100, 200, 400, 500, 500]);
+        b.reset();
+        assert_eq!(b.next_wait(), Duration::from_millis(100));
+    }
+
+    #[test]
+    fn failures_say_what_to_check() {
+        let quic = PeerAddr::Quic("127.0.0.1:9".parse().unwrap());
+        let tcp = PeerAddr::Tcp("127.0.0.1:9".parse().unwrap());
+        let t = Duration::from_secs(10);
+        let refused = LinkError::Io(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        assert!(why_unreachable(&tcp, &refused, t)
+            .starts_with("connection refused: nothing listens on tcp://127.0.0.1:9"));
+        let timed_out = LinkError::Connect("timed out".into());
+        let m = why_unreachable(&quic, &timed_out, t);
+        assert!(
+            m.contains("no answer within 10s") && m.contains("UDP 127.0.0.1:9"),
+            "{m}"
+        );
+        let m = why_unreachable(&quic, &LinkError::HandshakeTimeout(t), t);
+        assert!(m.contains("no answer within 10s"), "{m}");
+        let m = why_unreachable(&tcp, &LinkError::HandshakeTimeout(t), t);
+        assert!(m.contains("did not complete the handshake"), "{m}");
+        let m = why_unreachable(&quic, &LinkError::Certificate("unknown issuer".into()), t);
+        assert!(
+            m.contains("certificate") && m.contains("unknown issuer"),
+            "{m}"
+        );
+    }
+}
