@@ -64,10 +64,14 @@ pub async fn run(routers: usize, rounds: usize) -> Result<Outcome, String> {
             TopicDescriptor::topic(&format!("/bench/sub{i}"), "std_msgs/msg/String").name(&realm)
         })
         .collect();
-    let mut pub_events =
-        std::mem::replace(&mut net.publisher.events, tokio::sync::mpsc::channel(1).1);
-    let mut sub_events =
-        std::mem::replace(&mut net.subscriber.events, tokio::sync::mpsc::channel(1).1);
+    let mut pub_events = net
+        .publisher
+        .take_events()
+        .ok_or("the publisher's events were taken")?;
+    let mut sub_events = net
+        .subscriber
+        .take_events()
+        .ok_or("the subscriber's events were taken")?;
     let mut publications = Vec::new();
     let limit = Duration::from_secs(10);
     let result = async {

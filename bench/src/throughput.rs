@@ -181,12 +181,9 @@ pub async fn run(s: Scenario) -> Result<Outcome, String> {
     let sub_events = net.subscriber.subscribe(name, 4096).await.rx;
     let mut publication = net.publisher.publish(name).await;
     // The subscription has crossed every router once the publisher is told it is wanted.
-    let wanted = tokio::time::timeout(
-        Duration::from_secs(20),
-        publication.demand.wait_for(|w| *w),
-    )
-    .await
-    .map(|r| r.is_ok());
+    let wanted = tokio::time::timeout(Duration::from_secs(20), publication.demand.wait_for(|w| *w))
+        .await
+        .map(|r| r.is_ok());
     if wanted != Ok(true) {
         shutdown(net).await;
         return Err(format!(

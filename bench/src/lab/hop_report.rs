@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::measure::Measurement;
-use super::measure::{DDS_ECHO_TOPIC, DDS_TOPIC};
+use super::measure::{REALM_ECHO_TOPIC, REALM_TOPIC};
 use super::report::us;
 use super::systems::{Links, System};
 
@@ -92,8 +92,8 @@ pub fn in_path(m: &Measurement, s: &mut String) {
     };
     let mut back_path = routers.clone();
     back_path.reverse();
-    let fwd = direction("proxy-a", "proxy-b", routers, DDS_TOPIC);
-    let back = direction("proxy-b", "proxy-a", back_path, DDS_ECHO_TOPIC);
+    let fwd = direction("proxy-a", "proxy-b", routers, REALM_TOPIC);
+    let back = direction("proxy-b", "proxy-a", back_path, REALM_ECHO_TOPIC);
     if fwd.iter().chain(&back).all(|(_, v)| v.is_none()) {
         return;
     }

@@ -66,9 +66,9 @@ pub struct Measurement {
 }
 
 const TOPIC: &str = "/roam_lab/data";
-/// The DDS topics of the lab's data and of its echo, as roam's proxies name them.
-pub const DDS_TOPIC: &str = "rt/roam_lab/data";
-pub const DDS_ECHO_TOPIC: &str = "rt/roam_lab/data/echo";
+/// The lab's data topic and its echo as roam's proxies report them (their realm-side names).
+pub const REALM_TOPIC: &str = TOPIC;
+pub const REALM_ECHO_TOPIC: &str = "/roam_lab/data/echo";
 
 /// Runs `load` over a freshly started `system`; a failure is recorded, not fatal.
 pub fn measure(

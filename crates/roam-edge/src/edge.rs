@@ -17,6 +17,8 @@ use crate::stats::TopicRegistry;
 pub struct TopicRef {
     pub realm: Arc<Realm>,
     pub topic: String,
+    /// A 256-bit name given directly instead of derived (see [`TopicRef::raw_name`]).
+    pub raw: Option<Name>,
 }
 
 impl TopicRef {
@@ -24,7 +26,25 @@ impl TopicRef {
         Self {
             realm,
             topic: topic.into(),
+            raw: None,
         }
+    }
+
+    /// A name seen on the wire, used as is: for tools that test what an outsider who observed
+    /// it can do (security testing). Nothing is announced or followed for it.
+    pub fn raw_name(realm: Arc<Realm>, label: impl Into<String>, name: Name) -> Self {
+        Self {
+            realm,
+            topic: label.into(),
+            raw: Some(name),
+        }
+    }
+
+    /// The name the data of type `ty` travels on.
+    pub fn data_name(&self, ty: &str) -> Name {
+        self.raw.unwrap_or_else(|| {
+            crate::names::data_descriptor(&self.topic, ty).name(&self.realm.secret)
+        })
     }
 }
 

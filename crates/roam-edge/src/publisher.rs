@@ -12,7 +12,6 @@ use tokio::sync::watch;
 
 use crate::announce::{Announcer, Change};
 use crate::edge::{Edge, EdgeError, TopicRef};
-use crate::names::data_descriptor;
 use crate::port::Port;
 use crate::stats::{Direction, TopicStats};
 
@@ -63,28 +62,36 @@ pub struct Publisher {
 
 struct Inner {
     port: Port,
+    qos: StreamQos,
     name: Name,
     port_id: u64,
     session: u64,
     demand: watch::Receiver<bool>,
     sealer: Mutex<Sealer>,
-    announcer: Arc<Announcer>,
+    /// None for a raw name (nothing is announced for it).
+    announcer: Option<Arc<Announcer>>,
     stats: Arc<TopicStats>,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
         self.port.release_publication(self.name, self.port_id);
-        self.announcer.change(Change::RemoveStream {
-            session: self.session,
-        });
+        if let Some(a) = &self.announcer {
+            a.change(Change::RemoveStream {
+                session: self.session,
+            });
+        }
     }
 }
 
 impl Edge {
     /// Starts a stream of `topic` and announces it.
-    pub async fn publisher(&self, topic: &TopicRef, spec: StreamSpec) -> Result<Publisher, EdgeError> {
-        let name = data_descriptor(&topic.topic, &spec.dds_type).name(&topic.realm.secret);
+    pub async fn publisher(
+        &self,
+        topic: &TopicRef,
+        spec: StreamSpec,
+    ) -> Result<Publisher, EdgeError> {
+        let name = topic.data_name(&spec.dds_type);
         let sealer = Sealer::new(
             &topic.realm.secret,
             name,
@@ -93,26 +100,30 @@ impl Edge {
         )?
         .clear_text(spec.clear_text);
         let session = sealer.session();
-        let announcer = self.announcer(topic);
-        if let Some(text) = &spec.definition {
-            announcer.change(Change::Definition(TypeDefinition {
-                dds_type: spec.dds_type.clone(),
-                text: text.clone(),
+        let qos = spec.qos;
+        let announcer = topic.raw.is_none().then(|| self.announcer(topic));
+        if let Some(announcer) = &announcer {
+            if let Some(text) = &spec.definition {
+                announcer.change(Change::Definition(TypeDefinition {
+                    dds_type: spec.dds_type.clone(),
+                    text: text.clone(),
+                }));
+            }
+            announcer.change(Change::AddStream(StreamAnnouncement {
+                id: spec.id.unwrap_or(session),
+                session,
+                dds_type: spec.dds_type,
+                keyed: spec.keyed,
+                qos: spec.qos,
+                xtypes: spec.xtypes,
             }));
         }
-        announcer.change(Change::AddStream(StreamAnnouncement {
-            id: spec.id.unwrap_or(session),
-            session,
-            dds_type: spec.dds_type,
-            keyed: spec.keyed,
-            qos: spec.qos,
-            xtypes: spec.xtypes,
-        }));
         let port = self.inner.port.clone();
         let publication = port.publish(name).await;
         Ok(Publisher {
             inner: Arc::new(Inner {
                 port,
+                qos,
                 name,
                 port_id: publication.id,
                 session,
@@ -129,6 +140,11 @@ impl Publisher {
     /// The data name this stream travels on.
     pub fn name(&self) -> Name {
         self.inner.name
+    }
+
+    /// The QoS this stream announces.
+    pub fn qos(&self) -> StreamQos {
+        self.inner.qos
     }
 
     /// The sender session of this stream's envelopes.
@@ -177,10 +193,14 @@ impl Publisher {
 
     /// Sends an envelope sealed by [`Self::seal`].
     pub async fn send(&self, envelope: Bytes) -> Result<(), EdgeError> {
-        self.inner.port.send(self.inner.name, envelope).await.map_err(|e| {
-            TopicStats::count(&self.inner.stats.failed);
-            e.into()
-        })
+        self.inner
+            .port
+            .send(self.inner.name, envelope)
+            .await
+            .map_err(|e| {
+                TopicStats::count(&self.inner.stats.failed);
+                e.into()
+            })
     }
 
     /// Like [`Self::publish_kind`], for threads outside the async runtime (DDS listener

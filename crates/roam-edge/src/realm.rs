@@ -204,7 +204,10 @@ mod tests {
     fn create_load_and_refuse_open_modes() {
         let p = tmp("a");
         create(&p, "warehouse").unwrap();
-        assert!(create(&p, "again").unwrap_err().to_string().contains("cannot write"));
+        assert!(create(&p, "again")
+            .unwrap_err()
+            .to_string()
+            .contains("cannot write"));
         let r = load(&p).unwrap();
         assert_eq!(r.label, "warehouse");
         add_member(&p, "robot1", &[7; 32]).unwrap();

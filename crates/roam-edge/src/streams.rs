@@ -213,9 +213,16 @@ mod tests {
         let a = announce("a", vec![stream(1, 10, true), stream(2, 20, false)]);
         assert!(p.handle_announcement(t0, a.clone()).streams);
         assert_eq!(p.handle_announcement(t0, a), Changed::default());
-        assert!(p.handle_announcement(t0, announce("b", vec![stream(1, 30, true)])).streams);
+        assert!(
+            p.handle_announcement(t0, announce("b", vec![stream(1, 30, true)]))
+                .streams
+        );
         let streams = p.streams();
-        assert_eq!(streams.len(), 3, "two announcers' latched streams are two histories");
+        assert_eq!(
+            streams.len(),
+            3,
+            "two announcers' latched streams are two histories"
+        );
         let s = p.sessions();
         assert!(streams[&s[&10]].qos.transient_local && !streams[&s[&20]].qos.transient_local);
         assert_eq!(streams[&s[&30]].announcer, "b");
@@ -228,7 +235,10 @@ mod tests {
         let mut p = AnnouncedStreams::default();
         p.handle_announcement(t0, announce("a", vec![stream(1, 10, true)]));
         // The latched node stopped, a volatile one started.
-        assert!(p.handle_announcement(t0, announce("a", vec![stream(2, 11, false)])).streams);
+        assert!(
+            p.handle_announcement(t0, announce("a", vec![stream(2, 11, false)]))
+                .streams
+        );
         let streams = p.streams();
         assert_eq!(streams.len(), 1);
         assert!(!streams.values().next().unwrap().qos.transient_local);
@@ -246,7 +256,10 @@ mod tests {
         let t0 = Instant::now();
         let mut p = AnnouncedStreams::default();
         p.handle_announcement(t0, announce("a", vec![stream(1, 10, true)]));
-        p.handle_announcement(t0 + Duration::from_secs(5), announce("b", vec![stream(1, 20, true)]));
+        p.handle_announcement(
+            t0 + Duration::from_secs(5),
+            announce("b", vec![stream(1, 20, true)]),
+        );
         assert_eq!(p.poll_timeout(), Some(t0 + STALE_AFTER));
         assert!(!p.handle_timeout(t0 + STALE_AFTER - Duration::from_millis(1)));
         assert!(p.handle_timeout(t0 + STALE_AFTER));

@@ -22,7 +22,7 @@ use roam_proto::{EnvelopeHeader, Name, Opener, PayloadKind};
 use tracing::warn;
 
 use crate::edge::{Edge, TopicRef};
-use crate::names::{data_descriptor, meta_descriptor};
+use crate::names::meta_descriptor;
 use crate::port::{Port, PortSubscription};
 use crate::stats::{Direction, TopicStats};
 use crate::streams::{AnnouncedStreams, StreamId, StreamInfo};
@@ -108,7 +108,8 @@ pub struct Subscriber {
     announced: AnnouncedStreams,
     sessions: HashMap<u64, StreamId>,
     meta_name: Name,
-    meta: PortSubscription,
+    /// None for a raw name (nothing is announced for it).
+    meta: Option<PortSubscription>,
     data: Vec<DataSub>,
     options: SubscriberOptions,
     held: VecDeque<Held>,
@@ -125,7 +126,10 @@ impl Edge {
     pub async fn subscriber(&self, topic: &TopicRef, options: SubscriberOptions) -> Subscriber {
         let port = self.inner.port.clone();
         let meta_name = meta_descriptor(&topic.topic).name(&topic.realm.secret);
-        let meta = port.subscribe(meta_name, 64).await;
+        let meta = match topic.raw {
+            None => Some(port.subscribe(meta_name, 64).await),
+            Some(_) => None,
+        };
         let mut s = Subscriber {
             opener: Opener::new(&topic.realm.secret, topic.realm.opener_config()),
             port,
@@ -217,11 +221,18 @@ impl Subscriber {
         &self.stats
     }
 
+    /// What the opener refused, by cause (forged, replayed, unsigned, ...), since the start.
+    pub fn open_stats(&self) -> roam_proto::seal::OpenStats {
+        self.opener.stats()
+    }
+
     fn poll_step(&mut self, cx: &mut Context<'_>) -> Poll<Step> {
-        match self.meta.rx.poll_recv(cx) {
-            Poll::Ready(Some(env)) => return Poll::Ready(Step::Meta(env)),
-            Poll::Ready(None) => return Poll::Ready(Step::Closed),
-            Poll::Pending => {}
+        if let Some(meta) = &mut self.meta {
+            match meta.rx.poll_recv(cx) {
+                Poll::Ready(Some(env)) => return Poll::Ready(Step::Meta(env)),
+                Poll::Ready(None) => return Poll::Ready(Step::Closed),
+                Poll::Pending => {}
+            }
         }
         if let Some(env) = self.poll_data(cx) {
             return Poll::Ready(Step::Data(env));
@@ -285,6 +296,17 @@ impl Subscriber {
     /// Subscribes to the data of every announced type (and the one asked for); releases the
     /// others.
     async fn sync_data_names(&mut self) {
+        if let Some(name) = self.topic.raw {
+            if self.data.is_empty() {
+                let sub = self.port.subscribe(name, self.options.depth).await;
+                self.data.push(DataSub {
+                    dds_type: String::new(),
+                    name,
+                    sub,
+                });
+            }
+            return;
+        }
         let mut wanted = self.announced.data_types();
         if let Some(t) = &self.options.dds_type {
             wanted.insert(t.clone());
@@ -302,7 +324,7 @@ impl Subscriber {
             if self.data.iter().any(|d| d.dds_type == ty) {
                 continue;
             }
-            let name = data_descriptor(&self.topic.topic, &ty).name(&self.topic.realm.secret);
+            let name = self.topic.data_name(&ty);
             // Another announced spelling of the same type names the same data.
             if self.data.iter().any(|d| d.name == name) {
                 continue;
@@ -389,7 +411,9 @@ impl Subscriber {
 
 impl Drop for Subscriber {
     fn drop(&mut self) {
-        self.port.release_subscription(self.meta_name, self.meta.id);
+        if let Some(meta) = &self.meta {
+            self.port.release_subscription(self.meta_name, meta.id);
+        }
         for d in &self.data {
             self.port.release_subscription(d.name, d.sub.id);
         }

@@ -79,7 +79,10 @@ fn realm() -> Arc<Realm> {
 async fn next_message(sub: &mut roam_edge::Subscriber) -> (roam_edge::Received, Vec<u8>) {
     let mut buf = Vec::new();
     loop {
-        match tokio::time::timeout(T, sub.recv(&mut buf)).await.expect("in time") {
+        match tokio::time::timeout(T, sub.recv(&mut buf))
+            .await
+            .expect("in time")
+        {
             Some(Event::Message(r)) => return (r, buf),
             Some(_) => {}
             None => panic!("subscriber closed"),
@@ -154,24 +157,36 @@ async fn dropped_handles_release_their_routes_and_withdraw_their_stream() {
     let topic = TopicRef::new(realm(), "/status");
     let base = r.report().await.unwrap().routing;
     let mut watcher = edge.subscriber(&topic, SubscriberOptions::default()).await;
-    let p = edge.publisher(&topic, StreamSpec::new(STRING)).await.unwrap();
+    let p = edge
+        .publisher(&topic, StreamSpec::new(STRING))
+        .await
+        .unwrap();
     let mut extra = edge.subscriber(&topic, SubscriberOptions::default()).await;
     until_demand(&p, &mut [&mut extra]).await;
     let mut buf = Vec::new();
     // The stream is announced...
     loop {
-        match tokio::time::timeout(T, watcher.recv(&mut buf)).await.unwrap() {
+        match tokio::time::timeout(T, watcher.recv(&mut buf))
+            .await
+            .unwrap()
+        {
             Some(Event::Streams) if !watcher.streams().is_empty() => break,
             Some(_) => {}
             None => panic!("closed"),
         }
     }
     let during = r.report().await.unwrap().routing;
-    assert!(during.subscribed_names > base.subscribed_names, "{during:?}");
+    assert!(
+        during.subscribed_names > base.subscribed_names,
+        "{during:?}"
+    );
     // ... and withdrawn at once when its publisher goes.
     drop(p);
     loop {
-        match tokio::time::timeout(T, watcher.recv(&mut buf)).await.unwrap() {
+        match tokio::time::timeout(T, watcher.recv(&mut buf))
+            .await
+            .unwrap()
+        {
             Some(Event::Streams) if watcher.streams().is_empty() => break,
             Some(_) => {}
             None => panic!("closed"),
@@ -185,7 +200,10 @@ async fn dropped_handles_release_their_routes_and_withdraw_their_stream() {
         if now.subscribed_names == base.subscribed_names {
             break;
         }
-        assert!(Instant::now() < end, "routes not released: {now:?} (before: {base:?})");
+        assert!(
+            Instant::now() < end,
+            "routes not released: {now:?} (before: {base:?})"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     r.shutdown().await;
@@ -200,7 +218,10 @@ async fn over_a_client_link_two_subscribers_and_a_publisher_share_one_session() 
     let topic = TopicRef::new(realm(), "/scan");
     let mut a = here.subscriber(&topic, SubscriberOptions::default()).await;
     let mut b = here.subscriber(&topic, SubscriberOptions::default()).await;
-    let p = there.publisher(&topic, StreamSpec::new(STRING)).await.unwrap();
+    let p = there
+        .publisher(&topic, StreamSpec::new(STRING))
+        .await
+        .unwrap();
     until_demand(&p, &mut [&mut a, &mut b]).await;
     for i in 0..10u8 {
         p.publish(&[i]).await.unwrap();
@@ -212,7 +233,10 @@ async fn over_a_client_link_two_subscribers_and_a_publisher_share_one_session() 
     }
     // And the other way: a publisher behind the client link.
     let mut far = there.subscriber(&topic, SubscriberOptions::default()).await;
-    let q = here.publisher(&topic, StreamSpec::new(STRING)).await.unwrap();
+    let q = here
+        .publisher(&topic, StreamSpec::new(STRING))
+        .await
+        .unwrap();
     until_demand(&q, &mut [&mut far]).await;
     q.publish(b"from the laptop").await.unwrap();
     loop {
@@ -242,12 +266,21 @@ async fn data_before_its_announcement_is_held_until_the_stream_is_known() {
             },
         )
         .await;
-    let p = edge.publisher(&topic, StreamSpec::new(STRING)).await.unwrap();
+    let p = edge
+        .publisher(&topic, StreamSpec::new(STRING))
+        .await
+        .unwrap();
     // The data subscription exists from the start: demand comes without reading.
-    tokio::time::timeout(T, p.demand().wait_for(|w| *w)).await.unwrap().unwrap();
+    tokio::time::timeout(T, p.demand().wait_for(|w| *w))
+        .await
+        .unwrap()
+        .unwrap();
     p.publish(b"first").await.unwrap();
     let (received, payload) = next_message(&mut sub).await;
     assert_eq!(payload, b"first");
-    assert!(received.stream.is_some(), "delivered with its stream, once announced");
+    assert!(
+        received.stream.is_some(),
+        "delivered with its stream, once announced"
+    );
     r.shutdown().await;
 }

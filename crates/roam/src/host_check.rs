@@ -1,5 +1,5 @@
 //! Checks of what a configuration names on this machine: network interfaces that exist.
-//! (Identity files: `roam_net::pki::check_files`; realm files: `realm_file::load`.)
+//! (Identity files: `roam_net::pki::check_files`; realm files: `roam_edge::realm::load`.)
 
 /// The names of this machine's network interfaces, from the OS.
 pub fn interface_names() -> Result<Vec<String>, String> {

@@ -4,11 +4,10 @@
 //! these. Ages are microseconds since the publisher's proxy sealed the message (see
 //! `roam_net::latency` for what that means across hosts).
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
-use roam_net::latency::{LatencyHistogram, LatencySummary};
+use roam_edge::stats::{Direction, TopicRegistry};
+use roam_net::latency::LatencySummary;
 use roam_net::link::PathStats;
 use roam_net::runtime::RouterReport;
 use tracing::info;
@@ -80,76 +79,31 @@ pub fn log_router(r: &RouterReport) {
     }
 }
 
-/// Which way a proxy topic goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Direction {
-    Export,
-    Import,
-}
-
-/// One topic of a proxy. Exports: `samples` sealed and handed to the edge router, `failed`
-/// that could not be sealed, `unattributed` samples dropped because their publisher was never
-/// reported by DDS discovery, `age_in` how old each sample was (its DDS source timestamp)
-/// when sealed. Imports: `samples` written to DDS, `refused` envelopes that did not open
-/// (forged, replayed, wrong realm), `unannounced` data of a stream no exporter announced,
-/// `failed` DDS writes, `age_in` at opening, `age_out` once written to the local readers.
-#[derive(Debug, Default)]
-pub struct TopicStats {
-    pub samples: AtomicU64,
-    pub refused: AtomicU64,
-    pub failed: AtomicU64,
-    pub unattributed: AtomicU64,
-    pub unannounced: AtomicU64,
-    pub age_in: LatencyHistogram,
-    pub age_out: LatencyHistogram,
-}
-
-impl TopicStats {
-    pub fn count(counter: &AtomicU64) {
-        counter.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-/// Every topic a proxy exported or imported since it started (bounded by its configuration:
-/// one entry per exported or imported topic).
-#[derive(Debug, Default)]
-pub struct ProxyStats {
-    topics: Mutex<BTreeMap<(Direction, String), Arc<TopicStats>>>,
-}
-
-impl ProxyStats {
-    /// The statistics of `topic` (a DDS topic name) in direction `dir`, created on first use.
-    pub fn topic(&self, dir: Direction, topic: &str) -> Arc<TopicStats> {
-        let mut t = self.topics.lock().unwrap_or_else(|p| p.into_inner());
-        t.entry((dir, topic.to_string())).or_default().clone()
-    }
-
-    pub fn log(&self) {
-        let t = self.topics.lock().unwrap_or_else(|p| p.into_inner());
-        for ((dir, topic), s) in t.iter() {
-            let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
-            match dir {
-                Direction::Export => info!(
-                    target: "roam::stats",
-                    topic = %topic,
-                    samples = n(&s.samples),
-                    failed = n(&s.failed),
-                    unattributed = n(&s.unattributed),
-                    dds_age_us = ?summary_field(&s.age_in.summary()),
-                    "export"
-                ),
-                Direction::Import => info!(
-                    target: "roam::stats",
-                    topic = %topic,
-                    samples = n(&s.samples),
-                    refused = n(&s.refused),
-                    unannounced = n(&s.unannounced),
-                    failed = n(&s.failed),
-                    opened_age_us = ?summary_field(&s.age_in.summary()),
-                    written_age_us = ?summary_field(&s.age_out.summary()),
-                    "import"
-                ),
-            }
+/// Logs every topic's counters of a process (its edge's registry).
+pub fn log_topics(topics: &TopicRegistry) {
+    for (dir, topic, s) in topics.all() {
+        let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        match dir {
+            Direction::Export => info!(
+                target: "roam::stats",
+                topic = %topic,
+                samples = n(&s.samples),
+                failed = n(&s.failed),
+                unattributed = n(&s.unattributed),
+                dds_age_us = ?summary_field(&s.age_in.summary()),
+                "export"
+            ),
+            Direction::Import => info!(
+                target: "roam::stats",
+                topic = %topic,
+                samples = n(&s.samples),
+                refused = n(&s.refused),
+                unannounced = n(&s.unannounced),
+                failed = n(&s.failed),
+                opened_age_us = ?summary_field(&s.age_in.summary()),
+                written_age_us = ?summary_field(&s.age_out.summary()),
+                "import"
+            ),
         }
     }
 }

@@ -148,7 +148,7 @@ fn a_latched_talker_after_a_volatile_one_still_reaches_a_late_listener() {
         wait_line(&listener, "data: latched", T).as_deref(),
         Some("data: latched 0")
     );
-    wait_imported(&base, "rt/t", 1);
+    wait_imported(&base, "/t", 1);
     let late = python("late", "listener.py", &["64", "rt/t", "--transient-local"]);
     assert_eq!(
         wait_line(&late, "data:", T).as_deref(),
@@ -181,7 +181,7 @@ fn two_latched_talkers_and_a_volatile_one_at_once_all_reach_late_listeners() {
         "talker.py",
         &["65", "rt/t", "live", "--period", "0.1"],
     );
-    wait_imported(&base, "rt/t", 12);
+    wait_imported(&base, "/t", 12);
     let late = python("late", "listener.py", &["66", "rt/t", "--transient-local"]);
     let mut got: BTreeSet<String> = lines(&late, "data:", 2, T).into_iter().collect();
     got.extend(lines(&late, "data:", 1, Duration::from_secs(1)));
@@ -252,7 +252,7 @@ base: {}",
         robot.logs(),
         base.logs()
     );
-    wait_imported(&base, "fleet_state", 10);
+    wait_imported(&base, "dds:fleet_state", 10);
     let late = python("late", "keyed.py", &["listen", "68", "fleet_state"]);
     let mut got: BTreeSet<String> = lines(&late, "", 7, T).into_iter().collect();
     // Anything more would have come with the history, right behind these.

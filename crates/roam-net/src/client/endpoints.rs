@@ -60,7 +60,12 @@ impl Endpoints {
         }
     }
 
-    pub(super) fn subscribe(&mut self, name: Name, id: EndpointId, tx: mpsc::Sender<Bytes>) -> Declare {
+    pub(super) fn subscribe(
+        &mut self,
+        name: Name,
+        id: EndpointId,
+        tx: mpsc::Sender<Bytes>,
+    ) -> Declare {
         let list = self.subs.entry(name).or_default();
         list.push((id, tx));
         if list.len() == 1 {
@@ -133,7 +138,10 @@ mod tests {
         assert_eq!(e.publish(n, 1, a), Declare::Publish(n));
         e.demand(&n, true);
         assert_eq!(e.publish(n, 2, b), Declare::Nothing);
-        assert!(*rb.borrow(), "a second publisher starts with the known demand");
+        assert!(
+            *rb.borrow(),
+            "a second publisher starts with the known demand"
+        );
         assert_eq!(e.unpublish(n, 1), Declare::Nothing);
         assert_eq!(e.unpublish(n, 2), Declare::Unpublish(n));
         assert_eq!(e.unpublish(n, 2), Declare::Nothing);

@@ -37,11 +37,20 @@ pub struct ClientConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClientEvent {
     /// A connection attempt starts (at start, and after a lost link).
-    Connecting { router: String },
+    Connecting {
+        router: String,
+    },
     /// An attempt failed: why, in plain words, and when the next one starts.
-    Unreachable { reason: String, retry_in: Duration },
-    Connected { router: String },
-    Disconnected { reason: String },
+    Unreachable {
+        reason: String,
+        retry_in: Duration,
+    },
+    Connected {
+        router: String,
+    },
+    Disconnected {
+        reason: String,
+    },
 }
 
 /// Identifies one publisher or subscriber of a client session.
@@ -111,8 +120,8 @@ pub enum SendError {
 
 pub struct Client {
     cmd: mpsc::Sender<Cmd>,
-    /// Connection events (connecting, connected, unreachable, disconnected).
-    pub events: mpsc::Receiver<ClientEvent>,
+    /// Connection events (connecting, connected, unreachable, disconnected), until taken.
+    events: Option<mpsc::Receiver<ClientEvent>>,
     stats: Arc<std::sync::Mutex<ClientStats>>,
     max_envelope: usize,
     next_id: AtomicU64,
@@ -138,11 +147,18 @@ impl Client {
         tokio::spawn(session::run(cfg, ep, cmd_rx, ev_tx, stats.clone()));
         Ok(Self {
             cmd: cmd_tx,
-            events: ev_rx,
+            events: Some(ev_rx),
             stats,
             max_envelope,
             next_id: AtomicU64::new(1),
         })
+    }
+
+    /// The session's connection events (connecting, connected, unreachable, disconnected);
+    /// `None` once taken. Whoever takes them must keep reading (a full queue of 256 events
+    /// makes the session wait).
+    pub fn take_events(&mut self) -> Option<mpsc::Receiver<ClientEvent>> {
+        self.events.take()
     }
 
     fn next_id(&self) -> EndpointId {

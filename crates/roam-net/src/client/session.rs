@@ -22,6 +22,7 @@ pub(super) async fn run(
     cfg: ClientConfig,
     ep: quinn::Endpoint,
     mut cmd: mpsc::Receiver<Cmd>,
+    // Connection events for whoever reads them; dropped when nobody does (never waited on).
     events: mpsc::Sender<ClientEvent>,
     stats: Arc<Mutex<ClientStats>>,
 ) {
@@ -39,11 +40,9 @@ pub(super) async fn run(
         if announce {
             // Said at once: a dial that gets no answer takes up to the handshake timeout.
             info!("connecting to router {} ...", cfg.router);
-            let _ = events
-                .send(ClientEvent::Connecting {
-                    router: cfg.router.to_string(),
-                })
-                .await;
+            let _ = events.try_send(ClientEvent::Connecting {
+                router: cfg.router.to_string(),
+            });
             announce = false;
         }
         let (in_tx, mut in_rx) = mpsc::channel(4096);
@@ -68,12 +67,10 @@ pub(super) async fn run(
                     "cannot reach router {}: {reason}; retrying in {wait:?}",
                     cfg.router
                 );
-                let _ = events
-                    .send(ClientEvent::Unreachable {
-                        reason,
-                        retry_in: wait,
-                    })
-                    .await;
+                let _ = events.try_send(ClientEvent::Unreachable {
+                    reason,
+                    retry_in: wait,
+                });
                 // Keep taking commands while offline so publishers are not stuck.
                 let deadline = tokio::time::sleep(wait);
                 tokio::pin!(deadline);
@@ -93,11 +90,9 @@ pub(super) async fn run(
         est.start();
         let tx = est.tx.clone();
         info!("connected to router {}", est.peer.name);
-        let _ = events
-            .send(ClientEvent::Connected {
-                router: est.peer.name.clone(),
-            })
-            .await;
+        let _ = events.try_send(ClientEvent::Connected {
+            router: est.peer.name.clone(),
+        });
         let published = endpoints.published();
         if !published.is_empty() {
             tx.send(Frame::Publish(published));
@@ -129,7 +124,7 @@ pub(super) async fn run(
         warn!("lost router {}: {reason}; reconnecting", cfg.router);
         announce = true;
         endpoints.no_demand();
-        let _ = events.send(ClientEvent::Disconnected { reason }).await;
+        let _ = events.try_send(ClientEvent::Disconnected { reason });
     }
 }
 

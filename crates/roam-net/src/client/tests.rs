@@ -7,8 +7,8 @@ use bytes::Bytes;
 use roam_proto::frame::Role;
 
 use super::*;
-use crate::pki::Identity;
 use crate::pki::tests::TempDir;
+use crate::pki::Identity;
 use crate::pki::{init_ca, issue, load_identity, Validity};
 
 fn identity(dir: &TempDir) -> Arc<Identity> {

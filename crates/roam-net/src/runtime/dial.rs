@@ -14,7 +14,15 @@ pub(super) async fn dial_loop(s: Shared, peer: PeerAddr) {
     loop {
         let link = s.link_id();
         let id = &s.config.identity;
-        let dial = dialer::dial(&s.ep, id, peer, &s.me, &s.config.link, link, s.inbound.clone());
+        let dial = dialer::dial(
+            &s.ep,
+            id,
+            peer,
+            &s.me,
+            &s.config.link,
+            link,
+            s.inbound.clone(),
+        );
         let dialed = tokio::select! {
             r = dial => r,
             _ = s.stopping() => return,

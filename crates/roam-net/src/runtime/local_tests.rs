@@ -42,7 +42,10 @@ async fn two_subscribers_of_one_name_in_one_process_both_get_every_message() {
     sub_router.unsubscribe(name, second.id).await;
     pub_router.send(name, send(21)).await;
     assert_eq!(next_seq(&mut rx).await, 21);
-    assert!(second.rx.recv().await.is_none(), "a released subscriber gets nothing more");
+    assert!(
+        second.rx.recv().await.is_none(),
+        "a released subscriber gets nothing more"
+    );
 
     // A second publisher of the name sees the demand at once; withdrawing the first keeps
     // the name published.

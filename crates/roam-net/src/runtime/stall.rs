@@ -170,9 +170,7 @@ impl Runtime {
         tokio::spawn(async move {
             // Only the runtime sends on `tx`: room seen here is still there when it drains.
             let gave_up = !matches!(tokio::time::timeout(timeout, tx.reserve()).await, Ok(Ok(_)));
-            let _ = cmd
-                .send(Command::LocalUnstall { name, id, gave_up })
-                .await;
+            let _ = cmd.send(Command::LocalUnstall { name, id, gave_up }).await;
         });
     }
 

@@ -1,16 +1,21 @@
-//! `roam pub` and `roam sub`: raw publishing and subscribing through a router, for debugging
-//! and tests (like mosquitto_pub / mosquitto_sub).
+//! `roam pub` and `roam sub`: publishing and subscribing through a router from a shell, for
+//! debugging and tests (like mosquitto_pub / mosquitto_sub). Both go through the edge layer
+//! over a client link, like every other door: `roam pub` announces its stream (a proxy
+//! importing the topic writes it to DDS), `roam sub` follows announcements.
 
-use roam_net::latency::now_us;
 use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use clap::Args;
+use roam_edge::{
+    Edge, EdgeError, Event, PayloadKind, Port, Publisher, StreamQos, StreamSpec, Subscriber,
+    SubscriberOptions, TopicRef,
+};
 use roam_net::client::{max_envelope_len, Client, ClientConfig, ClientEvent, SendError};
+use roam_net::latency::now_us;
 use roam_net::link::LinkConfig;
-use roam_proto::{Opener, Sealer, SigningIdentity};
+use roam_proto::SigningIdentity;
 use tokio::io::AsyncBufReadExt;
 
 use super::{CmdResult, ConnectArgs, TopicArgs};
@@ -68,24 +73,20 @@ pub struct SubArgs {
     pub raw_name: Option<String>,
 }
 
-/// The topic's name in its realm: from --raw-name, or derived from the checked descriptor.
-/// The descriptor is checked before the realm file is read, so a mistyped topic or type is
-/// reported first.
-fn topic_name(
-    topic: &TopicArgs,
-    raw: Option<&str>,
-) -> Result<(roam_proto::Name, crate::realm_file::Realm), String> {
-    let descriptor = match raw {
-        Some(_) => None,
-        None => Some(topic.descriptor()?),
+/// The topic as the edge names it, checked before the realm file is read (so a mistyped
+/// topic or type is reported first), and whether `--raw-name` replaces its name.
+fn topic_ref(topic: &TopicArgs, raw: Option<&str>) -> Result<(TopicRef, String), String> {
+    let resolved = topic.resolve()?;
+    let realm = Arc::new(roam_edge::realm::load(&topic.realm)?);
+    let t = match raw {
+        Some(h) => {
+            let name = roam_proto::Name::from_hex(h)
+                .ok_or_else(|| format!("--raw-name {h:?} is not 64 hex digits"))?;
+            TopicRef::raw_name(realm, resolved.topic, name)
+        }
+        None => TopicRef::new(realm, resolved.topic),
     };
-    let realm = crate::realm_file::load(&topic.realm)?;
-    let name = match (raw, descriptor) {
-        (Some(h), _) => roam_proto::Name::from_hex(h)
-            .ok_or_else(|| format!("--raw-name {h:?} is not 64 hex digits"))?,
-        (None, d) => d.ok_or("no topic")?.name(&realm.secret),
-    };
-    Ok((name, realm))
+    Ok((t, resolved.dds_type))
 }
 
 fn client_config(conn: &ConnectArgs) -> Result<ClientConfig, String> {
@@ -106,8 +107,31 @@ fn client_config(conn: &ConnectArgs) -> Result<ClientConfig, String> {
     })
 }
 
-fn client(conn: &ConnectArgs) -> Result<Client, String> {
-    Client::start(client_config(conn)?).map_err(|e| e.to_string())
+/// A client session on the router and the edge over it; its connection events are logged
+/// (`connected` is what scripts and tests wait for: "subscribed through" for `roam sub`).
+fn edge(
+    cfg: ClientConfig,
+    id: &str,
+    connected: &'static str,
+    signer: Option<Arc<SigningIdentity>>,
+) -> Result<(Edge, Arc<Client>), String> {
+    let mut client = Client::start(cfg).map_err(|e| e.to_string())?;
+    if let Some(mut events) = client.take_events() {
+        tokio::spawn(async move {
+            while let Some(ev) = events.recv().await {
+                if let ClientEvent::Connected { router } = ev {
+                    tracing::info!("{connected} {router}");
+                }
+            }
+        });
+    }
+    let client = Arc::new(client);
+    let port = Port::Client(client.clone());
+    let e = match signer {
+        Some(s) => Edge::signed(port, id, s),
+        None => Edge::new(port, id),
+    };
+    Ok((e, client))
 }
 
 /// How long a stopping publisher waits for the router to take what it already queued.
@@ -116,7 +140,7 @@ const FINISH_ON_STOP: Duration = Duration::from_secs(3);
 pub async fn run_pub(a: PubArgs) -> CmdResult {
     // First of all: a signal from here on ends with the summary, never kills.
     let mut stop = super::signals::Stop::install()?;
-    let (name, realm) = topic_name(&a.topic, a.raw_name.as_deref())?;
+    let (topic, dds_type) = topic_ref(&a.topic, a.raw_name.as_deref())?;
     let signer = if a.sign {
         let id =
             roam_net::pki::load_identity(&a.conn.pki, &a.conn.id).map_err(|e| e.to_string())?;
@@ -124,18 +148,36 @@ pub async fn run_pub(a: PubArgs) -> CmdResult {
     } else {
         None
     };
-    let mut sealer =
-        Sealer::new(&realm.secret, name, a.best_effort, signer).map_err(|e| e.to_string())?;
     let cfg = client_config(&a.conn)?;
     // Generated payloads all have one size: refuse an impossible one before connecting.
     if let Some(size) = a.size {
-        check_size(size, sealer.sealed_len(size), max_envelope_len(&cfg.link))?;
+        let sealed = roam_proto::envelope::HEADER_LEN
+            + size
+            + roam_proto::envelope::TAG_LEN
+            + if signer.is_some() {
+                roam_proto::envelope::SIGNER_LEN + roam_proto::envelope::SIGNATURE_LEN
+            } else {
+                0
+            };
+        check_size(size, sealed, max_envelope_len(&cfg.link))?;
     }
-    let mut c = Client::start(cfg).map_err(|e| e.to_string())?;
+    let (edge, client) = edge(cfg, &a.conn.id, "connected to", signer)?;
+    let spec = StreamSpec {
+        qos: StreamQos {
+            reliable: !a.best_effort,
+            transient_local: false,
+            depth: 10,
+        },
+        ..StreamSpec::new(dds_type)
+    };
+    let publisher = edge
+        .publisher(&topic, spec)
+        .await
+        .map_err(|e| e.to_string())?;
     let mut sent = 0u64;
     let mut stopped = false;
     let outcome = tokio::select! {
-        r = publish(&a, &mut c, &mut sealer, name, &mut sent) => r,
+        r = publish(&a, &publisher, &mut sent) => r,
         sig = stop.wait() => {
             eprintln!("{sig}: stopping");
             stopped = true;
@@ -144,18 +186,19 @@ pub async fn run_pub(a: PubArgs) -> CmdResult {
     };
     // Exit only once the router has everything: a publisher that quits loses nothing. When
     // stopped by a signal, or by a second one while finishing, it waits a bounded time.
+    drop(publisher);
     if stopped || outcome.is_err() {
-        let _ = tokio::time::timeout(FINISH_ON_STOP, c.finish()).await;
+        let _ = tokio::time::timeout(FINISH_ON_STOP, client.finish()).await;
     } else {
         tokio::select! {
-            _ = c.finish() => {}
+            _ = client.finish() => {}
             sig = stop.wait() => {
                 eprintln!("{sig}: stopping");
-                let _ = tokio::time::timeout(FINISH_ON_STOP, c.finish()).await;
+                let _ = tokio::time::timeout(FINISH_ON_STOP, client.finish()).await;
             }
         }
     }
-    let s = c.stats();
+    let s = client.stats();
     eprintln!(
         "sent {sent} messages ({} dropped while offline, {} best-effort dropped for newer ones)",
         s.dropped_offline, s.dropped_stale
@@ -177,26 +220,14 @@ fn check_size(payload: usize, envelope: usize, limit: usize) -> CmdResult {
 }
 
 /// Waits for a subscriber (unless --no-wait), then sends every message; counts in `sent`.
-async fn publish(
-    a: &PubArgs,
-    c: &mut Client,
-    sealer: &mut Sealer,
-    name: roam_proto::Name,
-    sent: &mut u64,
-) -> CmdResult {
-    c.publish(name).await;
+async fn publish(a: &PubArgs, p: &Publisher, sent: &mut u64) -> CmdResult {
     if !a.no_wait {
         eprintln!("waiting for a subscriber of {} ...", a.topic.topic);
-        loop {
-            match c.events.recv().await {
-                Some(ClientEvent::Demand {
-                    name: n,
-                    wanted: true,
-                }) if n == name => break,
-                Some(_) => {}
-                None => return Err("client session ended".into()),
-            }
-        }
+        let mut demand = p.demand();
+        demand
+            .wait_for(|w| *w)
+            .await
+            .map_err(|_| "client session ended".to_string())?;
     }
     let period = (a.rate > 0.0).then(|| Duration::from_secs_f64(1.0 / a.rate));
     let mut tick = period.map(|p| {
@@ -205,13 +236,13 @@ async fn publish(
         i
     });
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-    let mut buf = Vec::new();
     loop {
         if a.count.is_some_and(|n| *sent >= n) {
             return Ok(());
         }
         let body = match a.size {
-            Some(size) => payload::pattern(sealer.next_seq(), size),
+            // Sequence numbers start at 1: message n carries the pattern of n.
+            Some(size) => payload::pattern(*sent + 1, size),
             None => match lines.next_line().await.map_err(|e| e.to_string())? {
                 Some(l) => l.into_bytes(),
                 None => return Ok(()),
@@ -220,39 +251,46 @@ async fn publish(
         if let Some(t) = tick.as_mut() {
             t.tick().await;
         }
-        sealer
-            .seal(&body, now_us(), &mut buf)
+        let envelope = p
+            .seal(PayloadKind::Data, &body)
             .map_err(|e| e.to_string())?;
-        let envelope = Bytes::from(std::mem::take(&mut buf));
         let result = match a.replay {
-            true => match c.send(envelope.clone()).await {
-                Ok(()) => c.send(envelope).await,
+            true => match p.send(envelope.clone()).await {
+                Ok(()) => p.send(envelope).await,
                 e => e,
             },
-            false => c.send(envelope).await,
+            false => p.send(envelope).await,
         };
         match result {
             Ok(()) => *sent += 1,
-            Err(SendError::TooLarge { len, limit }) => {
+            Err(EdgeError::Send(SendError::TooLarge { len, limit })) => {
                 let why = check_size(body.len(), len, limit).err().unwrap_or_default();
                 return Err(format!("message {}: {why}", *sent + 1));
             }
-            Err(SendError::Closed) => return Err("client session ended".into()),
+            Err(e) => return Err(e.to_string()),
         }
     }
 }
 
 pub async fn run_sub(a: SubArgs) -> CmdResult {
     let mut stop = super::signals::Stop::install()?;
-    let (name, realm) = topic_name(&a.topic, a.raw_name.as_deref())?;
-    let mut opener = Opener::new(&realm.secret, realm.opener_config());
-    let mut c = client(&a.conn)?;
-    c.subscribe(name).await;
+    let (topic, dds_type) = topic_ref(&a.topic, a.raw_name.as_deref())?;
+    let (edge, _client) = edge(
+        client_config(&a.conn)?,
+        &a.conn.id,
+        "subscribed through",
+        None,
+    )?;
+    let options = SubscriberOptions {
+        dds_type: Some(dds_type),
+        ..SubscriberOptions::default()
+    };
+    let mut sub = edge.subscriber(&topic, options).await;
     let mut got = 0u64;
     let mut out = Vec::new();
     let stdout = std::io::stdout();
-    let summary = |got: u64, opener: &Opener| {
-        let s = opener.stats();
+    let summary = |got: u64, sub: &Subscriber| {
+        let s = sub.open_stats();
         eprintln!(
             "received {got} messages; dropped: {} forged, {} replayed, {} malformed, {} unsigned, {} bad signer",
             s.forged, s.replayed, s.malformed, s.unsigned, s.bad_signer
@@ -260,40 +298,31 @@ pub async fn run_sub(a: SubArgs) -> CmdResult {
     };
     loop {
         let ev = tokio::select! {
-            ev = c.events.recv() => ev,
+            ev = sub.recv(&mut out) => ev,
             sig = stop.wait() => {
                 eprintln!("{sig}: stopping");
-                summary(got, &opener);
+                summary(got, &sub);
                 return Ok(());
             }
         };
         match ev {
-            Some(ClientEvent::Data { envelope, .. }) => {
-                match opener.open(&envelope, now_us(), &mut out) {
-                    Ok(o) => {
-                        got += 1;
-                        if !a.quiet {
-                            let latency = now_us() as i64 - o.header.send_time_us as i64;
-                            let line =
-                                payload::describe(o.header.seq, latency, &out, o.signer.as_deref());
-                            let mut lock = stdout.lock();
-                            let _ = writeln!(lock, "{line}");
-                            let _ = lock.flush();
-                        }
-                        if a.count.is_some_and(|n| got >= n) {
-                            break;
-                        }
-                    }
-                    Err(e) => tracing::warn!("dropped an envelope: {e}"),
+            Some(Event::Message(r)) => {
+                got += 1;
+                if !a.quiet {
+                    let latency = now_us() as i64 - r.header.send_time_us as i64;
+                    let line = payload::describe(r.header.seq, latency, &out, r.signer.as_deref());
+                    let mut lock = stdout.lock();
+                    let _ = writeln!(lock, "{line}");
+                    let _ = lock.flush();
                 }
-            }
-            Some(ClientEvent::Connected { router }) => {
-                tracing::info!("subscribed through {router}")
+                if a.count.is_some_and(|n| got >= n) {
+                    break;
+                }
             }
             Some(_) => {}
             None => return Err("client session ended".into()),
         }
     }
-    summary(got, &opener);
+    summary(got, &sub);
     Ok(())
 }

@@ -76,24 +76,34 @@ pub struct TopicArgs {
     /// dds:NAME for a raw DDS topic a proxy forwards with `dds_topic:`.
     pub topic: String,
     /// The ROS 2 type name, e.g. std_msgs/msg/String (std_msgs/String is taken as
-    /// std_msgs/msg/String; the proxy names topics by the full form).
+    /// std_msgs/msg/String; the proxy names topics by the full form); for dds:NAME, the DDS
+    /// type name.
     #[arg(long = "type", short = 't', value_name = "TYPE")]
     pub type_name: String,
     /// Realm file (from `roam realm new`).
     #[arg(long, value_name = "FILE")]
     pub realm: PathBuf,
-    /// Instance tag, to run the same topic separately per deployment (e.g. per robot).
-    #[arg(long, default_value = "")]
-    pub instance: String,
-    /// Whether the name is a topic or a service.
-    #[arg(long, value_enum, default_value_t = KindArg::Topic)]
-    pub kind: KindArg,
+}
+
+/// A topic as the edge layer names it: the realm-side topic and the DDS type name.
+pub struct ResolvedTopic {
+    pub topic: String,
+    pub dds_type: String,
 }
 
 impl TopicArgs {
-    /// The descriptor, with the topic and type in their full form (see [`descriptor`]).
-    pub fn descriptor(&self) -> Result<roam_proto::TopicDescriptor, String> {
-        descriptor(&self.topic, &self.type_name, self.kind, &self.instance)
+    /// The topic and type in their full form, checked the way the proxy checks them.
+    pub fn resolve(&self) -> Result<ResolvedTopic, String> {
+        let d = descriptor(&self.topic, &self.type_name, KindArg::Topic, "")?;
+        let dds_type = if d.topic.starts_with("dds:") {
+            self.type_name.clone()
+        } else {
+            roam_edge::ros_names::type_to_dds(&d.type_name)
+        };
+        Ok(ResolvedTopic {
+            topic: d.topic,
+            dds_type,
+        })
     }
 }
 
@@ -108,7 +118,7 @@ pub fn descriptor(
     kind: KindArg,
     instance: &str,
 ) -> Result<roam_proto::TopicDescriptor, String> {
-    use crate::proxy::ros_names::{full_name, full_type, type_from_dds};
+    use roam_edge::ros_names::{full_name, full_type, type_from_dds};
     let (topic, type_name) = if let Some(dds) = topic.strip_prefix("dds:") {
         if dds.is_empty() || dds.contains(char::is_whitespace) {
             return Err(format!(

@@ -24,7 +24,7 @@ pub struct NameArgs {
 }
 
 pub fn run(a: NameArgs) -> CmdResult {
-    let realm = crate::realm_file::load(&a.realm)?;
+    let realm = roam_edge::realm::load(&a.realm)?;
     let d = super::descriptor(&a.topic, &a.type_name, a.kind, &a.instance)?;
     println!("{}", d.name(&realm.secret));
     Ok(())

@@ -33,7 +33,7 @@ pub enum RealmCommand {
 pub fn run(c: RealmCommand) -> CmdResult {
     match c {
         RealmCommand::New { name, out } => {
-            crate::realm_file::create(&out, &name)?;
+            roam_edge::realm::create(&out, &name)?;
             println!(
                 "wrote realm {name:?} to {} (mode 0600): share it only with realm members",
                 out.display()
@@ -43,7 +43,7 @@ pub fn run(c: RealmCommand) -> CmdResult {
         RealmCommand::AddMember { name, realm, pki } => {
             let id = roam_net::pki::load_identity(&pki, &name).map_err(|e| e.to_string())?;
             let signer = roam_proto::SigningIdentity::from_pkcs8(&id.signing_pkcs8)?;
-            crate::realm_file::add_member(&realm, &name, &signer.public_key())?;
+            roam_edge::realm::add_member(&realm, &name, &signer.public_key())?;
             println!("{name} may now sign envelopes in {}", realm.display());
             Ok(())
         }

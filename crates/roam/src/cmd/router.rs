@@ -1,12 +1,9 @@
 //! `roam router`: run a router.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use roam_net::link::LinkConfig;
-use roam_net::runtime::{self, RouterConfig, RoutingTimers};
 use tracing::info;
 
 use super::CmdResult;
@@ -107,31 +104,19 @@ pub async fn run(a: RouterArgs) -> CmdResult {
     if let Some(ms) = a.handshake_timeout_ms {
         link_file.handshake_timeout_ms = Some(ms);
     }
-    let link = link_file.apply(LinkConfig::default()).map_err(|e| {
+    link_file.check().map_err(|e| {
         format!("{e} (from --idle-timeout-ms, --handshake-timeout-ms or --congestion)")
     })?;
-    let identity = roam_net::pki::load_identity(&pki_dir, &id).map_err(|e| e.to_string())?;
-    if identity.role != roam_proto::frame::Role::Router {
-        return Err(format!("identity {id} has a client certificate; issue one with `roam pki issue {id} --role router`"));
-    }
-    let config = RouterConfig {
-        identity: Arc::new(identity),
+    let (handle, mut task) = crate::boot::start_router(crate::boot::RouterBoot {
+        id: &id,
+        pki: &pki_dir,
         listen,
         listen_tcp,
         connect,
-        link,
-        timers: RoutingTimers::default(),
-        max_backoff: Duration::from_millis(file_link.max_backoff_ms.unwrap_or(2000)),
-        stall_timeout: file_link.stall_timeout(),
-    };
-    let (handle, mut task) = runtime::start(config).await.map_err(|e| e.to_string())?;
-    if let Some(a) = handle.quic_addr {
-        // Tests and scripts read this line to learn the bound port.
-        println!("listening quic {a}");
-    }
-    if let Some(a) = handle.tcp_addr {
-        println!("listening tcp {a}");
-    }
+        link: &link_file,
+        what: "roam router",
+    })
+    .await?;
     let interval = a
         .status_interval
         .or(file.and_then(|f| f.status_interval_s))

@@ -51,9 +51,9 @@ use regex::Regex;
 use serde::Deserialize;
 
 use super::dds_config::{check_xml, MAX_DOMAIN, RECEIVE_BUFFER_BYTES};
-use super::ros_names::full_name;
 use crate::addr::{check_host_port, check_peer, Use};
 use crate::config_doc::{ConfigError, Doc, FieldPath};
+use roam_edge::ros_names::full_name;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -358,7 +358,7 @@ impl ProxyConfig {
         roam_net::pki::check_files(&self.pki, &self.id)
             .map_err(|e| doc.err(&FieldPath::new("pki"), e.to_string()))?;
         for (name, path) in &self.realms {
-            crate::realm_file::load(path)
+            roam_edge::realm::load(path)
                 .map_err(|e| doc.err(&FieldPath::new("realms").key(name), e))?;
         }
         if !self.dds.interfaces.is_empty() {
@@ -761,7 +761,7 @@ imports:
                 roam_net::pki::Validity::default(),
             )
             .unwrap();
-            crate::realm_file::create(&d.join("w.realm"), "warehouse").unwrap();
+            roam_edge::realm::create(&d.join("w.realm"), "warehouse").unwrap();
             Self(d)
         }
 

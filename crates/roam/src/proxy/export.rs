@@ -1,38 +1,29 @@
-//! Exporting one local topic into its realm: the async shell around [`ExportPlan`].
+//! Exporting one local topic into its realm: the async shell around [`ExportPlan`], over the
+//! edge layer.
 //!
-//! The task is fed the topic's local publications as DDS discovery reports them. For every
-//! stream the plan wants it keeps a sealer (its own session); for every reader class, a DDS
-//! reader while someone in the realm subscribes to the data; and it announces the streams,
-//! sealed, on the topic's metadata name: at once when they change, and every
-//! [`META_PERIOD`] while anyone listens.
+//! The task is fed the topic's local publications as DDS discovery reports them. Every stream
+//! the plan wants is an edge [`Publisher`] (its own session, announced with its type and QoS);
+//! every reader class has a DDS reader while someone in the realm subscribes to the data.
 //!
-//! Samples are sealed on the DDS thread that delivers them (no hand-off on the hot path) and
-//! routed by their writer; a sample whose writer discovery has not told us about yet waits in a
-//! small queue until it has (a new latched publisher's history can arrive before its
-//! discovery event is processed).
+//! Samples are sealed and sent on the DDS thread that delivers them (no hand-off on the hot
+//! path), routed by their writer; a sample whose writer discovery has not told us about yet
+//! waits in a small queue until it has (a new latched publisher's history can arrive before
+//! its discovery event is processed).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use roam_dds::{
     DdsError, Endpoint, Guid, Participant, Reader, Sample, SampleKind, TopicInfo, TypeDescriptor,
 };
-use roam_net::latency::now_us;
-use roam_net::runtime::RouterHandle;
-use roam_proto::meta::{StreamAnnouncement, StreamQos, TopicAnnouncement, XTypes};
-use roam_proto::{Name, PayloadKind, Sealer};
+use roam_edge::{Edge, PayloadKind, Publisher, Realm, StreamQos, StreamSpec, TopicRef, XTypes};
 use tokio::sync::{mpsc, watch};
 use tracing::{info, warn};
 
-use super::export_plan::{ExportPlan, ReaderClass, Route, Routes, StreamKey};
-use super::meta::{data_descriptor, meta_descriptor};
-use crate::realm_file::Realm;
-use crate::stats::TopicStats;
+use roam_edge::stats::{Direction, TopicStats};
 
-/// How often an exporter re-announces a topic's streams while anyone listens for them.
-pub const META_PERIOD: Duration = Duration::from_secs(2);
+use super::export_plan::{ExportPlan, ReaderClass, Route, Routes, StreamKey};
 
 /// How long a keyed type's resolution through DDS type lookup may take.
 const TYPE_LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
@@ -56,23 +47,13 @@ pub struct ExportLeg {
     pub realm: Arc<Realm>,
     /// false: payloads in clear text (still authenticated).
     pub encrypt: bool,
-    /// This proxy's name in announcements (a restarted proxy replaces its announcement).
-    pub exporter: String,
-    pub stats: Arc<TopicStats>,
-}
-
-/// One stream's sending side: its realm name and its sealer (its own session).
-struct StreamOut {
-    name: Name,
-    sealer: Mutex<Sealer>,
-    announcement: StreamAnnouncement,
 }
 
 /// What a reader's callback looks up for every sample.
 #[derive(Default)]
 struct RouteTable {
     routes: Routes,
-    streams: HashMap<StreamKey, Arc<StreamOut>>,
+    streams: HashMap<StreamKey, Publisher>,
     /// Samples whose writer is not known yet, with when they arrived.
     pending: VecDeque<(Instant, Sample)>,
 }
@@ -94,86 +75,60 @@ struct ReaderSlot {
 }
 
 enum Internal {
-    Demand(String, bool),
+    Demand,
     ReaderMade(ReaderClass, Result<Reader, DdsError>),
     Resolved(String, Result<Arc<TypeDescriptor>, DdsError>),
 }
 
 struct Exporter {
     leg: ExportLeg,
-    router: RouterHandle,
+    topic: TopicRef,
+    edge: Edge,
     participant: Participant,
     plan: ExportPlan,
     endpoints: HashMap<Guid, Endpoint>,
     types: HashMap<String, TypeState>,
-    /// Data name and demand per DDS type.
-    data: HashMap<String, (Name, bool)>,
-    streams: HashMap<StreamKey, Arc<StreamOut>>,
+    streams: HashMap<StreamKey, Publisher>,
+    /// Whether anyone wants the data of each DDS type (its publishers share one name).
+    demand: HashMap<String, watch::Receiver<bool>>,
     readers: HashMap<ReaderClass, ReaderSlot>,
-    meta_name: Name,
-    meta_sealer: Sealer,
     internal: mpsc::UnboundedSender<Internal>,
 }
 
 /// Runs the export of one topic until the proxy stops (the event channel closes).
 pub async fn export(
-    router: RouterHandle,
+    edge: Edge,
     participant: Participant,
     leg: ExportLeg,
     mut events: mpsc::UnboundedReceiver<PublicationEvent>,
 ) {
-    let meta_name = meta_descriptor(&leg.remote).name(&leg.realm.secret);
-    let meta_sealer = match Sealer::new(&leg.realm.secret, meta_name, false, None) {
-        Ok(s) => s,
-        Err(e) => {
-            warn!(topic = %leg.dds_topic, "cannot export: {e}");
-            return;
-        }
-    };
-    let mut meta_demand = router.publish(meta_name).await;
     let (internal, mut internal_rx) = mpsc::unbounded_channel();
     let mut x = Exporter {
+        topic: TopicRef::new(leg.realm.clone(), leg.remote.clone()),
         leg,
-        router,
+        edge,
         participant,
         plan: ExportPlan::default(),
         endpoints: HashMap::new(),
         types: HashMap::new(),
-        data: HashMap::new(),
         streams: HashMap::new(),
+        demand: HashMap::new(),
         readers: HashMap::new(),
-        meta_name,
-        meta_sealer,
         internal,
     };
-    let mut tick = tokio::time::interval(META_PERIOD);
     loop {
         let timeout = x.poll_timeout();
         tokio::select! {
             ev = events.recv() => {
                 let Some(ev) = ev else { break };
                 x.handle_event(ev);
-                let wanted = *meta_demand.borrow();
-                x.reconcile(wanted).await;
             }
-            Some(msg) = internal_rx.recv() => {
-                x.handle_internal(msg);
-                let wanted = *meta_demand.borrow();
-                x.reconcile(wanted).await;
-            }
-            r = meta_demand.changed() => {
-                if r.is_err() { break; }
-                if *meta_demand.borrow() { x.announce().await; }
-            }
-            _ = tick.tick() => {
-                if *meta_demand.borrow() { x.announce().await; }
-            }
+            Some(msg) = internal_rx.recv() => x.handle_internal(msg),
             _ = sleep_until(timeout) => {
                 x.plan.handle_timeout(Instant::now());
-                let wanted = *meta_demand.borrow();
-                x.reconcile(wanted).await;
             }
         }
+        x.reconcile().await;
     }
 }
 
@@ -201,11 +156,7 @@ impl Exporter {
 
     fn handle_internal(&mut self, msg: Internal) {
         match msg {
-            Internal::Demand(ty, wanted) => {
-                if let Some(d) = self.data.get_mut(&ty) {
-                    d.1 = wanted;
-                }
-            }
+            Internal::Demand => {}
             Internal::ReaderMade(class, made) => {
                 let Some(slot) = self.readers.get_mut(&class) else {
                     return;
@@ -255,65 +206,75 @@ impl Exporter {
         }
     }
 
-    /// Brings streams, data names, announcements and readers in line with the plan.
-    async fn reconcile(&mut self, meta_wanted: bool) {
-        let mut changed = false;
+    /// Brings streams and readers in line with the plan.
+    async fn reconcile(&mut self) {
         for class in self.plan.readers() {
             self.resolve_keyed(&class);
         }
-        // Streams, for the types we know how to read.
+        // Streams, for the types we know how to read. A new stream is announced (by its
+        // publisher handle) before its reader reads anything.
         let wanted: HashMap<StreamKey, StreamQos> = self
             .plan
             .streams()
             .into_iter()
             .filter(|(k, _)| self.type_ready(&k.class))
             .collect();
-        let before = self.streams.len();
-        self.streams.retain(|k, _| wanted.contains_key(k));
-        changed |= self.streams.len() != before;
-        for (key, qos) in &wanted {
-            let stale = self
-                .streams
-                .get(key)
-                .is_some_and(|s| s.announcement.qos != *qos);
-            if stale || !self.streams.contains_key(key) {
-                if let Some(s) = self.new_stream(key, *qos) {
-                    self.streams.insert(key.clone(), Arc::new(s));
-                    changed = true;
+        self.streams
+            .retain(|k, p| wanted.get(k).is_some_and(|q| *q == p.qos()));
+        for (key, qos) in wanted {
+            if self.streams.contains_key(&key) {
+                continue;
+            }
+            match self.edge.publisher(&self.topic, self.spec(&key, qos)).await {
+                Ok(p) => {
+                    info!(topic = %self.leg.dds_topic, "as" = %self.leg.remote, realm = %self.leg.realm.label, ty = %key.class.dds_type, reliable = qos.reliable, transient_local = qos.transient_local, depth = qos.depth, "exporting");
+                    self.watch_demand(&key.class.dds_type, &p);
+                    self.streams.insert(key, p);
                 }
+                Err(e) => warn!(topic = %self.leg.dds_topic, "cannot export: {e}"),
             }
         }
-        // One data name per DDS type.
-        let types: std::collections::HashSet<String> = self
-            .streams
-            .keys()
-            .map(|k| k.class.dds_type.clone())
-            .collect();
-        for gone in self
-            .data
-            .keys()
-            .filter(|t| !types.contains(*t))
-            .cloned()
-            .collect::<Vec<_>>()
-        {
-            if let Some((name, _)) = self.data.remove(&gone) {
-                self.router.unpublish(name).await;
-            }
-        }
-        for ty in types {
-            if !self.data.contains_key(&ty) {
-                let name = data_descriptor(&self.leg.remote, &ty).name(&self.leg.realm.secret);
-                let demand = self.router.publish(name).await;
-                self.data.insert(ty.clone(), (name, *demand.borrow()));
-                tokio::spawn(forward_demand(ty, demand, self.internal.clone()));
-            }
-        }
-        // Announce before reading, so importers know a stream before its first sample.
-        if changed && meta_wanted {
-            self.announce().await;
-        }
+        self.demand
+            .retain(|ty, _| self.streams.keys().any(|k| k.class.dds_type == *ty));
         self.reconcile_readers();
         self.retry_pending().await;
+    }
+
+    fn spec(&self, key: &StreamKey, qos: StreamQos) -> StreamSpec {
+        let class = &key.class;
+        let xtypes = match self.types.get(&class.dds_type) {
+            Some(TypeState::Described(d)) if class.keyed => Some(XTypes {
+                type_information: d.type_information().to_vec(),
+                type_mapping: d.type_mapping().to_vec(),
+            }),
+            _ => None,
+        };
+        StreamSpec {
+            dds_type: class.dds_type.clone(),
+            keyed: class.keyed,
+            qos,
+            id: Some(key.id()),
+            xtypes,
+            definition: None,
+            clear_text: !self.leg.encrypt,
+        }
+    }
+
+    /// Follows whether anyone wants the data of `ty` (all its streams share one name).
+    fn watch_demand(&mut self, ty: &str, p: &Publisher) {
+        if self.demand.contains_key(ty) {
+            return;
+        }
+        let mut rx = p.demand();
+        self.demand.insert(ty.to_string(), rx.clone());
+        let tx = self.internal.clone();
+        tokio::spawn(async move {
+            while rx.changed().await.is_ok() {
+                if tx.send(Internal::Demand).is_err() {
+                    return;
+                }
+            }
+        });
     }
 
     /// Whether a class's type can be read: keyless types, and keyed ones once resolved (or
@@ -359,60 +320,6 @@ impl Exporter {
         }
     }
 
-    fn new_stream(&mut self, key: &StreamKey, qos: StreamQos) -> Option<StreamOut> {
-        let class = &key.class;
-        let name = data_descriptor(&self.leg.remote, &class.dds_type).name(&self.leg.realm.secret);
-        let sealer = match Sealer::new(&self.leg.realm.secret, name, !class.reliable, None) {
-            Ok(s) => s.clear_text(!self.leg.encrypt),
-            Err(e) => {
-                warn!(topic = %self.leg.dds_topic, "cannot seal: {e}");
-                return None;
-            }
-        };
-        let xtypes = match self.types.get(&class.dds_type) {
-            Some(TypeState::Described(d)) if class.keyed => Some(XTypes {
-                type_information: d.type_information().to_vec(),
-                type_mapping: d.type_mapping().to_vec(),
-            }),
-            _ => None,
-        };
-        info!(topic = %self.leg.dds_topic, "as" = %self.leg.remote, realm = %self.leg.realm.label, ty = %class.dds_type, reliable = qos.reliable, transient_local = qos.transient_local, depth = qos.depth, "exporting");
-        Some(StreamOut {
-            name,
-            announcement: StreamAnnouncement {
-                id: key.id(),
-                session: sealer.session(),
-                dds_type: class.dds_type.clone(),
-                keyed: class.keyed,
-                qos,
-                xtypes,
-            },
-            sealer: Mutex::new(sealer),
-        })
-    }
-
-    /// Seals and sends the current announcement.
-    async fn announce(&mut self) {
-        let mut streams: Vec<StreamAnnouncement> = self
-            .streams
-            .values()
-            .map(|s| s.announcement.clone())
-            .collect();
-        streams.sort_by_key(|s| s.id);
-        let a = TopicAnnouncement {
-            exporter: self.leg.exporter.clone(),
-            streams,
-        };
-        let mut buf = Vec::new();
-        if self
-            .meta_sealer
-            .seal(&a.encode(), now_us(), &mut buf)
-            .is_ok()
-        {
-            self.router.send(self.meta_name, Bytes::from(buf)).await;
-        }
-    }
-
     /// Readers exist for the classes whose data someone subscribes to; routing tables follow
     /// the plan.
     fn reconcile_readers(&mut self) {
@@ -422,7 +329,10 @@ impl Exporter {
             if !self.type_ready(&class) {
                 continue;
             }
-            let wanted = self.data.get(&class.dds_type).is_some_and(|d| d.1);
+            let wanted = self
+                .demand
+                .get(&class.dds_type)
+                .is_some_and(|d| *d.borrow());
             let slot = self
                 .readers
                 .entry(class.clone())
@@ -445,11 +355,7 @@ impl Exporter {
                     _ if class.keyed => TopicInfo::keyed_blob(&self.leg.dds_topic, &class.dds_type),
                     _ => TopicInfo::keyless(&self.leg.dds_topic, &class.dds_type),
                 };
-                let on_sample = sample_handler(
-                    slot.table.clone(),
-                    self.router.clone(),
-                    self.leg.stats.clone(),
-                );
+                let on_sample = sample_handler(slot.table.clone());
                 let (p, q, tx) = (
                     self.participant.clone(),
                     class.reader_qos(),
@@ -472,40 +378,33 @@ impl Exporter {
     async fn retry_pending(&mut self) {
         let now = Instant::now();
         for slot in self.readers.values() {
-            let ready: Vec<(Arc<StreamOut>, Sample)> = {
+            let (ready, expired) = {
                 let mut t = slot.table.write().unwrap_or_else(|p| p.into_inner());
-                let mut ready = Vec::new();
-                let mut keep = VecDeque::new();
+                let (mut ready, mut expired, mut keep) = (Vec::new(), 0u64, VecDeque::new());
                 while let Some((at, s)) = t.pending.pop_front() {
                     match lookup(&t, &s.writer_guid) {
-                        Lookup::Send(st) => ready.push((st, s)),
+                        Lookup::Send(p) => ready.push((p, s)),
                         Lookup::Skip => {}
                         Lookup::Wait if now < at + PENDING_WAIT => keep.push_back((at, s)),
-                        Lookup::Wait => TopicStats::count(&self.leg.stats.unattributed),
+                        Lookup::Wait => expired += 1,
                     }
                 }
                 t.pending = keep;
-                ready
+                (ready, expired)
             };
-            for (st, s) in ready {
-                if let Some(env) = seal(&st, &s, &self.leg.stats) {
-                    self.router.send(st.name, env).await;
+            if expired > 0 {
+                self.edge
+                    .topics()
+                    .topic(Direction::Export, &self.leg.remote)
+                    .unattributed
+                    .fetch_add(expired, std::sync::atomic::Ordering::Relaxed);
+            }
+            for (p, s) in ready {
+                record_dds_age(&p, &s);
+                if let Err(e) = p.publish_kind(payload_kind(s.kind), &s.cdr).await {
+                    warn!(topic = %self.leg.dds_topic, "cannot export a sample: {e}");
                 }
             }
-        }
-    }
-}
-
-/// Relays a data name's demand changes to the export task.
-async fn forward_demand(
-    ty: String,
-    mut demand: watch::Receiver<bool>,
-    tx: mpsc::UnboundedSender<Internal>,
-) {
-    while demand.changed().await.is_ok() {
-        let wanted = *demand.borrow();
-        if tx.send(Internal::Demand(ty.clone(), wanted)).is_err() {
-            return;
         }
     }
 }
@@ -515,7 +414,7 @@ fn read_table(t: &RwLock<RouteTable>) -> std::sync::RwLockReadGuard<'_, RouteTab
 }
 
 enum Lookup {
-    Send(Arc<StreamOut>),
+    Send(Publisher),
     /// Another reader forwards it.
     Skip,
     /// Not known yet.
@@ -525,7 +424,7 @@ enum Lookup {
 fn lookup(t: &RouteTable, writer: &Guid) -> Lookup {
     match t.routes.route(writer) {
         Route::Stream(k) => match t.streams.get(&k) {
-            Some(s) => Lookup::Send(s.clone()),
+            Some(p) => Lookup::Send(p.clone()),
             None => Lookup::Wait,
         },
         Route::Elsewhere => Lookup::Skip,
@@ -533,58 +432,46 @@ fn lookup(t: &RouteTable, writer: &Guid) -> Lookup {
     }
 }
 
-/// The reader callback: routes each sample to its stream, seals it and hands it to the
-/// router (on the DDS thread).
-fn sample_handler(
-    table: Arc<RwLock<RouteTable>>,
-    router: RouterHandle,
-    stats: Arc<TopicStats>,
-) -> impl Fn(Sample) + Send + Sync + 'static {
+fn payload_kind(k: SampleKind) -> PayloadKind {
+    match k {
+        SampleKind::Data => PayloadKind::Data,
+        SampleKind::Disposed => PayloadKind::Dispose,
+        SampleKind::Unregistered => PayloadKind::Unregister,
+    }
+}
+
+/// How long DDS took from the publisher's write to this hop.
+fn record_dds_age(p: &Publisher, s: &Sample) {
+    if s.source_timestamp_ns > 0 {
+        let now = roam_net::latency::now_us();
+        p.stats()
+            .age_in
+            .record(now.saturating_sub(s.source_timestamp_ns as u64 / 1000));
+    }
+}
+
+/// The reader callback: routes each sample to its stream's publisher, which seals and sends
+/// it (on the DDS thread, blocking while the topic is pushed back on).
+fn sample_handler(table: Arc<RwLock<RouteTable>>) -> impl Fn(Sample) + Send + Sync + 'static {
     move |s: Sample| {
         let found = lookup(&read_table(&table), &s.writer_guid);
         match found {
-            Lookup::Send(st) => {
-                if let Some(env) = seal(&st, &s, &stats) {
-                    router.send_blocking(st.name, env);
-                }
+            Lookup::Send(p) => {
+                record_dds_age(&p, &s);
+                // A failure is counted by the publisher.
+                let _ = p.publish_blocking(payload_kind(s.kind), &s.cdr);
             }
             Lookup::Skip => {}
             Lookup::Wait => {
                 let mut t = table.write().unwrap_or_else(|p| p.into_inner());
                 if t.pending.len() >= MAX_PENDING {
                     t.pending.pop_front();
-                    TopicStats::count(&stats.unattributed);
+                    if let Some(p) = t.streams.values().next() {
+                        TopicStats::count(&p.stats().unattributed);
+                    }
                 }
                 t.pending.push_back((Instant::now(), s));
             }
         }
-    }
-}
-
-/// Seals a sample into its stream's next envelope; counts it.
-fn seal(st: &StreamOut, s: &Sample, stats: &TopicStats) -> Option<Bytes> {
-    let kind = match s.kind {
-        SampleKind::Data => PayloadKind::Data,
-        SampleKind::Disposed => PayloadKind::Dispose,
-        SampleKind::Unregistered => PayloadKind::Unregister,
-    };
-    let mut out = Vec::new();
-    let now = now_us();
-    let sealed = st
-        .sealer
-        .lock()
-        .map(|mut sl| sl.seal_kind(kind, &s.cdr, now, &mut out));
-    if matches!(sealed, Ok(Ok(()))) {
-        // How long DDS took from the publisher's write to this hop.
-        if s.source_timestamp_ns > 0 {
-            stats
-                .age_in
-                .record(now.saturating_sub(s.source_timestamp_ns as u64 / 1000));
-        }
-        TopicStats::count(&stats.samples);
-        Some(Bytes::from(out))
-    } else {
-        TopicStats::count(&stats.failed);
-        None
     }
 }

@@ -11,35 +11,26 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use roam_dds::{Discovery, DiscoveryEvent, Endpoint, Guid, Participant};
-use roam_net::link::LinkConfig;
-use roam_net::runtime::{self, PeerAddr, RouterConfig, RouterHandle, RoutingTimers};
+use roam_dds::{ros_discovery_info, Discovery, DiscoveryEvent, Endpoint, Guid, Participant};
+use roam_edge::names::{dds_topic, service_reply, service_request};
+use roam_edge::ros_names::{ros_endpoint, service_to_dds, topic_to_dds, RosEndpoint};
+use roam_edge::{Edge, Port};
+use roam_net::runtime::{self, PeerAddr, RouterHandle};
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
 use super::config::{ProxyConfig, What};
 use super::export::{export, ExportLeg, PublicationEvent};
 use super::import::{import, ImportLeg, PROXY_MARK};
-use super::ros_names::{ros_endpoint, service_to_dds, topic_to_dds, RosEndpoint};
-use crate::realm_file;
-use crate::stats::{Direction, ProxyStats};
-use roam_dds::ros_discovery_info;
 
 /// Runs a proxy until `stop` resolves.
 pub async fn run(
     cfg: ProxyConfig,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<(), String> {
-    let identity = roam_net::pki::load_identity(&cfg.pki, &cfg.id).map_err(|e| e.to_string())?;
-    if identity.role != roam_proto::frame::Role::Router {
-        return Err(format!(
-            "the proxy runs an edge router: identity {} needs a router certificate (`roam pki issue {} --role router`)",
-            cfg.id, cfg.id
-        ));
-    }
     let mut realms = BTreeMap::new();
     for (name, path) in &cfg.realms {
-        realms.insert(name.clone(), Arc::new(realm_file::load(path)?));
+        realms.insert(name.clone(), Arc::new(roam_edge::realm::load(path)?));
     }
     let connect = cfg
         .upstream
@@ -47,21 +38,17 @@ pub async fn run(
         .map(|s| s.parse::<PeerAddr>())
         .collect::<Result<Vec<_>, _>>()?;
     let listen = cfg.listen.as_deref().map(runtime::resolve).transpose()?;
-    let (router, router_task) = runtime::start(RouterConfig {
-        identity: Arc::new(identity),
+    let (router, router_task) = crate::boot::start_router(crate::boot::RouterBoot {
+        id: &cfg.id,
+        pki: &cfg.pki,
         listen,
         listen_tcp: None,
         connect,
-        link: cfg.link.apply(LinkConfig::default())?,
-        timers: RoutingTimers::default(),
-        max_backoff: Duration::from_millis(cfg.link.max_backoff_ms.unwrap_or(2000)),
-        stall_timeout: cfg.link.stall_timeout(),
+        link: &cfg.link,
+        what: "the proxy (its edge router)",
     })
-    .await
-    .map_err(|e| e.to_string())?;
-    if let Some(a) = router.quic_addr {
-        println!("listening quic {a}");
-    }
+    .await?;
+    let edge = Edge::new(Port::Router(router.clone()), cfg.id.clone());
 
     let xml = super::dds_config::xml(&cfg.dds);
     let participant =
@@ -71,16 +58,15 @@ pub async fn run(
         warn!("encrypt_payloads is false: exported payloads travel in clear text (authenticated, not confidential)");
     }
 
-    let stats = Arc::new(ProxyStats::default());
     let status = (cfg.status_interval_s > 0).then(|| {
-        let (router, stats) = (router.clone(), stats.clone());
+        let (router, edge) = (router.clone(), edge.clone());
         let every = Duration::from_secs(cfg.status_interval_s);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             tick.tick().await;
             loop {
                 tick.tick().await;
-                log_status(&router, &stats).await;
+                log_status(&router, &edge).await;
             }
         })
     });
@@ -89,7 +75,7 @@ pub async fn run(
     // Raw DDS topics travel like ROS ones, under their own DDS names.
     let raw = |m: &super::config::Mapping| Leg {
         dds_topic: m.local.clone(),
-        remote: format!("dds:{}", m.remote),
+        remote: dds_topic(&m.remote),
         realm: m.realm.clone(),
     };
     service_exports.extend(
@@ -116,12 +102,11 @@ pub async fn run(
     for leg in topic_imports.chain(service_imports) {
         info!(dds_topic = %leg.dds_topic, from = %leg.remote, realm = %leg.realm, "importing");
         let leg = ImportLeg {
-            stats: stats.topic(Direction::Import, &leg.dds_topic),
             realm: realms[&leg.realm].clone(),
             dds_topic: leg.dds_topic,
             remote: leg.remote,
         };
-        tokio::spawn(import(router.clone(), participant.clone(), leg));
+        tokio::spawn(import(edge.clone(), participant.clone(), leg));
     }
 
     // Discovery events are few (one per endpoint in the domain and its changes), so an
@@ -161,10 +146,8 @@ pub async fn run(
                         remote,
                         realm: realms[&realm].clone(),
                         encrypt: cfg.encrypt_payloads,
-                        exporter: cfg.id.clone(),
-                        stats: stats.topic(Direction::Export, &ep.topic_name),
                     };
-                    tokio::spawn(export(router.clone(), participant.clone(), leg, rx));
+                    tokio::spawn(export(edge.clone(), participant.clone(), leg, rx));
                     tx
                 });
                 exported.insert(ep.guid, ep.topic_name.clone());
@@ -175,17 +158,17 @@ pub async fn run(
     if let Some(s) = status {
         s.abort();
     }
-    log_status(&router, &stats).await;
+    log_status(&router, &edge).await;
     router.shutdown().await;
     let _ = router_task.await;
     Ok(())
 }
 
-async fn log_status(router: &RouterHandle, stats: &ProxyStats) {
+async fn log_status(router: &RouterHandle, edge: &Edge) {
     if let Some(r) = router.report().await {
         crate::stats::log_router(&r);
     }
-    stats.log();
+    crate::stats::log_topics(edge.topics());
 }
 
 /// Whether a discovered publication is one this proxy exports: (realm, realm topic).
@@ -236,12 +219,12 @@ fn service_legs(cfg: &ProxyConfig) -> (Vec<Leg>, Vec<Leg>) {
         let (rq, rr) = service_to_dds(&m.local);
         let request = Leg {
             dds_topic: rq,
-            remote: format!("{}#request", m.remote),
+            remote: service_request(&m.remote),
             realm: m.realm.clone(),
         };
         let reply = Leg {
             dds_topic: rr,
-            remote: format!("{}#reply", m.remote),
+            remote: service_reply(&m.remote),
             realm: m.realm.clone(),
         };
         if server_here {
