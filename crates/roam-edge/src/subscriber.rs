@@ -118,7 +118,8 @@ pub struct Subscriber {
     timer: Pin<Box<tokio::time::Sleep>>,
     meta_plain: Vec<u8>,
     stats: Arc<TopicStats>,
-    warned_refused: bool,
+    /// The causes of refusal already logged (each once; all are counted).
+    warned: std::collections::HashSet<std::mem::Discriminant<roam_proto::OpenError>>,
 }
 
 impl Edge {
@@ -146,7 +147,7 @@ impl Edge {
             timer: Box::pin(tokio::time::sleep(Duration::ZERO)),
             meta_plain: Vec::new(),
             stats: self.inner.stats.topic(Direction::Import, &topic.topic),
-            warned_refused: false,
+            warned: Default::default(),
         };
         s.sync_data_names().await;
         s
@@ -343,9 +344,8 @@ impl Subscriber {
             Ok(o) => o,
             Err(e) => {
                 TopicStats::count(&self.stats.refused);
-                if !self.warned_refused {
-                    self.warned_refused = true;
-                    warn!(topic = %self.topic.topic, "dropped an envelope: {e} (further ones are counted, not logged)");
+                if self.warned.insert(std::mem::discriminant(&e)) {
+                    warn!(topic = %self.topic.topic, "dropped an envelope: {e} (more for this reason are counted, not logged)");
                 }
                 return None;
             }
