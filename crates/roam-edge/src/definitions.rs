@@ -1,1 +1,0 @@
-//! Finding ROS 2 interface definitions on disk.
