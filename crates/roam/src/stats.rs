@@ -74,7 +74,7 @@ pub fn log_router(r: &RouterReport) {
             dropped_stale = l.dropped_stale,
             closed = l.closed,
             path = ?path_field(l.path.as_ref()),
-            data_age_us = ?summary_field(&l.data_age),
+            data_age_us = ?summary_field(&l.data_age.summary()),
             "link"
         );
     }
