@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use roam_dds::{Discovery, DiscoveryEvent, Endpoint, Guid, Participant};
 use roam_net::link::LinkConfig;
-use roam_net::runtime::{self, PeerAddr, RouterConfig, RouterHandle, RoutingTimers};
+use roam_net::runtime::{self, PeerAddr, RouterConfig, RoutingTimers};
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
@@ -22,7 +22,7 @@ use super::export::{export, ExportLeg, PublicationEvent};
 use super::import::{import, ImportLeg, PROXY_MARK};
 use super::ros_names::{ros_endpoint, service_to_dds, topic_to_dds, RosEndpoint};
 use crate::realm_file;
-use crate::stats::{Direction, ProxyStats};
+use crate::stats::{Direction, ProxyStats, Status};
 use roam_dds::ros_discovery_info;
 
 /// Runs a proxy until `stop` resolves.
@@ -72,18 +72,7 @@ pub async fn run(
     }
 
     let stats = Arc::new(ProxyStats::default());
-    let status = (cfg.status_interval_s > 0).then(|| {
-        let (router, stats) = (router.clone(), stats.clone());
-        let every = Duration::from_secs(cfg.status_interval_s);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                log_status(&router, &stats).await;
-            }
-        })
-    });
+    let (status, ticker) = Status::start_proxy(&cfg, &router, &stats).await?;
 
     let (mut service_exports, mut service_imports) = service_legs(&cfg);
     // Raw DDS topics travel like ROS ones, under their own DDS names.
@@ -172,20 +161,11 @@ pub async fn run(
             }
         }
     }
-    if let Some(s) = status {
-        s.abort();
-    }
-    log_status(&router, &stats).await;
+    ticker.stop().await;
+    status.report().await;
     router.shutdown().await;
     let _ = router_task.await;
     Ok(())
-}
-
-async fn log_status(router: &RouterHandle, stats: &ProxyStats) {
-    if let Some(r) = router.report().await {
-        crate::stats::log_router(&r);
-    }
-    stats.log();
 }
 
 /// Whether a discovered publication is one this proxy exports: (realm, realm topic).
