@@ -1,7 +1,8 @@
 //! The lab's smoke run, as CI runs it: native DDS and roam (proxy - router - proxy, real
 //! processes on loopback) each deliver the load generator's messages, both round trips and a
-//! stream; roam's processes report the age of the data at every hop. Asserts delivery and
-//! that measurements exist, never a speed.
+//! stream; roam's processes report the age of the data at every hop in the metrics snapshots
+//! they leave in their metrics files, which the lab reads. Asserts delivery and that
+//! measurements exist, never a speed.
 
 use std::process::Command;
 
@@ -38,9 +39,21 @@ fn the_lab_smoke_suite_delivers_through_native_dds_and_roam() {
         assert!(received > 0, "{label} delivered nothing");
         assert_eq!(received, expected, "{label}: reliable messages lost");
         if label.starts_with("roam") {
-            // Every hop measured: the routers' and proxies' status lines at shutdown carry
-            // ages for the links, the exported topic and the imported one.
+            // Every hop measured: the router's and both proxies' final snapshots carry ages
+            // for the links, the exported topic and the imported one, and QUIC path figures.
             let hops = m["hops"].as_array().expect("hops");
+            for process in ["r1", "proxy-a", "proxy-b"] {
+                assert!(
+                    hops.iter().any(|h| h["process"] == process),
+                    "{label}: no snapshot of {process} in {hops:?}"
+                );
+            }
+            if !label.contains("TCP links") {
+                let quic = hops.iter().any(|h| {
+                    h["kind"] == "link" && h["path"]["sent_packets"].as_f64().unwrap_or(0.0) > 0.0
+                });
+                assert!(quic, "{label}: no QUIC path figures in {hops:?}");
+            }
             for (kind, field) in [
                 ("link", "data_age_us"),
                 ("export", "dds_age_us"),

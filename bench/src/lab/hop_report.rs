@@ -1,5 +1,5 @@
-//! The report's tables built from what roam's own processes measured (their `roam::stats`
-//! lines, parsed by `hops`): the in-path latency breakdown of E7 and the QUIC losses of E6.
+//! The report's tables built from what roam's own processes measured (their metrics
+//! snapshots, read by `hops`): the in-path latency breakdown of E7 and the QUIC losses of E6.
 
 use std::fmt::Write as _;
 
@@ -9,7 +9,7 @@ use super::report::us;
 use super::systems::{Links, System};
 
 /// Packets roam's QUIC links lost and the congestion events they caused, summed over every
-/// link end (each end counts what it sent), from the routers' and proxies' status lines.
+/// link end (each end counts what it sent), from the routers' and proxies' snapshots.
 pub fn quic_losses(m: &Measurement) -> String {
     let paths: Vec<_> = m.hops.iter().filter(|h| !h.path.is_empty()).collect();
     if paths.is_empty() {
@@ -24,8 +24,8 @@ pub fn quic_losses(m: &Measurement) -> String {
     )
 }
 
-/// E7 from inside the path: the ages roam's own processes measured at each hop (`roam::stats`
-/// lines), as differences of means (means add up; medians do not), for each direction.
+/// E7 from inside the path: the ages roam's own processes measured at each hop (their
+/// metrics snapshots), as differences of means (means add up; medians do not), for each direction.
 pub fn in_path(m: &Measurement, s: &mut String) {
     let System::Roam { routers, links, .. } = m.system else {
         return;
@@ -97,7 +97,7 @@ pub fn in_path(m: &Measurement, s: &mut String) {
     if fwd.iter().chain(&back).all(|(_, v)| v.is_none()) {
         return;
     }
-    let _ = writeln!(s, "\n{}: measured inside the path (mean ages at each hop from the routers' and proxies' `roam::stats` lines, as differences; a round trip is the data one way and the echo back):\n", m.label);
+    let _ = writeln!(s, "\n{}: measured inside the path (mean ages at each hop from the routers' and proxies' metrics snapshots, as differences; a round trip is the data one way and the echo back):\n", m.label);
     let _ = writeln!(
         s,
         "| component | data (A to B) | echo (B to A) |\n|---|---|---|"

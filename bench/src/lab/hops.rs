@@ -1,13 +1,14 @@
-//! What roam's own processes measured at each hop: the `roam::stats` lines a router and a
-//! proxy log at shutdown (per link: age of arriving data; per exported topic: DDS age when
-//! sealed; per imported topic: age when opened and once written to DDS). E7 splits a round
-//! trip into components with them.
+//! What roam's own processes measured at each hop, from the metrics snapshot each router and
+//! proxy leaves in its metrics file at shutdown (per link: age of arriving data and the QUIC
+//! path; per exported topic: DDS age when sealed; per imported topic: age when opened and
+//! once written to DDS). E7 splits a round trip into components with them.
 
 use std::collections::BTreeMap;
 
+use roam_edge::metrics::{self, Direction, Snapshot};
 use serde::Serialize;
 
-/// One age distribution, microseconds (as `roam::stats::summary_field` writes it).
+/// One age distribution, microseconds (the summary of a snapshot's [`metrics::Ages`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Ages {
     pub n: f64,
@@ -20,30 +21,22 @@ pub struct Ages {
     pub max: f64,
 }
 
-impl Ages {
-    fn parse(s: &str) -> Option<Ages> {
-        let mut a = Ages::default();
-        let words: Vec<&str> = s.split_whitespace().collect();
-        for pair in words.chunks(2) {
-            let [k, v] = pair else { return None };
-            let v: f64 = v.parse().ok()?;
-            match *k {
-                "n" => a.n = v,
-                "mean" => a.mean = v,
-                "std" => a.std = v,
-                "min" => a.min = v,
-                "p50" => a.p50 = v,
-                "p90" => a.p90 = v,
-                "p99" => a.p99 = v,
-                "max" => a.max = v,
-                _ => {}
-            }
+impl From<&metrics::Ages> for Ages {
+    fn from(a: &metrics::Ages) -> Self {
+        Ages {
+            n: a.count as f64,
+            mean: a.mean_us,
+            std: a.std_us,
+            min: a.min_us as f64,
+            p50: a.p50_us,
+            p90: a.p90_us,
+            p99: a.p99_us,
+            max: a.max_us as f64,
         }
-        Some(a)
     }
 }
 
-/// One stats line of one process.
+/// One link or topic of one process.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Hop {
     /// The lab's name for the process (`proxy-a`, `r1`, ...).
@@ -52,98 +45,112 @@ pub struct Hop {
     pub kind: String,
     /// The link's peer, or the topic.
     pub of: String,
-    /// Every age field of the line (`data_age_us`, `dds_age_us`, `opened_age_us`,
-    /// `written_age_us`).
+    /// Its ages, under the names of the status lines (`data_age_us`, `dds_age_us`,
+    /// `opened_age_us`, `written_age_us`).
     pub ages: BTreeMap<String, Ages>,
     /// A QUIC link's path estimates (`rtt_us`, `cwnd`, `lost_packets`, ...); empty otherwise.
     pub path: BTreeMap<String, f64>,
 }
 
-/// `key number key number ...` (the `path` field); pairs that are not numbers are skipped.
-fn numbers(s: &str) -> BTreeMap<String, f64> {
-    let words: Vec<&str> = s.split_whitespace().collect();
-    words
-        .chunks(2)
-        .filter_map(|pair| match pair {
-            [k, v] => Some((k.to_string(), v.parse().ok()?)),
-            _ => None,
-        })
-        .collect()
-}
-
-/// Splits `key=value key="quoted value"` fields.
-fn fields(s: &str) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    let mut rest = s.trim_start();
-    while let Some(eq) = rest.find('=') {
-        let key = rest[..eq].trim().to_string();
-        let after = &rest[eq + 1..];
-        let (value, next) = match after.strip_prefix('"') {
-            Some(q) => match q.find('"') {
-                Some(end) => (&q[..end], &q[end + 1..]),
-                None => (q, ""),
-            },
-            None => match after.find(' ') {
-                Some(sp) => (&after[..sp], &after[sp..]),
-                None => (after, ""),
-            },
-        };
-        out.insert(key, value.to_string());
-        rest = next.trim_start();
-    }
-    out
-}
-
-/// Parses a `roam::stats` log line of `process`; None for other lines and status lines.
-pub fn parse(process: &str, line: &str) -> Option<Hop> {
-    let body = &line[line.find("roam::stats: ")? + "roam::stats: ".len()..];
-    let (kind, rest) = body.split_once(' ')?;
-    let f = fields(rest);
-    let of = match kind {
-        "link" => f.get("peer")?,
-        "export" | "import" => f.get("topic")?,
-        _ => return None,
-    };
-    let ages = f
-        .iter()
-        .filter(|(k, _)| k.ends_with("_age_us"))
-        .filter_map(|(k, v)| Some((k.clone(), Ages::parse(v)?)))
-        .collect();
-    Some(Hop {
+/// The hops of one process's snapshot: its links (open ones, then the last closed ones),
+/// then its topics.
+pub fn from_snapshot(process: &str, s: &Snapshot) -> Vec<Hop> {
+    let hop = |kind: &str, of: &str, ages: Vec<(&str, &metrics::Ages)>| Hop {
         process: process.to_string(),
         kind: kind.to_string(),
-        of: of.clone(),
-        ages,
-        path: f.get("path").map(|p| numbers(p)).unwrap_or_default(),
-    })
+        of: of.to_string(),
+        ages: ages
+            .into_iter()
+            .map(|(k, a)| (k.to_string(), Ages::from(a)))
+            .collect(),
+        path: BTreeMap::new(),
+    };
+    let links = s.links.iter().map(|l| {
+        let mut h = hop("link", &l.peer, vec![("data_age_us", &l.data_age)]);
+        if let Some(p) = &l.path {
+            h.path = [
+                ("rtt_us", p.rtt_us),
+                ("cwnd", p.cwnd),
+                ("sent_packets", p.sent_packets),
+                ("lost_packets", p.lost_packets),
+                ("congestion_events", p.congestion_events),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v as f64))
+            .collect();
+        }
+        h
+    });
+    let topics = s.topics.iter().map(|t| match t.direction {
+        Direction::Export => hop("export", &t.name, vec![("dds_age_us", &t.age_in)]),
+        Direction::Import => {
+            let mut ages = vec![("opened_age_us", &t.age_in)];
+            ages.extend(t.age_out.as_ref().map(|a| ("written_age_us", a)));
+            hop("import", &t.name, ages)
+        }
+    });
+    links.chain(topics).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A proxy's snapshot as its metrics file holds it (buckets trimmed to what matters).
+    const SNAPSHOT: &str = r#"{"version":1,
+        "process":{"id":"proxy-b","kind":"proxy","roam_version":"0.1.0","pid":7,
+                   "start_time_us":1,"snapshot_time_us":2},
+        "routing":{"names":4,"routers_known":2,"subscribed_names":1,"data_in":2,
+                   "data_forwarded":0,"data_delivered_local":2,"control_frames_in":9,
+                   "drops":{"no_route":0,"rpf":0,"malformed":0,"unknown_link":0,"local_subscriber":0}},
+        "links":[
+          {"link":1,"peer":"r1","peer_role":"router","kind":"quic","closed":false,
+           "frames_in":1016,"frames_out":3,"bytes_in":9,"bytes_out":9,"drops":{"full":0,"stale":0},
+           "path":{"rtt_us":70210,"cwnd":1048576,"sent_packets":9000,"lost_packets":12,"congestion_events":3},
+           "data_age":{"count":1004,"sum_us":522080,"min_us":169,"max_us":8437,"mean_us":520.0,
+                       "std_us":884.0,"p50_us":296.0,"p90_us":488.0,"p99_us":4992.0,"buckets":[]}},
+          {"link":2,"peer":"r0","peer_role":"router","kind":"tcp","closed":true,
+           "frames_in":1,"frames_out":1,"bytes_in":1,"bytes_out":1,"drops":{"full":0,"stale":0},
+           "data_age":{"count":1,"sum_us":5,"min_us":5,"max_us":5,"mean_us":5.0,"std_us":0.0,
+                       "p50_us":5.0,"p90_us":5.0,"p99_us":5.0,"buckets":[{"le_us":5,"count":1}]}}],
+        "topics":[
+          {"name":"rt/t","direction":"import","samples":1001,
+           "drops":{"refused":0,"failed":0,"unattributed":0,"unannounced":0},
+           "age_in":{"count":1001,"sum_us":540540,"min_us":179,"max_us":8462,"mean_us":540.0,
+                     "std_us":890.0,"p50_us":312.0,"p90_us":528.0,"p99_us":4992.0,"buckets":[]},
+           "age_out":{"count":1001,"sum_us":550550,"min_us":185,"max_us":8480,"mean_us":550.0,
+                      "std_us":894.0,"p50_us":328.0,"p90_us":528.0,"p99_us":4992.0,"buckets":[]}},
+          {"name":"rt/t/echo","direction":"export","samples":3,
+           "drops":{"refused":0,"failed":0,"unattributed":0,"unannounced":0},
+           "age_in":{"count":3,"sum_us":30,"min_us":10,"max_us":10,"mean_us":10.0,"std_us":0.0,
+                     "p50_us":10.0,"p90_us":10.0,"p99_us":10.0,"buckets":[]}}]}"#;
+
     #[test]
-    fn parses_the_lines_roam_writes() {
-        let link = "2026-11-23T03:05:00.529790Z  INFO roam::stats: link peer=r1 kind=\"quic\" frames_in=1016 dropped_stale=0 data_age_us=\"n 1004 mean 520 std 884 min 169 p50 296 p90 488 p99 4992 max 8437\"";
-        let h = parse("proxy-a", link).unwrap();
-        assert_eq!((h.kind.as_str(), h.of.as_str()), ("link", "r1"));
-        let a = &h.ages["data_age_us"];
+    fn a_snapshot_gives_each_link_and_topic_its_ages() {
+        let s = Snapshot::from_json(SNAPSHOT).unwrap();
+        let hops = from_snapshot("proxy-b", &s);
+        let kinds: Vec<_> = hops
+            .iter()
+            .map(|h| (h.kind.as_str(), h.of.as_str()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("link", "r1"),
+                ("link", "r0"),
+                ("import", "rt/t"),
+                ("export", "rt/t/echo")
+            ]
+        );
+        assert!(hops.iter().all(|h| h.process == "proxy-b"));
+        let a = &hops[0].ages["data_age_us"];
         assert_eq!((a.n, a.p50, a.max), (1004.0, 296.0, 8437.0));
-        assert!(h.path.is_empty());
-        let quic = "x INFO roam::stats: link peer=proxy-a kind=\"quic\" closed=true path=\"rtt_us 70210 cwnd 1048576 sent_packets 9000 lost_packets 12 congestion_events 3\" data_age_us=\"n 1 mean 5 std 0 min 5 p50 5 p90 5 p99 5 max 5\"";
-        let h = parse("r1", quic).unwrap();
-        assert_eq!(h.path["lost_packets"], 12.0);
-        assert_eq!(h.path["rtt_us"], 70210.0);
-        assert_eq!(h.ages.len(), 1);
-        let tcp = "x INFO roam::stats: link peer=proxy-a kind=\"tcp\" path=\"-\" data_age_us=\"n 1 mean 5 std 0 min 5 p50 5 p90 5 p99 5 max 5\"";
-        assert!(parse("r1", tcp).unwrap().path.is_empty());
-        let import = "x INFO roam::stats: import topic=rt/t samples=1001 refused=0 failed=0 opened_age_us=\"n 1001 mean 540 std 890 min 179 p50 312 p90 528 p99 4992 max 8462\" written_age_us=\"n 1001 mean 550 std 894 min 185 p50 328 p90 528 p99 4992 max 8480\"";
-        let h = parse("proxy-b", import).unwrap();
-        assert_eq!(h.of, "rt/t");
-        assert_eq!(h.ages["written_age_us"].mean, 550.0);
-        assert_eq!(h.ages.len(), 2);
-        assert!(parse("r1", "x INFO roam::stats: status names=4 data_in=2").is_none());
-        assert!(parse("r1", "x WARN roam: something else").is_none());
-        assert!(parse("r1", "x INFO roam::stats: link kind=quic").is_none());
+        assert_eq!(hops[0].path["lost_packets"], 12.0);
+        assert_eq!(hops[0].path["rtt_us"], 70210.0);
+        assert!(hops[1].path.is_empty(), "TCP: no QUIC figures");
+        assert_eq!(hops[2].ages["written_age_us"].mean, 550.0);
+        assert_eq!(hops[2].ages["opened_age_us"].n, 1001.0);
+        assert_eq!(hops[3].ages.len(), 1);
+        assert_eq!(hops[3].ages["dds_age_us"].min, 10.0);
     }
 }

@@ -1,9 +1,9 @@
 //! Processes the lab starts: each stopped by its PID (SIGTERM, then SIGKILL) when dropped,
 //! with its stdout lines on a channel and its stderr kept for error messages, and sampled for
-//! CPU time and resident memory from /proc.
+//! CPU time and resident memory from /proc. A roam process also names its metrics file.
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -24,9 +24,8 @@ pub struct Proc {
     child: Child,
     lines: mpsc::Receiver<String>,
     stderr: Arc<Mutex<Vec<String>>>,
-    /// The last `roam::stats` lines (what roam measured at its hops), kept apart from the
-    /// bounded log so the final ones survive a chatty run.
-    stats: Arc<Mutex<std::collections::VecDeque<String>>>,
+    /// Where a roam process keeps its metrics snapshot (what it measured at its hops).
+    pub metrics_file: Option<PathBuf>,
     /// CPU ticks (utime + stime) when the current sampling window started.
     window: Option<(Instant, u64)>,
     peak_rss_kb: u64,
@@ -50,7 +49,7 @@ impl Proc {
             .env_remove("LD_LIBRARY_PATH")
             .env(
                 "RUST_LOG",
-                std::env::var("ROAM_LAB_LOG").unwrap_or_else(|_| "warn,roam::stats=info".into()),
+                std::env::var("ROAM_LAB_LOG").unwrap_or_else(|_| "warn".into()),
             )
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -69,22 +68,11 @@ impl Proc {
         let stderr = Arc::new(Mutex::new(Vec::new()));
         let err = child.stderr.take().ok_or("no stderr")?;
         let sink = stderr.clone();
-        let stats = Arc::new(Mutex::new(std::collections::VecDeque::new()));
-        let stats_sink = stats.clone();
         let tag = name.to_string();
         std::thread::spawn(move || {
             for l in BufReader::new(err).lines().map_while(Result::ok) {
                 if std::env::var_os("ROAM_LAB_VERBOSE").is_some() {
                     eprintln!("    [{tag}] {l}");
-                }
-                if l.contains(" roam::stats: ") {
-                    if let Ok(mut v) = stats_sink.lock() {
-                        if v.len() >= 64 {
-                            v.pop_front();
-                        }
-                        v.push_back(l);
-                    }
-                    continue;
                 }
                 if let Ok(mut v) = sink.lock() {
                     if v.len() < 200 {
@@ -98,7 +86,7 @@ impl Proc {
             child,
             lines,
             stderr,
-            stats,
+            metrics_file: None,
             window: None,
             peak_rss_kb: 0,
         })
@@ -139,14 +127,6 @@ impl Proc {
                 }
             }
         }
-    }
-
-    /// The `roam::stats` lines the process wrote (roam processes log them at shutdown).
-    pub fn stats_lines(&self) -> Vec<String> {
-        self.stats
-            .lock()
-            .map(|v| v.iter().cloned().collect())
-            .unwrap_or_default()
     }
 
     /// Starts a CPU/memory window now.

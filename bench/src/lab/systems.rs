@@ -250,7 +250,10 @@ impl Lab {
             if let Some(c) = connect {
                 args.extend(["--connect".into(), format!("{scheme}127.0.0.1:{c}")]);
             }
-            let p = Proc::start(id, &self.roam, &args)?;
+            let metrics = self.metrics_file(id)?;
+            args.extend(["--metrics-file".into(), metrics.to_string_lossy().into()]);
+            let mut p = Proc::start(id, &self.roam, &args)?;
+            p.metrics_file = Some(metrics);
             p.wait_line(Duration::from_secs(10), |l| l.starts_with("listening"))?;
             Ok(p)
         };
@@ -284,14 +287,30 @@ impl Lab {
         );
         for (id, yaml) in [("proxy-a", a), ("proxy-b", b)] {
             let path = self.dir.join(format!("{id}.yaml"));
+            let metrics = self.metrics_file(id)?;
+            let yaml = format!("{yaml}metrics_file: {}\n", metrics.display());
             std::fs::write(&path, yaml).map_err(|e| e.to_string())?;
-            procs.push(Proc::start(
+            let mut p = Proc::start(
                 id,
                 &self.roam,
                 &["proxy".into(), "-c".into(), path.to_string_lossy().into()],
-            )?);
+            )?;
+            p.metrics_file = Some(metrics);
+            procs.push(p);
         }
         Ok(())
+    }
+
+    /// Where roam process `id` keeps its metrics snapshot; a previous run's is removed, so
+    /// what the lab reads is this run's.
+    fn metrics_file(&self, id: &str) -> Result<PathBuf, String> {
+        let path = self.dir.join(format!("{id}.metrics.json"));
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(format!("{}: {e}", path.display()))
+            }
+            _ => Ok(path),
+        }
     }
 
     fn proxy_yaml(
@@ -368,9 +387,9 @@ pub struct Running {
 }
 
 impl Running {
-    /// Stops every process: SIGTERM to all at once (one `kill`), so each roam process logs
-    /// what it measured while its links are still up, then waits for each. Returns what
-    /// roam's processes measured at their hops.
+    /// Stops every process: SIGTERM to all at once (one `kill`), so each roam process takes
+    /// its final snapshot while its links are still up, then waits for each. Returns what
+    /// roam's processes measured at their hops, from their metrics files.
     pub fn stop(self) -> Vec<super::hops::Hop> {
         let pids: Vec<String> = self.procs.iter().map(|p| p.pid().to_string()).collect();
         if !pids.is_empty() {
@@ -379,13 +398,15 @@ impl Running {
         let mut hops = Vec::new();
         for mut p in self.procs {
             p.stop(Duration::from_secs(3));
-            // The stderr reader may still be taking the last lines in.
-            std::thread::sleep(Duration::from_millis(20));
-            hops.extend(
-                p.stats_lines()
-                    .iter()
-                    .filter_map(|l| super::hops::parse(&p.name, l)),
-            );
+            let Some(path) = &p.metrics_file else {
+                continue;
+            };
+            // Written at start and replaced whole at a clean exit: a process that had to be
+            // killed leaves its first snapshot, and the report shows its hops as unmeasured.
+            match roam_edge::metrics::MetricsFile::read(path) {
+                Ok(s) => hops.extend(super::hops::from_snapshot(&p.name, &s)),
+                Err(e) => eprintln!("    {}: {e}", p.name),
+            }
         }
         hops
     }

@@ -141,3 +141,10 @@ impl Edge {
         a
     }
 }
+
+/// An edge's topics are its process's topics in the metrics snapshot.
+impl crate::metrics::TopicSource for Edge {
+    fn topics(&self) -> Vec<crate::metrics::Topic> {
+        crate::metrics::TopicSource::topics(&self.inner.stats)
+    }
+}

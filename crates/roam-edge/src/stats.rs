@@ -7,14 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use roam_net::latency::LatencyHistogram;
 
-/// Which way a topic goes through this process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Direction {
-    /// Out of this process into the realm (a publisher, a proxy's export).
-    Export,
-    /// From the realm into this process (a subscriber, a proxy's import).
-    Import,
-}
+pub use crate::metrics::Direction;
+use crate::metrics::{Ages, Topic, TopicDrops, TopicSource};
 
 /// One topic in one direction. Exports: `samples` sealed and handed to the router, `failed`
 /// that could not be sealed or sent, `unattributed` samples dropped because their publisher
@@ -38,6 +32,25 @@ impl TopicStats {
     pub fn count(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
     }
+
+    /// The snapshot's view of this topic (relaxed loads: each counter is exact, the set is
+    /// as of about now).
+    pub fn snapshot(&self, direction: Direction, name: &str) -> Topic {
+        let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        Topic {
+            name: name.to_string(),
+            direction,
+            samples: n(&self.samples),
+            drops: TopicDrops {
+                refused: n(&self.refused),
+                failed: n(&self.failed),
+                unattributed: n(&self.unattributed),
+                unannounced: n(&self.unannounced),
+            },
+            age_in: Ages::from(&self.age_in),
+            age_out: (direction == Direction::Import).then(|| Ages::from(&self.age_out)),
+        }
+    }
 }
 
 /// Every topic a process exported or imported since it started (bounded by what it was
@@ -60,6 +73,15 @@ impl TopicRegistry {
         let t = self.topics.lock().unwrap_or_else(|p| p.into_inner());
         t.iter()
             .map(|((d, n), s)| (*d, n.clone(), s.clone()))
+            .collect()
+    }
+}
+
+impl TopicSource for TopicRegistry {
+    fn topics(&self) -> Vec<Topic> {
+        self.all()
+            .into_iter()
+            .map(|(dir, name, s)| s.snapshot(dir, &name))
             .collect()
     }
 }

@@ -54,7 +54,6 @@ fn bucket_range(i: usize) -> (u64, u64) {
 /// Ages in microseconds, recorded concurrently. 4.6 KB, whatever it counts.
 pub struct LatencyHistogram {
     buckets: Box<[AtomicU64]>,
-    count: AtomicU64,
     sum: AtomicU64,
     min: AtomicU64,
     max: AtomicU64,
@@ -64,7 +63,6 @@ impl Default for LatencyHistogram {
     fn default() -> Self {
         Self {
             buckets: (0..BUCKETS).map(|_| AtomicU64::new(0)).collect(),
-            count: AtomicU64::new(0),
             sum: AtomicU64::new(0),
             min: AtomicU64::new(u64::MAX),
             max: AtomicU64::new(0),
@@ -83,7 +81,6 @@ impl std::fmt::Debug for LatencyHistogram {
 impl LatencyHistogram {
     pub fn record(&self, us: u64) {
         self.buckets[bucket_of(us)].fetch_add(1, Ordering::Relaxed);
-        self.count.fetch_add(1, Ordering::Relaxed);
         self.sum.fetch_add(us, Ordering::Relaxed);
         self.min.fetch_min(us, Ordering::Relaxed);
         self.max.fetch_max(us, Ordering::Relaxed);
@@ -101,56 +98,132 @@ impl LatencyHistogram {
         }
     }
 
-    /// Count, mean, extremes and quantiles of what was recorded so far (quantiles and the
-    /// standard deviation to the buckets' resolution, about 6%).
-    pub fn summary(&self) -> LatencySummary {
-        let counts: Vec<u64> = self
+    /// A plain copy of the counts: the non-empty buckets, the total and the extremes. Cheap
+    /// (one relaxed load per bucket), so a status report can take it at any time.
+    pub fn snapshot(&self) -> LatencySnapshot {
+        let buckets: Vec<Bucket> = self
             .buckets
             .iter()
-            .map(|b| b.load(Ordering::Relaxed))
+            .enumerate()
+            .filter_map(|(i, b)| {
+                let count = b.load(Ordering::Relaxed);
+                (count > 0).then(|| Bucket {
+                    le_us: bucket_le(i),
+                    count,
+                })
+            })
             .collect();
-        let n: u64 = counts.iter().sum();
-        if n == 0 {
-            return LatencySummary::default();
+        let count = buckets.iter().map(|b| b.count).sum();
+        if count == 0 {
+            return LatencySnapshot::default();
         }
-        let mean = self.sum.load(Ordering::Relaxed) as f64
-            / self.count.load(Ordering::Relaxed).max(1) as f64;
-        let (min, max) = (
+        let (mut min_us, mut max_us) = (
             self.min.load(Ordering::Relaxed),
             self.max.load(Ordering::Relaxed),
         );
+        if min_us > max_us {
+            // A first age is being recorded right now: its bucket counts, its extremes do
+            // not yet. The buckets' bounds stand in.
+            min_us = buckets
+                .first()
+                .map_or(0, |b| bucket_range(bucket_of(b.le_us)).0);
+            max_us = buckets.last().map_or(0, |b| b.le_us);
+        }
+        LatencySnapshot {
+            buckets,
+            count,
+            sum_us: self.sum.load(Ordering::Relaxed),
+            min_us,
+            max_us,
+        }
+    }
+
+    /// Count, mean, extremes and quantiles of what was recorded so far (see
+    /// [`LatencySnapshot::summary`]).
+    pub fn summary(&self) -> LatencySummary {
+        self.snapshot().summary()
+    }
+}
+
+/// The largest age (µs, inclusive) bucket `i` holds; `u64::MAX` for the last one, which also
+/// takes everything older than the histogram covers.
+fn bucket_le(i: usize) -> u64 {
+    if i + 1 >= BUCKETS {
+        u64::MAX
+    } else {
+        bucket_range(i).1 - 1
+    }
+}
+
+/// The upper bound (µs, inclusive) of every bucket a [`LatencyHistogram`] has, in order; the
+/// last is `u64::MAX`. Coarser buckets for an export format (Prometheus `le`, say) lose
+/// nothing when their bounds are taken from this list: e.g. `2^k - 1` for every `k >= 6`.
+pub fn bucket_bounds_us() -> impl Iterator<Item = u64> {
+    (0..BUCKETS).map(bucket_le)
+}
+
+/// One bucket of a [`LatencySnapshot`]: `count` ages at most `le_us` and above the previous
+/// bucket's bound (see [`bucket_bounds_us`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bucket {
+    pub le_us: u64,
+    pub count: u64,
+}
+
+/// What a [`LatencyHistogram`] held at one moment, as plain data: its non-empty buckets in
+/// order, how many ages it counted, their sum, and the extremes (all 0 when empty).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LatencySnapshot {
+    pub buckets: Vec<Bucket>,
+    pub count: u64,
+    /// Wraps around on absurd ages (a forged send time decades old), like any counter.
+    pub sum_us: u64,
+    pub min_us: u64,
+    pub max_us: u64,
+}
+
+impl LatencySnapshot {
+    /// Count, mean, extremes and quantiles (quantiles and the standard deviation to the
+    /// buckets' resolution, about 6%).
+    pub fn summary(&self) -> LatencySummary {
+        let n = self.count;
+        if n == 0 {
+            return LatencySummary::default();
+        }
+        let mean = self.sum_us as f64 / n as f64;
+        let (min, max) = (self.min_us as f64, self.max_us as f64);
         // A bucket's values are taken at its middle, clamped to what was seen.
-        let mid = |i: usize| {
-            let (lo, hi) = bucket_range(i);
-            ((lo + hi - 1) as f64 / 2.0).clamp(min as f64, max as f64)
+        let mid = |b: &Bucket| {
+            let (lo, hi) = bucket_range(bucket_of(b.le_us));
+            // max/min rather than clamp: no panic even if the extremes were inconsistent.
+            ((lo + hi - 1) as f64 / 2.0).max(min).min(max)
         };
         let quantile = |q: f64| {
             let rank = ((n as f64 * q).ceil() as u64).clamp(1, n);
             let mut seen = 0;
-            for (i, c) in counts.iter().enumerate() {
-                seen += c;
+            for b in &self.buckets {
+                seen += b.count;
                 if seen >= rank {
-                    return mid(i);
+                    return mid(b);
                 }
             }
-            max as f64
+            max
         };
-        let var = counts
+        let var = self
+            .buckets
             .iter()
-            .enumerate()
-            .filter(|(_, c)| **c > 0)
-            .map(|(i, c)| *c as f64 * (mid(i) - mean).powi(2))
+            .map(|b| b.count as f64 * (mid(b) - mean).powi(2))
             .sum::<f64>()
             / n as f64;
         LatencySummary {
             count: n,
             mean_us: mean,
             std_us: var.sqrt(),
-            min_us: min as f64,
+            min_us: min,
             p50_us: quantile(0.5),
             p90_us: quantile(0.9),
             p99_us: quantile(0.99),
-            max_us: max as f64,
+            max_us: max,
         }
     }
 }
@@ -209,6 +282,36 @@ mod tests {
             "std {}",
             s.std_us
         );
+    }
+
+    #[test]
+    fn a_snapshot_holds_every_count_in_its_bucket() {
+        let h = LatencyHistogram::default();
+        assert_eq!(h.snapshot(), LatencySnapshot::default());
+        for us in [0, 5, 5, 63, 64, 65, 1000, 1_000_000, u64::MAX] {
+            h.record(us);
+        }
+        let s = h.snapshot();
+        assert_eq!(s.count, 9);
+        assert_eq!((s.min_us, s.max_us), (0, u64::MAX));
+        assert_eq!(s.buckets.iter().map(|b| b.count).sum::<u64>(), 9);
+        assert_eq!(s.buckets[1], Bucket { le_us: 5, count: 2 });
+        // Bounds are inclusive upper ones, strictly increasing, and each age sits in the
+        // first bucket whose bound reaches it.
+        let bounds: Vec<u64> = bucket_bounds_us().collect();
+        assert_eq!(bounds.len(), BUCKETS);
+        assert!(bounds.windows(2).all(|w| w[0] < w[1]));
+        for (us, b) in [(63, 63), (64, 67), (65, 67), (1000, 1023)] {
+            let at = s.buckets.iter().find(|x| x.le_us >= us).unwrap();
+            assert_eq!(at.le_us, b, "age {us}");
+        }
+        assert_eq!(s.buckets.last().unwrap().le_us, u64::MAX);
+        assert!(s.buckets.iter().all(|b| bounds.contains(&b.le_us)));
+        // Powers of two minus one are bounds: per-octave buckets lose nothing.
+        for k in 6..38 {
+            assert!(bounds.contains(&((1u64 << k) - 1)), "2^{k} - 1");
+        }
+        assert_eq!(s.summary(), h.summary());
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //!   - quic://cloud.example.com:7447
 //!   - tcp://backup.example.com:7447
 //! status_interval_s: 30      # log per-link counters this often (0: never)
+//! metrics_file: /run/roam/edge-1.json  # keep the latest metrics snapshot here (JSON)
 //! link:
 //!   idle_timeout_ms: 10000   # a silent peer is declared dead after this
 //!   keepalive_ms: 1000
@@ -44,6 +45,8 @@ pub struct RouterFile {
     #[serde(default)]
     pub connect: Vec<String>,
     pub status_interval_s: Option<u64>,
+    /// Where to keep the latest metrics snapshot (`--metrics-file`).
+    pub metrics_file: Option<PathBuf>,
     #[serde(default)]
     pub link: LinkFile,
 }

@@ -159,8 +159,9 @@ pub struct LinkReport {
     pub bytes_out: u64,
     pub dropped_full: u64,
     pub dropped_stale: u64,
-    /// Age of the data that arrived on the link (see [`crate::latency`]).
-    pub data_age: crate::latency::LatencySummary,
+    /// Age of the data that arrived on the link (see [`crate::latency`]): every bucket, so
+    /// an export format loses nothing; `.summary()` gives the quantiles.
+    pub data_age: crate::latency::LatencySnapshot,
     /// The QUIC connection's path estimates (`None` on TCP links).
     pub path: Option<crate::link::PathStats>,
     /// The link is down; these are its figures at the end (the last
@@ -555,7 +556,7 @@ fn link_report(link: LinkId, l: &LinkEntry) -> LinkReport {
         bytes_out: g(&s.bytes_out),
         dropped_full: g(&s.dropped_full),
         dropped_stale: g(&s.dropped_stale),
-        data_age: s.data_age.summary(),
+        data_age: s.data_age.snapshot(),
         path: l.tx.path(),
         closed: false,
     }

@@ -1,15 +1,16 @@
 //! `roam router`: run a router.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::Args;
+use roam_edge::metrics::{Metrics, ProcessKind};
 use tracing::info;
 
 use super::CmdResult;
 use crate::addr;
 use crate::config::{self, RouterFile};
 use crate::config_doc::FieldPath;
+use crate::stats::Status;
 
 #[derive(Debug, Args)]
 pub struct RouterArgs {
@@ -48,6 +49,11 @@ pub struct RouterArgs {
     /// this many seconds (0: only at shutdown) [default: 30; log target roam::stats].
     #[arg(long, value_name = "SECS")]
     pub status_interval: Option<u64>,
+    /// Keep the latest metrics snapshot in this file (JSON, one line: counters, links with
+    /// their QUIC path figures and data-age histograms), replaced whole at start, every
+    /// status interval and at exit [metrics_file; see docs/operations.md "The metrics file"].
+    #[arg(long, value_name = "PATH")]
+    pub metrics_file: Option<PathBuf>,
 }
 
 pub async fn run(a: RouterArgs) -> CmdResult {
@@ -117,28 +123,22 @@ pub async fn run(a: RouterArgs) -> CmdResult {
         what: "roam router",
     })
     .await?;
+    let metrics_file = a
+        .metrics_file
+        .or_else(|| file.and_then(|f| f.metrics_file.clone()));
+    let metrics = Metrics::new(&id, ProcessKind::Router).with_router(handle.clone());
+    let status = Status::new(metrics, metrics_file);
+    status.start().await.map_err(|e| e.to_string())?;
     let interval = a
         .status_interval
         .or(file.and_then(|f| f.status_interval_s))
         .unwrap_or(30);
-    if interval > 0 {
-        let h = handle.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(interval));
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                let Some(r) = h.report().await else { return };
-                crate::stats::log_router(&r);
-            }
-        });
-    }
+    let ticker = status.every(interval);
     tokio::select! {
         _ = shutdown_signal() => {
             info!("shutting down");
-            if let Some(r) = handle.report().await {
-                crate::stats::log_router(&r);
-            }
+            ticker.stop().await;
+            status.report().await;
             handle.shutdown().await;
             let _ = task.await;
         }

@@ -27,6 +27,8 @@
 //! encrypt_payloads: true         # false: exported payloads in clear text, still
 //!                                # authenticated (public data; measuring encryption's cost)
 //! status_interval_s: 30          # per-topic and per-link status lines (0: only at exit)
+//! metrics_file: /run/roam/robot-7.json  # optional: the latest metrics snapshot (JSON),
+//!                                # replaced at start, every status interval and at exit
 //! imports:                       # realm topics that appear in this network
 //!   - topic: /robot7/chatter
 //!     realm: warehouse
@@ -79,6 +81,8 @@ pub struct ProxyFile {
     /// Seconds between status lines (per topic: samples, ages at this hop; per link); 0:
     /// only at shutdown.
     pub status_interval_s: Option<u64>,
+    /// Where to keep the latest metrics snapshot (JSON, replaced whole each time).
+    pub metrics_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -203,6 +207,8 @@ pub struct ProxyConfig {
     pub encrypt_payloads: bool,
     /// Seconds between status lines; 0: only at shutdown.
     pub status_interval_s: u64,
+    /// Where to keep the latest metrics snapshot.
+    pub metrics_file: Option<PathBuf>,
 }
 
 fn yes() -> bool {
@@ -349,6 +355,7 @@ impl ProxyConfig {
             link: f.link,
             encrypt_payloads: f.encrypt_payloads,
             status_interval_s: f.status_interval_s.unwrap_or(30),
+            metrics_file: f.metrics_file,
         })
     }
 

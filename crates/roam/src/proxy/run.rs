@@ -9,19 +9,19 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
 
 use roam_dds::{ros_discovery_info, Discovery, DiscoveryEvent, Endpoint, Guid, Participant};
 use roam_edge::names::{dds_topic, service_reply, service_request};
 use roam_edge::ros_names::{ros_endpoint, service_to_dds, topic_to_dds, RosEndpoint};
 use roam_edge::{Edge, Port};
-use roam_net::runtime::{self, PeerAddr, RouterHandle};
+use roam_net::runtime::{self, PeerAddr};
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
 use super::config::{ProxyConfig, What};
 use super::export::{export, ExportLeg, PublicationEvent};
 use super::import::{import, ImportLeg, PROXY_MARK};
+use crate::stats::Status;
 
 /// Runs a proxy until `stop` resolves.
 pub async fn run(
@@ -58,18 +58,7 @@ pub async fn run(
         warn!("encrypt_payloads is false: exported payloads travel in clear text (authenticated, not confidential)");
     }
 
-    let status = (cfg.status_interval_s > 0).then(|| {
-        let (router, edge) = (router.clone(), edge.clone());
-        let every = Duration::from_secs(cfg.status_interval_s);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                log_status(&router, &edge).await;
-            }
-        })
-    });
+    let (status, ticker) = Status::start_proxy(&cfg, &router, &edge).await?;
 
     let (mut service_exports, mut service_imports) = service_legs(&cfg);
     // Raw DDS topics travel like ROS ones, under their own DDS names.
@@ -155,20 +144,11 @@ pub async fn run(
             }
         }
     }
-    if let Some(s) = status {
-        s.abort();
-    }
-    log_status(&router, &edge).await;
+    ticker.stop().await;
+    status.report().await;
     router.shutdown().await;
     let _ = router_task.await;
     Ok(())
-}
-
-async fn log_status(router: &RouterHandle, edge: &Edge) {
-    if let Some(r) = router.report().await {
-        crate::stats::log_router(&r);
-    }
-    crate::stats::log_topics(edge.topics());
 }
 
 /// Whether a discovered publication is one this proxy exports: (realm, realm topic).
