@@ -121,9 +121,9 @@ fn routers_and_proxies_keep_a_snapshot_that_moves_with_the_traffic() {
     // Every counter on the path moves: the export, the router's links in and out, the
     // import; and the ages come with histograms that hold every count.
     let exported =
-        |s: &Snapshot| topic(s, "rt/chatter", Direction::Export).map_or(0, |t| t.samples);
+        |s: &Snapshot| topic(s, "/chatter", Direction::Export).map_or(0, |t| t.samples);
     let imported =
-        |s: &Snapshot| topic(s, "rt/chatter", Direction::Import).map_or(0, |t| t.samples);
+        |s: &Snapshot| topic(s, "/chatter", Direction::Import).map_or(0, |t| t.samples);
     let from_robot = |s: &Snapshot| link(s, "robot").map_or(0, |l| l.frames_in);
     let to_base = |s: &Snapshot| link(s, "base").map_or(0, |l| l.frames_out);
     let r1 = wait_snapshot(&robot, &file("robot"), "exports", |s| exported(s) > 0);
@@ -141,7 +141,7 @@ fn routers_and_proxies_keep_a_snapshot_that_moves_with_the_traffic() {
         imported(s) > imported(&b1)
     });
 
-    let t = topic(&r2, "rt/chatter", Direction::Export).unwrap();
+    let t = topic(&r2, "/chatter", Direction::Export).unwrap();
     assert!(t.age_in.count > 0 && t.age_out.is_none(), "{t:?}");
     assert_eq!(t.drops.failed, 0);
     let up = link(&r2, "cloud").expect("the robot's link to the cloud");
@@ -159,7 +159,7 @@ fn routers_and_proxies_keep_a_snapshot_that_moves_with_the_traffic() {
     assert_eq!(c2.process.kind, ProcessKind::Router);
     assert!(c2.routing.as_ref().unwrap().data_forwarded > 0);
     assert!(c2.topics.is_empty());
-    let t = topic(&b2, "rt/chatter", Direction::Import).unwrap();
+    let t = topic(&b2, "/chatter", Direction::Import).unwrap();
     let written = t.age_out.as_ref().expect("an import's written ages");
     assert!(t.age_in.count > 0 && written.count > 0, "{t:?}");
     assert_eq!(
@@ -185,7 +185,7 @@ fn routers_and_proxies_keep_a_snapshot_that_moves_with_the_traffic() {
     assert!(imported(&last) >= imported(&before));
     assert!(
         base.logs()
-            .contains("roam::stats: import topic=rt/chatter samples="),
+            .contains("roam::stats: import topic=/chatter samples="),
         "{}",
         base.logs()
     );
