@@ -63,6 +63,11 @@ pub enum EdgeError {
     Send(#[from] roam_net::client::SendError),
 }
 
+/// Keeps a definition announced (see [`Edge::describe`]).
+pub struct Description {
+    _announcer: Arc<Announcer>,
+}
+
 /// One process's door to its realms: every publisher, subscriber, service and action handle
 /// comes from here. Cheap to clone.
 #[derive(Clone)]
@@ -116,6 +121,23 @@ impl Edge {
     /// Every topic's counters in this process.
     pub fn topics(&self) -> &TopicRegistry {
         &self.inner.stats
+    }
+
+    /// Announces a definition of `dds_type` (its ros2msg text) with `topic`'s announcements
+    /// for as long as the returned handle lives: what an importer with the definitions does
+    /// for what it imports, so members without them (a gateway with no ROS install) can read
+    /// the data.
+    pub fn describe(&self, topic: &TopicRef, dds_type: &str, text: String) -> Description {
+        let announcer = self.announcer(topic);
+        announcer.change(crate::announce::Change::Definition(
+            roam_proto::meta::TypeDefinition {
+                dds_type: dds_type.to_string(),
+                text,
+            },
+        ));
+        Description {
+            _announcer: announcer,
+        }
     }
 
     /// The announcer of a topic, shared by every publisher of it in this process.

@@ -32,7 +32,7 @@ pub mod streams;
 mod subscriber;
 
 pub use announce::ANNOUNCE_PERIOD;
-pub use edge::{Edge, EdgeError, TopicRef};
+pub use edge::{Description, Edge, EdgeError, TopicRef};
 pub use port::Port;
 pub use publisher::{Publisher, StreamSpec};
 pub use realm::Realm;

@@ -62,6 +62,7 @@ pub struct Publisher {
 
 struct Inner {
     port: Port,
+    dds_type: String,
     qos: StreamQos,
     name: Name,
     port_id: u64,
@@ -101,6 +102,7 @@ impl Edge {
         .clear_text(spec.clear_text);
         let session = sealer.session();
         let qos = spec.qos;
+        let dds_type = spec.dds_type.clone();
         let announcer = topic.raw.is_none().then(|| self.announcer(topic));
         if let Some(announcer) = &announcer {
             if let Some(text) = &spec.definition {
@@ -123,6 +125,7 @@ impl Edge {
         Ok(Publisher {
             inner: Arc::new(Inner {
                 port,
+                dds_type,
                 qos,
                 name,
                 port_id: publication.id,
@@ -140,6 +143,11 @@ impl Publisher {
     /// The data name this stream travels on.
     pub fn name(&self) -> Name {
         self.inner.name
+    }
+
+    /// The DDS type name this stream announces.
+    pub fn dds_type(&self) -> &str {
+        &self.inner.dds_type
     }
 
     /// The QoS this stream announces.

@@ -39,6 +39,9 @@ pub struct SubscriberOptions {
     pub hold_unannounced: bool,
     /// Envelopes queued per data name before the topic is pushed back on.
     pub depth: usize,
+    /// Follow the announcements only (streams, definitions), not the data: for a tool that
+    /// publishes and wants the topic's definitions.
+    pub announcements_only: bool,
 }
 
 impl Default for SubscriberOptions {
@@ -47,6 +50,7 @@ impl Default for SubscriberOptions {
             dds_type: None,
             hold_unannounced: false,
             depth: 4096,
+            announcements_only: false,
         }
     }
 }
@@ -297,6 +301,9 @@ impl Subscriber {
     /// Subscribes to the data of every announced type (and the one asked for); releases the
     /// others.
     async fn sync_data_names(&mut self) {
+        if self.options.announcements_only {
+            return;
+        }
         if let Some(name) = self.topic.raw {
             if self.data.is_empty() {
                 let sub = self.port.subscribe(name, self.options.depth).await;

@@ -225,8 +225,8 @@ mod tests {
 
     use roam_edge::metrics::{Process, TopicSource};
     use roam_edge::stats::{Direction, TopicRegistry, TopicStats};
-    use roam_net::latency::LatencyHistogram;
     use roam_net::admission::AdmissionStats;
+    use roam_net::latency::LatencyHistogram;
     use roam_net::link::{PathStats, PeerInfo};
     use roam_net::runtime::{LinkReport, RouterReport};
     use roam_proto::frame::Role;

@@ -120,10 +120,8 @@ fn routers_and_proxies_keep_a_snapshot_that_moves_with_the_traffic() {
 
     // Every counter on the path moves: the export, the router's links in and out, the
     // import; and the ages come with histograms that hold every count.
-    let exported =
-        |s: &Snapshot| topic(s, "/chatter", Direction::Export).map_or(0, |t| t.samples);
-    let imported =
-        |s: &Snapshot| topic(s, "/chatter", Direction::Import).map_or(0, |t| t.samples);
+    let exported = |s: &Snapshot| topic(s, "/chatter", Direction::Export).map_or(0, |t| t.samples);
+    let imported = |s: &Snapshot| topic(s, "/chatter", Direction::Import).map_or(0, |t| t.samples);
     let from_robot = |s: &Snapshot| link(s, "robot").map_or(0, |l| l.frames_in);
     let to_base = |s: &Snapshot| link(s, "base").map_or(0, |l| l.frames_out);
     let r1 = wait_snapshot(&robot, &file("robot"), "exports", |s| exported(s) > 0);

@@ -54,6 +54,14 @@ pub struct PubArgs {
     /// who observed a name on the wire; for security testing).
     #[arg(long, value_name = "HEX")]
     pub raw_name: Option<String>,
+    /// Publish this message, given as JSON in rosbridge's conventions (e.g. '{"data": "hi"}'
+    /// for std_msgs/msg/String); `-` reads one JSON message per line from stdin. Fields left
+    /// out take their defaults. The type's definition comes from this machine or from the
+    /// realm (see --msg-path).
+    #[arg(long, value_name = "JSON")]
+    pub json: Option<String>,
+    #[command(flatten)]
+    pub definitions: super::json::DefinitionArgs,
 }
 
 #[derive(Debug, Args)]
@@ -71,6 +79,13 @@ pub struct SubArgs {
     /// Subscribe to this 64-hex-digit name instead of deriving it from the topic.
     #[arg(long, value_name = "HEX")]
     pub raw_name: Option<String>,
+    /// Print every message as one line of JSON (rosbridge's conventions), like `ros2 topic
+    /// echo`; the type's definition comes from this machine or from the realm (see
+    /// --msg-path).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub definitions: super::json::DefinitionArgs,
 }
 
 /// The topic as the edge names it, checked before the realm file is read (so a mistyped
@@ -162,22 +177,37 @@ pub async fn run_pub(a: PubArgs) -> CmdResult {
         check_size(size, sealed, max_envelope_len(&cfg.link))?;
     }
     let (edge, client) = edge(cfg, &a.conn.id, "connected to", signer)?;
+    // With --json, a definition on this machine is used and announced with the stream.
+    let local = match &a.json {
+        Some(_) => super::json::local_codec(&a.definitions.source()?, &dds_type).await,
+        None => None,
+    };
+    let (mut codec, definition) = match local {
+        Some((codec, text)) => (Some(codec), Some(text)),
+        None => (None, None),
+    };
     let spec = StreamSpec {
         qos: StreamQos {
             reliable: !a.best_effort,
             transient_local: false,
             depth: 10,
         },
+        definition,
         ..StreamSpec::new(dds_type)
     };
     let publisher = edge
         .publisher(&topic, spec)
         .await
         .map_err(|e| e.to_string())?;
+    if a.json.is_some() && codec.is_none() {
+        // The stream is announced (with its type): a member that has the definition, such
+        // as a proxy importing the topic, announces it in turn.
+        codec = Some(announced_definition(&a, &edge, &topic, publisher.dds_type()).await?);
+    }
     let mut sent = 0u64;
     let mut stopped = false;
     let outcome = tokio::select! {
-        r = publish(&a, &publisher, &mut sent) => r,
+        r = publish(&a, &publisher, codec.as_ref(), &mut sent) => r,
         sig = stop.wait() => {
             eprintln!("{sig}: stopping");
             stopped = true;
@@ -219,8 +249,68 @@ fn check_size(payload: usize, envelope: usize, limit: usize) -> CmdResult {
     ))
 }
 
+/// The codec of `--json` from a definition announced in the realm.
+async fn announced_definition(
+    a: &PubArgs,
+    edge: &Edge,
+    topic: &TopicRef,
+    dds_type: &str,
+) -> Result<roam_msg::MessageType, String> {
+    let options = SubscriberOptions {
+        announcements_only: true,
+        ..SubscriberOptions::default()
+    };
+    let mut announcements = edge.subscriber(topic, options).await;
+    let wait = a.definitions.wait();
+    super::json::announced_codec(&mut announcements, dds_type, wait, |_, _| {}).await
+}
+
+/// The next message body: a generated payload, a stdin line, or JSON (from the argument or
+/// a stdin line) encoded as CDR. `None` when stdin ends.
+async fn next_body(
+    a: &PubArgs,
+    codec: Option<&roam_msg::MessageType>,
+    n: u64,
+    lines: &mut tokio::io::Lines<tokio::io::BufReader<tokio::io::Stdin>>,
+) -> Result<Option<Vec<u8>>, String> {
+    let read_line = |l: std::io::Result<Option<String>>| l.map_err(|e| e.to_string());
+    if let (Some(json), Some(codec)) = (&a.json, codec) {
+        let text = match json.as_str() {
+            "-" => match read_line(lines.next_line().await)? {
+                Some(l) if l.trim().is_empty() => return Ok(Some(Vec::new())),
+                Some(l) => l,
+                None => return Ok(None),
+            },
+            j => j.to_string(),
+        };
+        let mut cdr = Vec::new();
+        codec
+            .json_to_cdr(
+                text.as_bytes(),
+                &roam_msg::EncodeOptions::default(),
+                &mut cdr,
+            )
+            .map_err(|e| format!("message {n}: {e}"))?;
+        return Ok(Some(cdr));
+    }
+    Ok(match a.size {
+        Some(size) => Some(payload::pattern(n, size)),
+        None => read_line(lines.next_line().await)?.map(String::into_bytes),
+    })
+}
+
 /// Waits for a subscriber (unless --no-wait), then sends every message; counts in `sent`.
-async fn publish(a: &PubArgs, p: &Publisher, sent: &mut u64) -> CmdResult {
+async fn publish(
+    a: &PubArgs,
+    p: &Publisher,
+    codec: Option<&roam_msg::MessageType>,
+    sent: &mut u64,
+) -> CmdResult {
+    // A JSON argument is one message unless --count says more.
+    let count = match (&a.json, a.count) {
+        (Some(j), None) if j != "-" => Some(1),
+        (_, c) => c,
+    };
     if !a.no_wait {
         eprintln!("waiting for a subscriber of {} ...", a.topic.topic);
         let mut demand = p.demand();
@@ -237,16 +327,14 @@ async fn publish(a: &PubArgs, p: &Publisher, sent: &mut u64) -> CmdResult {
     });
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     loop {
-        if a.count.is_some_and(|n| *sent >= n) {
+        if count.is_some_and(|n| *sent >= n) {
             return Ok(());
         }
-        let body = match a.size {
-            // Sequence numbers start at 1: message n carries the pattern of n.
-            Some(size) => payload::pattern(*sent + 1, size),
-            None => match lines.next_line().await.map_err(|e| e.to_string())? {
-                Some(l) => l.into_bytes(),
-                None => return Ok(()),
-            },
+        // Sequence numbers start at 1: message n carries the pattern of n.
+        let body = match next_body(a, codec, *sent + 1, &mut lines).await? {
+            Some(b) if b.is_empty() && a.json.is_some() => continue,
+            Some(b) => b,
+            None => return Ok(()),
         };
         if let Some(t) = tick.as_mut() {
             t.tick().await;
@@ -288,7 +376,56 @@ pub async fn run_sub(a: SubArgs) -> CmdResult {
     let mut sub = edge.subscriber(&topic, options).await;
     let mut got = 0u64;
     let mut out = Vec::new();
+    // With --json: the type's codec, and the messages that came before it was known.
+    let mut early: Vec<(roam_edge::Received, Vec<u8>)> = Vec::new();
+    let codec = match a.json {
+        false => None,
+        true => {
+            let source = a.definitions.source()?;
+            let dds_type = a.topic.resolve()?.dds_type;
+            Some(match super::json::local_codec(&source, &dds_type).await {
+                Some((codec, _)) => codec,
+                None => {
+                    let wait = a.definitions.wait();
+                    super::json::announced_codec(&mut sub, &dds_type, wait, |ev, buf| {
+                        if let Event::Message(r) = ev {
+                            if early.len() < 1024 {
+                                early.push((r, buf));
+                            }
+                        }
+                    })
+                    .await?
+                }
+            })
+        }
+    };
     let stdout = std::io::stdout();
+    let mut json = Vec::new();
+    let mut print = |r: &roam_edge::Received, payload: &[u8]| -> CmdResult {
+        let line = match &codec {
+            Some(codec) => {
+                json.clear();
+                codec
+                    .cdr_to_json(payload, &mut json)
+                    .map_err(|e| format!("message {}: {e}", r.header.seq))?;
+                String::from_utf8_lossy(&json).into_owned()
+            }
+            None => {
+                let latency = now_us() as i64 - r.header.send_time_us as i64;
+                payload::describe(r.header.seq, latency, payload, r.signer.as_deref())
+            }
+        };
+        let mut lock = stdout.lock();
+        let _ = writeln!(lock, "{line}");
+        let _ = lock.flush();
+        Ok(())
+    };
+    for (r, payload) in std::mem::take(&mut early) {
+        got += 1;
+        if !a.quiet {
+            print(&r, &payload)?;
+        }
+    }
     let summary = |got: u64, sub: &Subscriber| {
         let s = sub.open_stats();
         eprintln!(
@@ -309,11 +446,9 @@ pub async fn run_sub(a: SubArgs) -> CmdResult {
             Some(Event::Message(r)) => {
                 got += 1;
                 if !a.quiet {
-                    let latency = now_us() as i64 - r.header.send_time_us as i64;
-                    let line = payload::describe(r.header.seq, latency, &out, r.signer.as_deref());
-                    let mut lock = stdout.lock();
-                    let _ = writeln!(lock, "{line}");
-                    let _ = lock.flush();
+                    if let Err(e) = print(&r, &out) {
+                        tracing::warn!("{e}");
+                    }
                 }
                 if a.count.is_some_and(|n| got >= n) {
                     break;

@@ -8,6 +8,7 @@ pub mod child;
 pub mod demo;
 pub mod demo_ros;
 pub mod endpoint;
+pub mod json;
 pub mod name;
 pub mod pki;
 pub mod proxy;

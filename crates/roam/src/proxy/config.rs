@@ -27,6 +27,9 @@
 //! encrypt_payloads: true         # false: exported payloads in clear text, still
 //!                                # authenticated (public data; measuring encryption's cost)
 //! status_interval_s: 30          # per-topic and per-link status lines (0: only at exit)
+//! msg_paths: [/opt/my_ws/src/my_msgs]   # optional: where message definitions are, besides
+//!                                # AMENT_PREFIX_PATH (announced with the topics, so members
+//!                                # without a ROS install can read them as JSON)
 //! metrics_file: /run/roam/robot-7.json  # optional: the latest metrics snapshot (JSON),
 //!                                # replaced at start, every status interval and at exit
 //! imports:                       # realm topics that appear in this network
@@ -83,6 +86,10 @@ pub struct ProxyFile {
     pub status_interval_s: Option<u64>,
     /// Where to keep the latest metrics snapshot (JSON, replaced whole each time).
     pub metrics_file: Option<PathBuf>,
+    /// Directories of ROS 2 interface definitions besides AMENT_PREFIX_PATH: a package
+    /// (holding msg/, srv/, action/), an install prefix, or a folder of packages.
+    #[serde(default)]
+    pub msg_paths: Vec<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -209,6 +216,7 @@ pub struct ProxyConfig {
     pub status_interval_s: u64,
     /// Where to keep the latest metrics snapshot.
     pub metrics_file: Option<PathBuf>,
+    pub msg_paths: Vec<PathBuf>,
 }
 
 fn yes() -> bool {
@@ -356,6 +364,7 @@ impl ProxyConfig {
             encrypt_payloads: f.encrypt_payloads,
             status_interval_s: f.status_interval_s.unwrap_or(30),
             metrics_file: f.metrics_file,
+            msg_paths: f.msg_paths,
         })
     }
 
@@ -367,6 +376,10 @@ impl ProxyConfig {
         for (name, path) in &self.realms {
             roam_edge::realm::load(path)
                 .map_err(|e| doc.err(&FieldPath::new("realms").key(name), e))?;
+        }
+        for (i, path) in self.msg_paths.iter().enumerate() {
+            roam_edge::definitions::check_msg_path(path)
+                .map_err(|e| doc.err(&FieldPath::new("msg_paths").index(i), e.to_string()))?;
         }
         if !self.dds.interfaces.is_empty() {
             let here = crate::host_check::interface_names()

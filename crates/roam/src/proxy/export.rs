@@ -17,11 +17,11 @@ use std::time::{Duration, Instant};
 use roam_dds::{
     DdsError, Endpoint, Guid, Participant, Reader, Sample, SampleKind, TopicInfo, TypeDescriptor,
 };
+use roam_edge::definitions::DefinitionSource;
+use roam_edge::stats::{Direction, TopicStats};
 use roam_edge::{Edge, PayloadKind, Publisher, Realm, StreamQos, StreamSpec, TopicRef, XTypes};
 use tokio::sync::{mpsc, watch};
 use tracing::{info, warn};
-
-use roam_edge::stats::{Direction, TopicStats};
 
 use super::export_plan::{ExportPlan, ReaderClass, Route, Routes, StreamKey};
 
@@ -47,6 +47,8 @@ pub struct ExportLeg {
     pub realm: Arc<Realm>,
     /// false: payloads in clear text (still authenticated).
     pub encrypt: bool,
+    /// Where the proxy finds interface definitions, to announce them with the topic.
+    pub definitions: Arc<DefinitionSource>,
 }
 
 /// What a reader's callback looks up for every sample.
@@ -88,6 +90,8 @@ struct Exporter {
     plan: ExportPlan,
     endpoints: HashMap<Guid, Endpoint>,
     types: HashMap<String, TypeState>,
+    /// The definition of each type seen (None: not found on this machine).
+    definitions: HashMap<String, Option<String>>,
     streams: HashMap<StreamKey, Publisher>,
     /// Whether anyone wants the data of each DDS type (its publishers share one name).
     demand: HashMap<String, watch::Receiver<bool>>,
@@ -111,6 +115,7 @@ pub async fn export(
         plan: ExportPlan::default(),
         endpoints: HashMap::new(),
         types: HashMap::new(),
+        definitions: HashMap::new(),
         streams: HashMap::new(),
         demand: HashMap::new(),
         readers: HashMap::new(),
@@ -225,6 +230,7 @@ impl Exporter {
             if self.streams.contains_key(&key) {
                 continue;
             }
+            self.find_definition(&key.class.dds_type).await;
             match self.edge.publisher(&self.topic, self.spec(&key, qos)).await {
                 Ok(p) => {
                     info!(topic = %self.leg.dds_topic, "as" = %self.leg.remote, realm = %self.leg.realm.label, ty = %key.class.dds_type, reliable = qos.reliable, transient_local = qos.transient_local, depth = qos.depth, "exporting");
@@ -255,9 +261,28 @@ impl Exporter {
             qos,
             id: Some(key.id()),
             xtypes,
-            definition: None,
+            definition: self.definitions.get(&class.dds_type).cloned().flatten(),
             clear_text: !self.leg.encrypt,
         }
+    }
+
+    /// Looks up the definition of `ty` on this machine once (file reads: off the runtime).
+    async fn find_definition(&mut self, ty: &str) {
+        if self.definitions.contains_key(ty) {
+            return;
+        }
+        let source = self.leg.definitions.clone();
+        let name = ty.to_string();
+        let found = tokio::task::spawn_blocking(move || source.lookup(&name)).await;
+        let text = match found {
+            Ok(Ok(d)) => Some(d.ros2msg().to_string()),
+            Ok(Err(e)) => {
+                tracing::debug!(topic = %self.leg.dds_topic, ty, "no definition to announce: {e}");
+                None
+            }
+            Err(_) => None,
+        };
+        self.definitions.insert(ty.to_string(), text);
     }
 
     /// Follows whether anyone wants the data of `ty` (all its streams share one name).

@@ -10,10 +10,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use roam_dds::{History, Participant, Qos, TopicInfo, TypeDescriptor, Writer, WriterOptions};
+use roam_edge::definitions::DefinitionSource;
 use roam_edge::stats::TopicStats;
 use roam_edge::{
-    Edge, Event, PayloadKind, Realm, Received, StreamId, StreamInfo, Subscriber, SubscriberOptions,
-    TopicRef,
+    Description, Edge, Event, PayloadKind, Realm, Received, StreamId, StreamInfo, Subscriber,
+    SubscriberOptions, TopicRef,
 };
 use roam_net::latency::now_us;
 use tracing::{info, warn};
@@ -29,6 +30,9 @@ pub struct ImportLeg {
     pub dds_topic: String,
     pub remote: String,
     pub realm: Arc<Realm>,
+    /// Where the proxy finds interface definitions: those it has for the topic's types are
+    /// announced too (for members without them).
+    pub definitions: Arc<DefinitionSource>,
 }
 
 /// Runs the import of one topic until the edge goes.
@@ -42,9 +46,13 @@ pub async fn import(edge: Edge, participant: Participant, leg: ImportLeg) {
     let mut writers: HashMap<StreamId, (StreamInfo, Arc<Writer>)> = HashMap::new();
     let mut plain = Vec::new();
     let mut dirty: HashSet<StreamId> = HashSet::new();
+    let mut described: HashMap<String, Option<Description>> = HashMap::new();
     while let Some(ev) = sub.recv(&mut plain).await {
         match ev {
-            Event::Streams => reconcile(&sub, &participant, &leg, &mut writers),
+            Event::Streams => {
+                reconcile(&sub, &participant, &leg, &mut writers);
+                describe(&edge, &topic, &sub, &leg, &mut described).await;
+            }
             Event::Definitions => {}
             Event::Message(first) => {
                 // What else arrived with it goes out as one batch (samples share packets),
@@ -67,6 +75,30 @@ pub async fn import(edge: Edge, participant: Participant, leg: ImportLeg) {
                 }
             }
         }
+    }
+}
+
+/// Announces the definitions this machine has for the topic's announced types (once each).
+async fn describe(
+    edge: &Edge,
+    topic: &TopicRef,
+    sub: &Subscriber,
+    leg: &ImportLeg,
+    described: &mut HashMap<String, Option<Description>>,
+) {
+    let types: Vec<String> = sub.streams().into_values().map(|s| s.dds_type).collect();
+    for ty in types {
+        if described.contains_key(&ty) {
+            continue;
+        }
+        let source = leg.definitions.clone();
+        let name = ty.clone();
+        let found = tokio::task::spawn_blocking(move || source.lookup(&name)).await;
+        let d = match found {
+            Ok(Ok(def)) => Some(edge.describe(topic, &ty, def.ros2msg().to_string())),
+            _ => None,
+        };
+        described.insert(ty, d);
     }
 }
 

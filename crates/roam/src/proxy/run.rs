@@ -49,6 +49,12 @@ pub async fn run(
     })
     .await?;
     let edge = Edge::new(Port::Router(router.clone()), cfg.id.clone());
+    // Interface definitions on this machine (AMENT_PREFIX_PATH, msg_paths), announced with
+    // the topics so that members without them can read the data.
+    let definitions = Arc::new(
+        roam_edge::definitions::DefinitionSource::from_env(&cfg.msg_paths)
+            .map_err(|e| format!("msg_paths: {e}"))?,
+    );
 
     let xml = super::dds_config::xml(&cfg.dds);
     let participant =
@@ -94,6 +100,7 @@ pub async fn run(
             realm: realms[&leg.realm].clone(),
             dds_topic: leg.dds_topic,
             remote: leg.remote,
+            definitions: definitions.clone(),
         };
         tokio::spawn(import(edge.clone(), participant.clone(), leg));
     }
@@ -135,6 +142,7 @@ pub async fn run(
                         remote,
                         realm: realms[&realm].clone(),
                         encrypt: cfg.encrypt_payloads,
+                        definitions: definitions.clone(),
                     };
                     tokio::spawn(export(edge.clone(), participant.clone(), leg, rx));
                     tx

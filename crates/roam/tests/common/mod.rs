@@ -24,6 +24,13 @@ impl Proc {
         Self::spawn_with(name, ROAM, args, stdin)
     }
 
+    /// Starts roam as a machine without a ROS installation runs it (no AMENT_PREFIX_PATH).
+    pub fn spawn_without_ament(name: &str, args: &[String]) -> Proc {
+        let mut cmd = Command::new(ROAM);
+        cmd.env_remove("AMENT_PREFIX_PATH");
+        Self::spawn_cmd(name, cmd, args, None)
+    }
+
     /// Starts another program (e.g. `ip netns exec NS roam ...`, which execs roam in place).
     pub fn spawn_program(name: &str, program: &str, args: &[String]) -> Proc {
         Self::spawn_with(name, program, args, None)
