@@ -13,9 +13,9 @@ use serde_json::{json, Value};
 
 const T: Duration = Duration::from_secs(60);
 
-/// Runs `roam topics` once with `extra` flags; its stdout lines.
-fn topics(net: &Net, router: &str, extra: &[&str]) -> Vec<String> {
-    let mut args: Vec<String> = [
+/// `roam topics` with a client identity, through `router`, with `extra` flags.
+fn topics_args(net: &Net, router: &str, extra: &[&str]) -> Vec<String> {
+    let base = [
         "topics",
         "--realm",
         &net.realm,
@@ -25,11 +25,13 @@ fn topics(net: &Net, router: &str, extra: &[&str]) -> Vec<String> {
         "laptop",
         "--connect",
         router,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.extend(extra.iter().map(|s| s.to_string()));
+    ];
+    base.iter().chain(extra).map(|s| s.to_string()).collect()
+}
+
+/// Runs `roam topics` once with `extra` flags; its stdout lines.
+fn topics(net: &Net, router: &str, extra: &[&str]) -> Vec<String> {
+    let args = topics_args(net, router, extra);
     let mut p = Proc::spawn("topics", &args, None);
     let status = p.wait_exit(Duration::from_secs(30));
     assert!(
@@ -173,23 +175,11 @@ fn roam_topics_lists_what_every_proxy_offers_and_imports_and_forgets_those_gone(
     }
 
     // A watcher follows the directory while the proxies go.
-    let watch_args: Vec<String> = [
-        "topics",
-        "--realm",
-        &net.realm,
-        "--pki",
-        &net.pki,
-        "--id",
-        "laptop",
-        "--connect",
-        &addr,
-        "--json",
-        "--watch",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let watcher = Proc::spawn("watcher", &watch_args, None);
+    let watcher = Proc::spawn(
+        "watcher",
+        &topics_args(&net, &addr, &["--json", "--watch"]),
+        None,
+    );
     let until = |what: &str, want: &dyn Fn(&Value) -> bool| -> Value {
         let end = Instant::now() + T;
         loop {

@@ -76,7 +76,7 @@ pub async fn run(a: TopicsArgs) -> CmdResult {
     if !heard {
         if !*connected.borrow() {
             return Err(format!(
-                "could not reach the router at {} within {} s (see the lines above for why)",
+                "no connection to the router at {} within {} s",
                 a.conn.connect, a.wait
             ));
         }
