@@ -20,6 +20,7 @@
 
 mod announce;
 pub mod definitions;
+pub mod directory;
 mod edge;
 pub mod metrics;
 pub mod names;

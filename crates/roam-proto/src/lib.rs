@@ -19,6 +19,7 @@
 //! The constructions and their reasoning are in `docs/security.md` and `docs/protocol.md`.
 
 pub mod codec;
+pub mod directory;
 pub mod envelope;
 pub mod frame;
 pub mod meta;

@@ -9,18 +9,16 @@ use std::time::Duration;
 
 use clap::Args;
 use roam_edge::{
-    Edge, EdgeError, Event, PayloadKind, Port, Publisher, StreamQos, StreamSpec, Subscriber,
+    Edge, EdgeError, Event, PayloadKind, Publisher, StreamQos, StreamSpec, Subscriber,
     SubscriberOptions, TopicRef,
 };
-use roam_net::client::{max_envelope_len, Client, ClientConfig, ClientEvent, SendError};
+use roam_net::client::{max_envelope_len, SendError};
 use roam_net::latency::now_us;
-use roam_net::link::LinkConfig;
 use roam_proto::SigningIdentity;
 use tokio::io::AsyncBufReadExt;
 
+use super::connect::{client_config, client_edge, ClientEdge};
 use super::{CmdResult, ConnectArgs, TopicArgs};
-use crate::addr;
-use crate::config::LinkFile;
 use crate::payload;
 
 #[derive(Debug, Args)]
@@ -104,51 +102,6 @@ fn topic_ref(topic: &TopicArgs, raw: Option<&str>) -> Result<(TopicRef, String),
     Ok((t, resolved.dds_type))
 }
 
-fn client_config(conn: &ConnectArgs) -> Result<ClientConfig, String> {
-    // The address first: its mistakes need no PKI to be reported.
-    let router = addr::parse_peer(&conn.connect).map_err(|e| format!("--connect: {e}"))?;
-    let identity = roam_net::pki::load_identity(&conn.pki, &conn.id).map_err(|e| e.to_string())?;
-    let link = LinkFile {
-        max_message_bytes: conn.max_message_bytes,
-        ..LinkFile::default()
-    }
-    .apply(LinkConfig::default())
-    .map_err(|e| format!("--max-message-bytes: {}", e.message))?;
-    Ok(ClientConfig {
-        identity: Arc::new(identity),
-        router,
-        link,
-        max_backoff: Duration::from_secs(2),
-    })
-}
-
-/// A client session on the router and the edge over it; its connection events are logged
-/// (`connected` is what scripts and tests wait for: "subscribed through" for `roam sub`).
-fn edge(
-    cfg: ClientConfig,
-    id: &str,
-    connected: &'static str,
-    signer: Option<Arc<SigningIdentity>>,
-) -> Result<(Edge, Arc<Client>), String> {
-    let mut client = Client::start(cfg).map_err(|e| e.to_string())?;
-    if let Some(mut events) = client.take_events() {
-        tokio::spawn(async move {
-            while let Some(ev) = events.recv().await {
-                if let ClientEvent::Connected { router } = ev {
-                    tracing::info!("{connected} {router}");
-                }
-            }
-        });
-    }
-    let client = Arc::new(client);
-    let port = Port::Client(client.clone());
-    let e = match signer {
-        Some(s) => Edge::signed(port, id, s),
-        None => Edge::new(port, id),
-    };
-    Ok((e, client))
-}
-
 /// How long a stopping publisher waits for the router to take what it already queued.
 const FINISH_ON_STOP: Duration = Duration::from_secs(3);
 
@@ -176,7 +129,7 @@ pub async fn run_pub(a: PubArgs) -> CmdResult {
             };
         check_size(size, sealed, max_envelope_len(&cfg.link))?;
     }
-    let (edge, client) = edge(cfg, &a.conn.id, "connected to", signer)?;
+    let ClientEdge { edge, client, .. } = client_edge(cfg, &a.conn.id, "connected to", signer)?;
     // With --json, a definition on this machine is used and announced with the stream.
     let local = match &a.json {
         Some(_) => super::json::local_codec(&a.definitions.source()?, &dds_type).await,
@@ -363,7 +316,7 @@ async fn publish(
 pub async fn run_sub(a: SubArgs) -> CmdResult {
     let mut stop = super::signals::Stop::install()?;
     let (topic, dds_type) = topic_ref(&a.topic, a.raw_name.as_deref())?;
-    let (edge, _client) = edge(
+    let ClientEdge { edge, .. } = client_edge(
         client_config(&a.conn)?,
         &a.conn.id,
         "subscribed through",

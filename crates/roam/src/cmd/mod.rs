@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub mod child;
+pub mod connect;
 pub mod demo;
 pub mod demo_ros;
 pub mod endpoint;
@@ -15,6 +16,7 @@ pub mod proxy;
 pub mod realm;
 pub mod router;
 pub mod signals;
+pub mod topics;
 
 /// roam: secure global connectivity for ROS 2.
 ///
@@ -46,6 +48,9 @@ pub enum Command {
     Pub(endpoint::PubArgs),
     /// Subscribe to a topic through a router and print one line per message.
     Sub(endpoint::SubArgs),
+    /// List a realm's topics with their types (like `ros2 topic list -t`), services and
+    /// actions, and who offers and imports each, from its directory.
+    Topics(topics::TopicsArgs),
     /// Run the demo: two isolated ROS 2 networks exchange a topic through proxies and a router
     /// (with --routing-only: three routers in a chain, a publisher and a subscriber).
     Demo(demo::DemoArgs),
@@ -186,6 +191,7 @@ pub async fn run(cli: Cli) -> CmdResult {
         Command::Name(a) => name::run(a),
         Command::Pub(a) => endpoint::run_pub(a).await,
         Command::Sub(a) => endpoint::run_sub(a).await,
+        Command::Topics(a) => topics::run(a).await,
         Command::Demo(a) => demo::run(a).await,
         Command::ChildOf(a) => child::run(a),
     }

@@ -11,10 +11,12 @@
 //! - [`import`]: the task that mirrors every announced stream of an imported topic with a
 //!   DDS writer and writes its data.
 //! - [`write`]: writing imported samples without stalling the async runtime.
+//! - [`directory`]: the proxy's entries in its realms' directories.
 //! - [`run`]: the proxy process.
 
 pub mod config;
 pub mod dds_config;
+pub mod directory;
 pub mod export;
 pub mod export_plan;
 pub mod import;

@@ -114,6 +114,9 @@ pub async fn run(
     .map_err(|e| format!("DDS discovery: {e}"))?;
 
     let mut node = NodeAnnouncer::new(&participant, &cfg)?;
+    let cfg = Arc::new(cfg);
+    let directory =
+        announce_directory(&cfg, &service_exports, &edge, &participant, &realms).await?;
     // One export task per exported DDS topic, fed that topic's local publications.
     let mut exports: HashMap<String, mpsc::UnboundedSender<PublicationEvent>> = HashMap::new();
     let mut exported: HashMap<Guid, String> = HashMap::new();
@@ -152,11 +155,27 @@ pub async fn run(
             }
         }
     }
+    directory.stop().await;
     ticker.stop().await;
     status.report().await;
     router.shutdown().await;
     let _ = router_task.await;
     Ok(())
+}
+
+/// The proxy's entries in its realms' directories ([`super::directory`]): its exports as
+/// [`exportable`] decides them for each local publication, and its imports.
+async fn announce_directory(
+    cfg: &Arc<ProxyConfig>,
+    service_exports: &[Leg],
+    edge: &Edge,
+    participant: &Participant,
+    realms: &BTreeMap<String, Arc<roam_edge::Realm>>,
+) -> Result<super::directory::ProxyDirectory, String> {
+    let (c, legs) = (cfg.clone(), service_exports.to_vec());
+    let exported = Box::new(move |me: &Participant, ep: &Endpoint| exportable(&c, &legs, me, ep));
+    let imports = super::directory::imports(cfg);
+    super::directory::start(edge, participant, realms, imports, exported).await
 }
 
 /// Whether a discovered publication is one this proxy exports: (realm, realm topic).

@@ -1,0 +1,230 @@
+//! The realm directory on a real router (in process) and over a real client link (QUIC on
+//! loopback): announcers are heard as soon as a view listens, changes arrive at once, a closed
+//! announcer's member is forgotten at once, and nobody can speak for another member.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use roam_edge::directory::{DirectoryView, ItemKind, Listing, Progress, Role};
+use roam_edge::{Edge, Port, Realm};
+use roam_net::client::{Client, ClientConfig};
+use roam_net::link::LinkConfig;
+use roam_net::pki::{self, Validity};
+use roam_net::runtime::{self, PeerAddr, RouterConfig, RouterHandle, RoutingTimers};
+use roam_proto::directory::DirectoryItem;
+use roam_proto::frame::Role as LinkRole;
+use roam_proto::{RealmSecret, SigningIdentity, StreamQos};
+
+const T: Duration = Duration::from_secs(10);
+
+struct Dir(PathBuf);
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn pki_dir(test: &str) -> Dir {
+    let d = std::env::temp_dir().join(format!("roam-edge-dir-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    pki::init_ca(&d).unwrap();
+    Dir(d)
+}
+
+async fn router(dir: &Dir, name: &str) -> RouterHandle {
+    pki::issue(&dir.0, name, LinkRole::Router, Validity::days(1)).unwrap();
+    let identity = Arc::new(pki::load_identity(&dir.0, name).unwrap());
+    let (h, _task) = runtime::start(RouterConfig {
+        identity,
+        listen: Some("127.0.0.1:0".parse().unwrap()),
+        listen_tcp: None,
+        connect: vec![],
+        link: LinkConfig::default(),
+        timers: RoutingTimers::default(),
+        max_backoff: Duration::from_millis(200),
+        stall_timeout: Duration::from_secs(5),
+    })
+    .await
+    .unwrap();
+    h
+}
+
+fn client(dir: &Dir, name: &str, router: &RouterHandle) -> Arc<Client> {
+    pki::issue(&dir.0, name, LinkRole::Client, Validity::days(1)).unwrap();
+    let identity = Arc::new(pki::load_identity(&dir.0, name).unwrap());
+    Arc::new(
+        Client::start(ClientConfig {
+            identity,
+            router: PeerAddr::Quic(router.quic_addr.unwrap()),
+            link: LinkConfig::default(),
+            max_backoff: Duration::from_millis(200),
+        })
+        .unwrap(),
+    )
+}
+
+fn realm(members: HashMap<[u8; 32], String>) -> Arc<Realm> {
+    Arc::new(Realm {
+        label: "test".into(),
+        secret: RealmSecret::from_bytes([7; 32]),
+        require_signed: !members.is_empty(),
+        members,
+    })
+}
+
+fn item(kind: ItemKind, role: Role, name: &str, ty: &str) -> DirectoryItem {
+    DirectoryItem {
+        kind,
+        role,
+        name: name.into(),
+        types: vec![ty.into()],
+        qos: vec![],
+    }
+}
+
+/// Waits until the view's listing satisfies `want`.
+async fn until(view: &DirectoryView, what: &str, want: impl Fn(&Listing, Progress) -> bool) {
+    let mut progress = view.progress();
+    let end = Instant::now() + T;
+    loop {
+        let p = *progress.borrow_and_update();
+        if want(&view.listing(), p) {
+            return;
+        }
+        let left = end.saturating_duration_since(Instant::now());
+        assert!(
+            tokio::time::timeout(left, progress.changed()).await.is_ok(),
+            "{what}: not seen within {T:?}; listing {:?}, progress {p:?}",
+            view.listing()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_view_over_a_client_link_hears_every_member_and_each_change_at_once() {
+    let dir = pki_dir("hears");
+    let r = router(&dir, "r").await;
+    let realm = realm(HashMap::new());
+    let robot = Edge::new(Port::Router(r.clone()), "robot");
+    let base = Edge::new(Port::Router(r.clone()), "base");
+    let a = robot.directory_announcer(realm.clone()).await.unwrap();
+    let mut chatter = item(
+        ItemKind::Topic,
+        Role::Offers,
+        "/chatter",
+        "std_msgs/msg/String",
+    );
+    chatter.qos.push(StreamQos {
+        reliable: true,
+        transient_local: true,
+        depth: 1,
+    });
+    a.set(vec![
+        chatter,
+        item(
+            ItemKind::Service,
+            Role::Offers,
+            "/add",
+            "example_interfaces/srv/AddTwoInts",
+        ),
+    ]);
+    let b = base.directory_announcer(realm.clone()).await.unwrap();
+    b.set(vec![item(
+        ItemKind::Topic,
+        Role::Imports,
+        "/chatter",
+        "std_msgs/msg/String",
+    )]);
+
+    let tool = Edge::new(Port::Client(client(&dir, "laptop", &r)), "laptop");
+    let view = tool.directory_view(realm.clone()).await;
+    until(&view, "both members", |l, _| l.members == ["base", "robot"]).await;
+    let l = view.listing();
+    assert_eq!(l.topics.len(), 1);
+    assert_eq!(l.topics[0].name, "/chatter");
+    assert_eq!(l.topics[0].types, ["std_msgs/msg/String"]);
+    assert_eq!(l.topics[0].offered_by[0].member, "robot");
+    assert_eq!(
+        l.topics[0].offered_by[0].qos[0].to_string(),
+        "reliable, transient-local, depth 1"
+    );
+    assert_eq!(l.topics[0].imported_by[0].member, "base");
+    assert_eq!(l.services[0].name, "/add");
+
+    // A change is heard at once (well before the next period's repeat), ...
+    b.set(vec![item(
+        ItemKind::Topic,
+        Role::Imports,
+        "/scan",
+        "sensor_msgs/msg/LaserScan",
+    )]);
+    until(&view, "the change", |l, _| {
+        l.topics.iter().any(|t| t.name == "/scan")
+    })
+    .await;
+    // ... the entries keep coming while the view listens, ...
+    let heard = view.progress().borrow().heard;
+    until(&view, "repeats", |_, p| p.heard >= heard + 2).await;
+    // ... and a closed announcer's member is forgotten at once (long before its expiry).
+    a.close().await;
+    until(&view, "robot gone", |l, _| l.members == ["base"]).await;
+    assert!(view.listing().services.is_empty());
+    assert_eq!(view.progress().borrow().refused, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_signed_realm_an_entry_must_be_signed_by_the_member_it_names() {
+    let dir = pki_dir("signed");
+    let r = router(&dir, "r").await;
+    let honest = Arc::new(SigningIdentity::from_seed(&[1; 32]));
+    let liar = Arc::new(SigningIdentity::from_seed(&[2; 32]));
+    let members = HashMap::from([
+        (honest.public_key(), "robot".to_string()),
+        (liar.public_key(), "intruder".to_string()),
+    ]);
+    let realm = realm(members);
+    // "intruder" is a member, but names itself "robot" in its entry.
+    let spoof = Edge::signed(Port::Router(r.clone()), "robot", liar);
+    let s = spoof.directory_announcer(realm.clone()).await.unwrap();
+    s.set(vec![item(
+        ItemKind::Topic,
+        Role::Offers,
+        "/fake",
+        "x/msg/Y",
+    )]);
+    let real = Edge::signed(Port::Router(r.clone()), "robot", honest);
+    let a = real.directory_announcer(realm.clone()).await.unwrap();
+    a.set(vec![item(
+        ItemKind::Topic,
+        Role::Offers,
+        "/real",
+        "x/msg/Y",
+    )]);
+    // Unsigned entries are refused too.
+    let unsigned = Edge::new(Port::Router(r.clone()), "anon");
+    let u = unsigned.directory_announcer(realm.clone()).await.unwrap();
+    u.set(vec![item(
+        ItemKind::Topic,
+        Role::Offers,
+        "/anon",
+        "x/msg/Y",
+    )]);
+
+    let view = Edge::new(Port::Router(r.clone()), "viewer")
+        .directory_view(realm.clone())
+        .await;
+    until(
+        &view,
+        "the honest entry and refusals of the others",
+        |l, p| l.topics.iter().any(|t| t.name == "/real") && p.refused >= 2,
+    )
+    .await;
+    // Refused again and again, never listed.
+    until(&view, "more refusals", |_, p| p.refused >= 4).await;
+    let names: Vec<String> = view.listing().topics.into_iter().map(|t| t.name).collect();
+    assert_eq!(names, ["/real"]);
+}
