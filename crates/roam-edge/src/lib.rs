@@ -18,6 +18,7 @@
 //! (`roam-routing`), no link transport (`roam-net`), no message (de)serialization
 //! (`roam-msg`).
 
+pub mod action;
 mod announce;
 pub mod definitions;
 mod edge;
@@ -32,6 +33,7 @@ pub mod stats;
 pub mod streams;
 mod subscriber;
 
+pub use action::{ActionClient, ActionError, ActionRef, ActionServer};
 pub use announce::ANNOUNCE_PERIOD;
 pub use edge::{Edge, EdgeError, TopicRef};
 pub use port::Port;
