@@ -18,6 +18,7 @@
 //! (`roam-routing`), no link transport (`roam-net`), no message (de)serialization
 //! (`roam-msg`).
 
+pub mod action;
 mod announce;
 pub mod definitions;
 pub mod directory;
@@ -28,10 +29,12 @@ pub mod port;
 mod publisher;
 pub mod realm;
 pub mod ros_names;
+pub mod service;
 pub mod stats;
 pub mod streams;
 mod subscriber;
 
+pub use action::{ActionClient, ActionError, ActionRef, ActionServer};
 pub use announce::ANNOUNCE_PERIOD;
 pub use edge::{Description, Edge, EdgeError, TopicRef};
 pub use port::Port;
@@ -39,5 +42,6 @@ pub use publisher::{Publisher, StreamSpec};
 pub use realm::Realm;
 pub use roam_proto::meta::{StreamQos, XTypes};
 pub use roam_proto::PayloadKind;
+pub use service::{ServiceClient, ServiceClientOptions, ServiceError, ServiceRef, ServiceServer};
 pub use streams::{StreamId, StreamInfo};
 pub use subscriber::{Event, Received, Subscriber, SubscriberOptions, HOLD};

@@ -1,0 +1,92 @@
+//! What the service and action tests share: a CA, a real router in process, a real client
+//! link to it (QUIC on loopback), a realm.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use roam_edge::{Edge, Port, Realm};
+use roam_net::client::{Client, ClientConfig};
+use roam_net::link::LinkConfig;
+use roam_net::pki::{self, Validity};
+use roam_net::runtime::{self, PeerAddr, RouterConfig, RouterHandle, RoutingTimers};
+use roam_proto::frame::Role;
+use roam_proto::RealmSecret;
+
+/// The longest any single wait in these tests may take.
+pub const T: Duration = Duration::from_secs(10);
+
+pub struct Dir(pub PathBuf);
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn pki_dir(test: &str) -> Dir {
+    let d = std::env::temp_dir().join(format!("roam-edge-svc-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    pki::init_ca(&d).unwrap();
+    Dir(d)
+}
+
+pub async fn router(dir: &Dir, name: &str) -> RouterHandle {
+    pki::issue(&dir.0, name, Role::Router, Validity::days(1)).unwrap();
+    let identity = Arc::new(pki::load_identity(&dir.0, name).unwrap());
+    let (h, _task) = runtime::start(RouterConfig {
+        identity,
+        listen: Some("127.0.0.1:0".parse().unwrap()),
+        listen_tcp: None,
+        connect: vec![],
+        link: LinkConfig::default(),
+        timers: RoutingTimers::default(),
+        max_backoff: Duration::from_millis(200),
+        stall_timeout: Duration::from_secs(5),
+    })
+    .await
+    .unwrap();
+    h
+}
+
+/// An edge over a client link to `router`, as a program without a router of its own has.
+pub fn client_edge(dir: &Dir, name: &str, router: &RouterHandle) -> Edge {
+    pki::issue(&dir.0, name, Role::Client, Validity::days(1)).unwrap();
+    let identity = Arc::new(pki::load_identity(&dir.0, name).unwrap());
+    let client = Client::start(ClientConfig {
+        identity,
+        router: PeerAddr::Quic(router.quic_addr.unwrap()),
+        link: LinkConfig::default(),
+        max_backoff: Duration::from_millis(200),
+    })
+    .unwrap();
+    Edge::new(Port::Client(Arc::new(client)), name)
+}
+
+pub fn realm() -> Arc<Realm> {
+    Arc::new(Realm {
+        label: "test".into(),
+        secret: RealmSecret::from_bytes([6; 32]),
+        require_signed: false,
+        members: Default::default(),
+    })
+}
+
+/// Waits until the router's count of subscribed names is `n`.
+pub async fn until_subscribed_names(r: &RouterHandle, n: u64) {
+    let end = Instant::now() + T;
+    loop {
+        let now = r.report().await.unwrap().routing;
+        if now.subscribed_names == n {
+            return;
+        }
+        assert!(
+            Instant::now() < end,
+            "subscribed names stay {} (waiting for {n})",
+            now.subscribed_names
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
