@@ -3,78 +3,16 @@
 //! announcer's member is forgotten at once, and nobody can speak for another member.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use roam_edge::directory::{DirectoryView, ItemKind, Listing, Progress, Role};
-use roam_edge::{Edge, Port, Realm};
-use roam_net::client::{Client, ClientConfig};
-use roam_net::link::LinkConfig;
-use roam_net::pki::{self, Validity};
-use roam_net::runtime::{self, PeerAddr, RouterConfig, RouterHandle, RoutingTimers};
+use roam_edge::{Edge, Port};
 use roam_proto::directory::DirectoryItem;
-use roam_proto::frame::Role as LinkRole;
-use roam_proto::{RealmSecret, SigningIdentity, StreamQos};
+use roam_proto::{SigningIdentity, StreamQos};
 
-const T: Duration = Duration::from_secs(10);
-
-struct Dir(PathBuf);
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn pki_dir(test: &str) -> Dir {
-    let d = std::env::temp_dir().join(format!("roam-edge-dir-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    pki::init_ca(&d).unwrap();
-    Dir(d)
-}
-
-async fn router(dir: &Dir, name: &str) -> RouterHandle {
-    pki::issue(&dir.0, name, LinkRole::Router, Validity::days(1)).unwrap();
-    let identity = Arc::new(pki::load_identity(&dir.0, name).unwrap());
-    let (h, _task) = runtime::start(RouterConfig {
-        identity,
-        listen: Some("127.0.0.1:0".parse().unwrap()),
-        listen_tcp: None,
-        connect: vec![],
-        link: LinkConfig::default(),
-        timers: RoutingTimers::default(),
-        max_backoff: Duration::from_millis(200),
-        stall_timeout: Duration::from_secs(5),
-    })
-    .await
-    .unwrap();
-    h
-}
-
-fn client(dir: &Dir, name: &str, router: &RouterHandle) -> Arc<Client> {
-    pki::issue(&dir.0, name, LinkRole::Client, Validity::days(1)).unwrap();
-    let identity = Arc::new(pki::load_identity(&dir.0, name).unwrap());
-    Arc::new(
-        Client::start(ClientConfig {
-            identity,
-            router: PeerAddr::Quic(router.quic_addr.unwrap()),
-            link: LinkConfig::default(),
-            max_backoff: Duration::from_millis(200),
-        })
-        .unwrap(),
-    )
-}
-
-fn realm(members: HashMap<[u8; 32], String>) -> Arc<Realm> {
-    Arc::new(Realm {
-        label: "test".into(),
-        secret: RealmSecret::from_bytes([7; 32]),
-        require_signed: !members.is_empty(),
-        members,
-    })
-}
+mod support;
+use support::{client, pki_dir, realm_with_members as realm, router, T};
 
 fn item(kind: ItemKind, role: Role, name: &str, ty: &str) -> DirectoryItem {
     DirectoryItem {

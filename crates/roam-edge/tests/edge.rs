@@ -1,79 +1,16 @@
 //! The edge layer on a real router (in process) and over a real client link (QUIC on
 //! loopback): several handles per name, announcements, held data, released routes.
 
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use roam_edge::{
-    Edge, Event, PayloadKind, Port, Realm, StreamQos, StreamSpec, SubscriberOptions, TopicRef,
+    Edge, Event, PayloadKind, Port, StreamQos, StreamSpec, SubscriberOptions, TopicRef,
 };
-use roam_net::client::{Client, ClientConfig};
-use roam_net::link::LinkConfig;
-use roam_net::pki::{self, Validity};
-use roam_net::runtime::{self, PeerAddr, RouterConfig, RouterHandle, RoutingTimers};
-use roam_proto::frame::Role;
-use roam_proto::RealmSecret;
+
+mod support;
+use support::{client, pki_dir, realm, router, until_subscribed_names, T};
 
 const STRING: &str = "std_msgs::msg::dds_::String_";
-const T: Duration = Duration::from_secs(10);
-
-struct Dir(PathBuf);
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn pki_dir(test: &str) -> Dir {
-    let d = std::env::temp_dir().join(format!("roam-edge-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    pki::init_ca(&d).unwrap();
-    Dir(d)
-}
-
-async fn router(dir: &Dir, name: &str) -> RouterHandle {
-    pki::issue(&dir.0, name, Role::Router, Validity::days(1)).unwrap();
-    let identity = Arc::new(pki::load_identity(&dir.0, name).unwrap());
-    let (h, _task) = runtime::start(RouterConfig {
-        identity,
-        listen: Some("127.0.0.1:0".parse().unwrap()),
-        listen_tcp: None,
-        connect: vec![],
-        link: LinkConfig::default(),
-        timers: RoutingTimers::default(),
-        max_backoff: Duration::from_millis(200),
-        stall_timeout: Duration::from_secs(5),
-    })
-    .await
-    .unwrap();
-    h
-}
-
-fn client(dir: &Dir, name: &str, router: &RouterHandle) -> Arc<Client> {
-    pki::issue(&dir.0, name, Role::Client, Validity::days(1)).unwrap();
-    let identity = Arc::new(pki::load_identity(&dir.0, name).unwrap());
-    Arc::new(
-        Client::start(ClientConfig {
-            identity,
-            router: PeerAddr::Quic(router.quic_addr.unwrap()),
-            link: LinkConfig::default(),
-            max_backoff: Duration::from_millis(200),
-        })
-        .unwrap(),
-    )
-}
-
-fn realm() -> Arc<Realm> {
-    Arc::new(Realm {
-        label: "test".into(),
-        secret: RealmSecret::from_bytes([5; 32]),
-        require_signed: false,
-        members: Default::default(),
-    })
-}
 
 /// The next message's payload, skipping announcement events.
 async fn next_message(sub: &mut roam_edge::Subscriber) -> (roam_edge::Received, Vec<u8>) {
@@ -194,18 +131,7 @@ async fn dropped_handles_release_their_routes_and_withdraw_their_stream() {
     }
     drop(extra);
     drop(watcher);
-    let end = Instant::now() + T;
-    loop {
-        let now = r.report().await.unwrap().routing;
-        if now.subscribed_names == base.subscribed_names {
-            break;
-        }
-        assert!(
-            Instant::now() < end,
-            "routes not released: {now:?} (before: {base:?})"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_subscribed_names(&r, base.subscribed_names).await;
     r.shutdown().await;
 }
 

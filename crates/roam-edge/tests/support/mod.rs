@@ -1,7 +1,8 @@
-//! What the service and action tests share: a CA, a real router in process, a real client
-//! link to it (QUIC on loopback), a realm.
+//! What the edge tests share: a CA, a real router in process, a real client link to it (QUIC
+//! on loopback), a realm.
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,7 +27,7 @@ impl Drop for Dir {
 }
 
 pub fn pki_dir(test: &str) -> Dir {
-    let d = std::env::temp_dir().join(format!("roam-edge-svc-{}-{test}", std::process::id()));
+    let d = std::env::temp_dir().join(format!("roam-edge-{}-{test}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     pki::init_ca(&d).unwrap();
@@ -51,26 +52,37 @@ pub async fn router(dir: &Dir, name: &str) -> RouterHandle {
     h
 }
 
-/// An edge over a client link to `router`, as a program without a router of its own has.
-pub fn client_edge(dir: &Dir, name: &str, router: &RouterHandle) -> Edge {
+/// A client link to `router`, as a program without a router of its own has.
+pub fn client(dir: &Dir, name: &str, router: &RouterHandle) -> Arc<Client> {
     pki::issue(&dir.0, name, Role::Client, Validity::days(1)).unwrap();
     let identity = Arc::new(pki::load_identity(&dir.0, name).unwrap());
-    let client = Client::start(ClientConfig {
-        identity,
-        router: PeerAddr::Quic(router.quic_addr.unwrap()),
-        link: LinkConfig::default(),
-        max_backoff: Duration::from_millis(200),
-    })
-    .unwrap();
-    Edge::new(Port::Client(Arc::new(client)), name)
+    Arc::new(
+        Client::start(ClientConfig {
+            identity,
+            router: PeerAddr::Quic(router.quic_addr.unwrap()),
+            link: LinkConfig::default(),
+            max_backoff: Duration::from_millis(200),
+        })
+        .unwrap(),
+    )
+}
+
+/// An edge over a client link to `router`.
+pub fn client_edge(dir: &Dir, name: &str, router: &RouterHandle) -> Edge {
+    Edge::new(Port::Client(client(dir, name, router)), name)
 }
 
 pub fn realm() -> Arc<Realm> {
+    realm_with_members(HashMap::new())
+}
+
+/// A realm whose members (signing key -> name) must sign what they send, when there are any.
+pub fn realm_with_members(members: HashMap<[u8; 32], String>) -> Arc<Realm> {
     Arc::new(Realm {
         label: "test".into(),
         secret: RealmSecret::from_bytes([6; 32]),
-        require_signed: false,
-        members: Default::default(),
+        require_signed: !members.is_empty(),
+        members,
     })
 }
 
