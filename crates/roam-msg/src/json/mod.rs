@@ -1,5 +1,6 @@
 //! CDR <-> JSON with rosbridge v2's conventions (see `docs/messages.md`).
 
+mod floats;
 pub(crate) mod sink;
 
 use serde::de::DeserializeSeed;

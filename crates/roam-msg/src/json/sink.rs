@@ -1,5 +1,6 @@
 //! Writes a decoded message as JSON text straight into the output buffer.
 
+use super::floats;
 use crate::cdr::read::Sink;
 use crate::cdr::Endian;
 use crate::layout::{FieldLayout, StructLayout};
@@ -12,13 +13,7 @@ pub(crate) struct JsonSink<'a> {
 impl JsonSink<'_> {
     #[inline]
     fn f64(&mut self, v: f64) {
-        // JSON has no NaN or infinities: rosbridge sends them as null.
-        if v.is_finite() {
-            let mut b = zmij::Buffer::new();
-            self.out.extend_from_slice(b.format_finite(v).as_bytes());
-        } else {
-            self.out.extend_from_slice(b"null");
-        }
+        floats::write_f64(self.out, v);
     }
 
     #[inline]
@@ -125,10 +120,12 @@ impl Sink for JsonSink<'_> {
             }),
             Primitive::Int64 => each::<8>(raw, endian, self, |s, a| s.i64(i64::from_le_bytes(a))),
             Primitive::UInt64 => each::<8>(raw, endian, self, |s, a| s.u64(u64::from_le_bytes(a))),
-            Primitive::Float32 => each::<4>(raw, endian, self, |s, a| {
-                s.f64(f32::from_le_bytes(a) as f64)
-            }),
-            Primitive::Float64 => each::<8>(raw, endian, self, |s, a| s.f64(f64::from_le_bytes(a))),
+            Primitive::Float32 => {
+                floats::write_array::<4>(self.out, raw, endian, |a| f32::from_le_bytes(a) as f64)
+            }
+            Primitive::Float64 => {
+                floats::write_array::<8>(self.out, raw, endian, f64::from_le_bytes)
+            }
         }
         self.out.push(b']');
     }
