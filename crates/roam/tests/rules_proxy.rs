@@ -421,3 +421,51 @@ fn sighup_reloads_the_rules_and_a_broken_file_keeps_the_old_ones() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_bad_rules_file_stops_the_proxy_at_start_with_its_line_and_column() {
+    let net = Net::new("rules-start");
+    let dir = the_dir(&net, "start");
+    let rules = write_rules(
+        &dir,
+        "Filter: TOPIC == \"/a\";\nMonitor: TOPIC == \"/a\" && Limit 3;\n",
+    );
+    let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
+    let mut robot = net.proxy(
+        "robot",
+        89,
+        &addr,
+        &format!("rules: {}\n{}", rules.display(), exports(&["/a"])),
+    );
+    let status = robot.wait_exit(T).expect("the proxy did not stop");
+    assert!(!status.success());
+    let shown = format!(
+        "rules: {}:2:27: Limit is not an action of the Monitor module",
+        rules.display()
+    );
+    assert!(
+        robot.logs().contains(&shown),
+        "no {shown} in {}",
+        robot.logs()
+    );
+    // A file using Log is refused too: nothing would be recorded.
+    std::fs::write(&rules, "Monitor: TOPIC == \"/a\" && Log \"/tmp/a.mcap\";\n").unwrap();
+    let mut robot = net.proxy(
+        "robot",
+        89,
+        &addr,
+        &format!("rules: {}\n{}", rules.display(), exports(&["/a"])),
+    );
+    assert!(!robot
+        .wait_exit(T)
+        .expect("the proxy did not stop")
+        .success());
+    assert!(
+        robot
+            .logs()
+            .contains(":1:1: Log (MCAP recording) is not carried out"),
+        "{}",
+        robot.logs()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
