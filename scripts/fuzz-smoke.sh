@@ -10,7 +10,7 @@ if ! rustup toolchain list 2>/dev/null | grep -q nightly; then
   exit 0
 fi
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install --locked cargo-fuzz
-for t in frame envelope meta directory msg_parse msg_cdr msg_json service_wire; do
+for t in frame envelope meta directory msg_parse msg_cdr msg_json service_wire rules_parse; do
   mkdir -p "fuzz/corpus/$t"
   cargo +nightly fuzz run "$t" "fuzz/corpus/$t" "fuzz/seeds/$t" -- -max_total_time="$secs" -max_len=4096 2>&1 | tail -n 3
 done

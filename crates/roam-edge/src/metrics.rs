@@ -401,6 +401,10 @@ pub struct TopicDrops {
     pub unattributed: u64,
     /// Import: data of a stream no exporter announced.
     pub unannounced: u64,
+    /// Both: messages a proxy's rules dropped (Filter, Drop, Limit, anti-spoofing; see
+    /// docs/rules.md). Absent in snapshots from before the rules.
+    #[serde(default)]
+    pub ruled: u64,
 }
 
 impl Topic {
@@ -409,11 +413,16 @@ impl Topic {
     pub fn drops_by_cause(&self) -> Vec<(&'static str, u64)> {
         let d = &self.drops;
         match self.direction {
-            Direction::Export => vec![("failed", d.failed), ("unattributed", d.unattributed)],
+            Direction::Export => vec![
+                ("failed", d.failed),
+                ("unattributed", d.unattributed),
+                ("ruled", d.ruled),
+            ],
             Direction::Import => vec![
                 ("refused", d.refused),
                 ("unannounced", d.unannounced),
                 ("failed", d.failed),
+                ("ruled", d.ruled),
             ],
         }
     }

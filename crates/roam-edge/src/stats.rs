@@ -24,6 +24,8 @@ pub struct TopicStats {
     pub failed: AtomicU64,
     pub unattributed: AtomicU64,
     pub unannounced: AtomicU64,
+    /// Messages the proxy's rules dropped (either direction).
+    pub ruled: AtomicU64,
     pub age_in: LatencyHistogram,
     pub age_out: LatencyHistogram,
 }
@@ -46,6 +48,7 @@ impl TopicStats {
                 failed: n(&self.failed),
                 unattributed: n(&self.unattributed),
                 unannounced: n(&self.unannounced),
+                ruled: n(&self.ruled),
             },
             age_in: Ages::from(&self.age_in),
             age_out: (direction == Direction::Import).then(|| Ages::from(&self.age_out)),

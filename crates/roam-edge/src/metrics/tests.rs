@@ -109,6 +109,7 @@ fn topic(name: &str, direction: Direction) -> Topic {
             failed: 2,
             unattributed: 3,
             unannounced: 4,
+            ruled: 5,
         },
         age_in: Ages::from(&histogram(&[10, 20, 30])),
         age_out: (direction == Direction::Import).then(|| Ages::from(&histogram(&[40]))),
@@ -204,11 +205,16 @@ fn topics_are_ordered_and_name_their_drop_causes_by_direction() {
     );
     assert_eq!(
         s.topics[0].drops_by_cause(),
-        [("failed", 2), ("unattributed", 3)]
+        [("failed", 2), ("unattributed", 3), ("ruled", 5)]
     );
     assert_eq!(
         s.topics[1].drops_by_cause(),
-        [("refused", 1), ("unannounced", 4), ("failed", 2)]
+        [
+            ("refused", 1),
+            ("unannounced", 4),
+            ("failed", 2),
+            ("ruled", 5)
+        ]
     );
 }
 

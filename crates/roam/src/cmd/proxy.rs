@@ -14,7 +14,8 @@ pub struct ProxyArgs {
     /// see docs/operations.md).
     #[arg(short = 'c', long = "config", value_name = "FILE")]
     pub config: PathBuf,
-    /// Stop after this many seconds (default: run until Ctrl-C or SIGTERM).
+    /// Stop after this many seconds (default: run until Ctrl-C or SIGTERM; SIGHUP too, unless
+    /// the file names a `rules:` file: then SIGHUP reloads it).
     #[arg(long, value_name = "SECS")]
     pub duration: Option<u64>,
     /// Log per-topic samples and ages at this hop, and per-link counters, every this many
@@ -29,14 +30,44 @@ pub async fn run(a: ProxyArgs) -> CmdResult {
     if let Some(s) = a.status_interval {
         cfg.status_interval_s = s;
     }
+    // With a rules file SIGHUP reloads it (the proxy handles it) instead of stopping.
+    let hup_reloads = cfg.rules.is_some();
+    let signal = async move {
+        if hup_reloads {
+            stop_without_hangup().await
+        } else {
+            super::router::shutdown_signal().await
+        }
+    };
     let stop = async move {
         match a.duration {
             Some(s) => tokio::select! {
                 _ = tokio::time::sleep(Duration::from_secs(s)) => {}
-                _ = super::router::shutdown_signal() => {}
+                _ = signal => {}
             },
-            None => super::router::shutdown_signal().await,
+            None => signal.await,
         }
     };
     crate::proxy::run::run(cfg, stop).await
+}
+
+/// Resolves on SIGINT or SIGTERM (if they cannot be handled, never: they keep their default
+/// action).
+async fn stop_without_hangup() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) {
+        (Ok(mut int), Ok(mut term)) => {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+        }
+        (Err(e), _) | (_, Err(e)) => {
+            tracing::warn!("cannot handle SIGINT/SIGTERM: {e}");
+            std::future::pending::<()>().await
+        }
+    }
 }

@@ -32,6 +32,9 @@
 //!                                # without a ROS install can read them as JSON)
 //! metrics_file: /run/roam/robot-7.json  # optional: the latest metrics snapshot (JSON),
 //!                                # replaced at start, every status interval and at exit
+//! rules: /etc/roam/robot-7.rules # optional: Filter/Monitor/Display rules on what the
+//!                                # proxy exports and imports (docs/rules.md); SIGHUP
+//!                                # reloads them
 //! imports:                       # realm topics that appear in this network
 //!   - topic: /robot7/chatter
 //!     realm: warehouse
@@ -90,6 +93,8 @@ pub struct ProxyFile {
     /// (holding msg/, srv/, action/), an install prefix, or a folder of packages.
     #[serde(default)]
     pub msg_paths: Vec<PathBuf>,
+    /// A rules file (docs/rules.md), evaluated on every message exported and imported.
+    pub rules: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -217,6 +222,8 @@ pub struct ProxyConfig {
     /// Where to keep the latest metrics snapshot.
     pub metrics_file: Option<PathBuf>,
     pub msg_paths: Vec<PathBuf>,
+    /// The rules file, if any.
+    pub rules: Option<PathBuf>,
 }
 
 fn yes() -> bool {
@@ -365,6 +372,7 @@ impl ProxyConfig {
             status_interval_s: f.status_interval_s.unwrap_or(30),
             metrics_file: f.metrics_file,
             msg_paths: f.msg_paths,
+            rules: f.rules,
         })
     }
 
@@ -380,6 +388,10 @@ impl ProxyConfig {
         for (i, path) in self.msg_paths.iter().enumerate() {
             roam_edge::definitions::check_msg_path(path)
                 .map_err(|e| doc.err(&FieldPath::new("msg_paths").index(i), e.to_string()))?;
+        }
+        if let Some(path) = &self.rules {
+            super::rules::load_file(path)
+                .map_err(|e| doc.err(&FieldPath::new("rules"), e.to_string()))?;
         }
         if !self.dds.interfaces.is_empty() {
             let here = crate::host_check::interface_names()

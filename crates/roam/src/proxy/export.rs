@@ -6,7 +6,8 @@
 //! every reader class has a DDS reader while someone in the realm subscribes to the data.
 //!
 //! Samples are sealed and sent on the DDS thread that delivers them (no hand-off on the hot
-//! path), routed by their writer; a sample whose writer discovery has not told us about yet
+//! path), routed by their writer, once the proxy's rules ([`super::rules`]) let them pass;
+//! a Copy rule's topics get publishers of their own beside the topic's; a sample whose writer discovery has not told us about yet
 //! waits in a small queue until it has (a new latched publisher's history can arrive before
 //! its discovery event is processed).
 
@@ -17,13 +18,15 @@ use std::time::{Duration, Instant};
 use roam_dds::{
     DdsError, Endpoint, Guid, Participant, Reader, Sample, SampleKind, TopicInfo, TypeDescriptor,
 };
-use roam_edge::definitions::DefinitionSource;
+use roam_edge::definitions::{Definition, DefinitionSource};
 use roam_edge::stats::{Direction, TopicStats};
 use roam_edge::{Edge, PayloadKind, Publisher, Realm, StreamQos, StreamSpec, TopicRef, XTypes};
 use tokio::sync::{mpsc, watch};
 use tracing::{info, warn};
 
 use super::export_plan::{ExportPlan, ReaderClass, Route, Routes, StreamKey};
+use super::nodes::NodeNames;
+use super::rules::{ros_type, ProxyRules};
 
 /// How long a keyed type's resolution through DDS type lookup may take.
 const TYPE_LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
@@ -49,6 +52,18 @@ pub struct ExportLeg {
     pub encrypt: bool,
     /// Where the proxy finds interface definitions, to announce them with the topic.
     pub definitions: Arc<DefinitionSource>,
+    /// The proxy's rules, and the nodes of local writers (NODE).
+    pub rules: Arc<ProxyRules>,
+    pub nodes: NodeNames,
+}
+
+/// What the rules need to judge a sample of this topic.
+struct RuleCtx {
+    rules: Arc<ProxyRules>,
+    nodes: NodeNames,
+    /// The local ROS name (`/chatter`), and the realm's label.
+    topic: String,
+    realm: String,
 }
 
 /// What a reader's callback looks up for every sample.
@@ -58,6 +73,11 @@ struct RouteTable {
     streams: HashMap<StreamKey, Publisher>,
     /// Samples whose writer is not known yet, with when they arrived.
     pending: VecDeque<(Instant, Sample)>,
+    rules: Option<Arc<RuleCtx>>,
+    /// Per DDS type: its ROS name and, when found, its definition (for FIELD and MESSAGE).
+    types: HashMap<String, (String, Option<Arc<Definition>>)>,
+    /// Per stream: the publishers of its Copy targets, by target topic.
+    copies: HashMap<StreamKey, Vec<(String, Publisher)>>,
 }
 
 /// How a keyed type is read and written.
@@ -91,8 +111,11 @@ struct Exporter {
     endpoints: HashMap<Guid, Endpoint>,
     types: HashMap<String, TypeState>,
     /// The definition of each type seen (None: not found on this machine).
-    definitions: HashMap<String, Option<String>>,
+    definitions: HashMap<String, Option<Arc<Definition>>>,
     streams: HashMap<StreamKey, Publisher>,
+    /// Publishers of Copy rules' targets: (target topic, the stream copied).
+    copies: HashMap<(String, StreamKey), Publisher>,
+    rule_ctx: Arc<RuleCtx>,
     /// Whether anyone wants the data of each DDS type (its publishers share one name).
     demand: HashMap<String, watch::Receiver<bool>>,
     readers: HashMap<ReaderClass, ReaderSlot>,
@@ -107,6 +130,13 @@ pub async fn export(
     mut events: mpsc::UnboundedReceiver<PublicationEvent>,
 ) {
     let (internal, mut internal_rx) = mpsc::unbounded_channel();
+    let mut rule_changes = leg.rules.changes();
+    let rule_ctx = Arc::new(RuleCtx {
+        rules: leg.rules.clone(),
+        nodes: leg.nodes.clone(),
+        topic: local_name(&leg.dds_topic),
+        realm: leg.realm.label.clone(),
+    });
     let mut x = Exporter {
         topic: TopicRef::new(leg.realm.clone(), leg.remote.clone()),
         leg,
@@ -117,6 +147,8 @@ pub async fn export(
         types: HashMap::new(),
         definitions: HashMap::new(),
         streams: HashMap::new(),
+        copies: HashMap::new(),
+        rule_ctx,
         demand: HashMap::new(),
         readers: HashMap::new(),
         internal,
@@ -129,11 +161,24 @@ pub async fn export(
                 x.handle_event(ev);
             }
             Some(msg) = internal_rx.recv() => x.handle_internal(msg),
+            Ok(()) = rule_changes.changed() => {}
             _ = sleep_until(timeout) => {
                 x.plan.handle_timeout(Instant::now());
             }
         }
         x.reconcile().await;
+    }
+}
+
+/// The ROS name a DDS topic carries (`rt/chatter` -> `/chatter`; a service's name for its
+/// request and reply topics); the DDS name for others.
+fn local_name(dds_topic: &str) -> String {
+    use roam_edge::ros_names::{ros_endpoint, RosEndpoint};
+    match ros_endpoint(dds_topic) {
+        Some(
+            RosEndpoint::Topic(n) | RosEndpoint::ServiceRequest(n) | RosEndpoint::ServiceReply(n),
+        ) => n,
+        None => dds_topic.to_string(),
     }
 }
 
@@ -240,6 +285,7 @@ impl Exporter {
                 Err(e) => warn!(topic = %self.leg.dds_topic, "cannot export: {e}"),
             }
         }
+        self.reconcile_copies().await;
         self.demand
             .retain(|ty, _| self.streams.keys().any(|k| k.class.dds_type == *ty));
         self.reconcile_readers();
@@ -261,7 +307,12 @@ impl Exporter {
             qos,
             id: Some(key.id()),
             xtypes,
-            definition: self.definitions.get(&class.dds_type).cloned().flatten(),
+            definition: self
+                .definitions
+                .get(&class.dds_type)
+                .cloned()
+                .flatten()
+                .map(|d| d.ros2msg().to_string()),
             clear_text: !self.leg.encrypt,
         }
     }
@@ -275,7 +326,7 @@ impl Exporter {
         let name = ty.to_string();
         let found = tokio::task::spawn_blocking(move || source.lookup(&name)).await;
         let text = match found {
-            Ok(Ok(d)) => Some(d.ros2msg().to_string()),
+            Ok(Ok(d)) => Some(d),
             Ok(Err(e)) => {
                 tracing::debug!(topic = %self.leg.dds_topic, ty, "no definition to announce: {e}");
                 None
@@ -283,6 +334,34 @@ impl Exporter {
             Err(_) => None,
         };
         self.definitions.insert(ty.to_string(), text);
+    }
+
+    /// A publisher per stream and Copy target of the rules that can apply to this topic
+    /// (same type and QoS as the stream, in the same realm); gone targets lose theirs.
+    async fn reconcile_copies(&mut self) {
+        let targets = self.leg.rules.copy_targets(&self.rule_ctx.topic);
+        let streams = &self.streams;
+        self.copies
+            .retain(|(t, k), _| targets.contains(t) && streams.contains_key(k));
+        let wanted: Vec<(String, StreamKey, StreamQos)> = targets
+            .iter()
+            .flat_map(|t| {
+                self.streams
+                    .iter()
+                    .map(move |(k, p)| (t.clone(), k.clone(), p.qos()))
+            })
+            .filter(|(t, k, _)| !self.copies.contains_key(&(t.clone(), k.clone())))
+            .collect();
+        for (target, key, qos) in wanted {
+            let topic = TopicRef::new(self.leg.realm.clone(), target.clone());
+            match self.edge.publisher(&topic, self.spec(&key, qos)).await {
+                Ok(p) => {
+                    info!(topic = %self.leg.dds_topic, copy = %target, "copying (a Copy rule)");
+                    self.copies.insert((target, key), p);
+                }
+                Err(e) => warn!(topic = %self.leg.dds_topic, copy = %target, "cannot copy: {e}"),
+            }
+        }
     }
 
     /// Follows whether anyone wants the data of `ty` (all its streams share one name).
@@ -370,6 +449,19 @@ impl Exporter {
                 let mut t = slot.table.write().unwrap_or_else(|p| p.into_inner());
                 t.routes = self.plan.routes(&class);
                 t.streams = self.streams.clone();
+                t.rules = Some(self.rule_ctx.clone());
+                t.types = self
+                    .definitions
+                    .iter()
+                    .map(|(ty, d)| (ty.clone(), (ros_type(ty), d.clone())))
+                    .collect();
+                t.copies.clear();
+                for ((target, key), p) in &self.copies {
+                    t.copies
+                        .entry(key.clone())
+                        .or_default()
+                        .push((target.clone(), p.clone()));
+                }
             }
             if wanted && slot.reader.is_none() && !slot.creating {
                 slot.creating = true;
@@ -407,9 +499,9 @@ impl Exporter {
                 let mut t = slot.table.write().unwrap_or_else(|p| p.into_inner());
                 let (mut ready, mut expired, mut keep) = (Vec::new(), 0u64, VecDeque::new());
                 while let Some((at, s)) = t.pending.pop_front() {
-                    match lookup(&t, &s.writer_guid) {
-                        Lookup::Send(p) => ready.push((p, s)),
-                        Lookup::Skip => {}
+                    match lookup(&t, &s) {
+                        Lookup::Send(p, copies) => ready.push((p, copies, s)),
+                        Lookup::Skip | Lookup::Ruled => {}
                         Lookup::Wait if now < at + PENDING_WAIT => keep.push_back((at, s)),
                         Lookup::Wait => expired += 1,
                     }
@@ -424,10 +516,13 @@ impl Exporter {
                     .unattributed
                     .fetch_add(expired, std::sync::atomic::Ordering::Relaxed);
             }
-            for (p, s) in ready {
+            for (p, copies, s) in ready {
                 record_dds_age(&p, &s);
                 if let Err(e) = p.publish_kind(payload_kind(s.kind), &s.cdr).await {
                     warn!(topic = %self.leg.dds_topic, "cannot export a sample: {e}");
+                }
+                for c in copies {
+                    let _ = c.publish_kind(payload_kind(s.kind), &s.cdr).await;
                 }
             }
         }
@@ -439,22 +534,68 @@ fn read_table(t: &RwLock<RouteTable>) -> std::sync::RwLockReadGuard<'_, RouteTab
 }
 
 enum Lookup {
-    Send(Publisher),
+    /// Its stream's publisher, and those of the copies the rules asked for.
+    Send(Publisher, Vec<Publisher>),
     /// Another reader forwards it.
     Skip,
     /// Not known yet.
     Wait,
+    /// The rules dropped it (counted).
+    Ruled,
 }
 
-fn lookup(t: &RouteTable, writer: &Guid) -> Lookup {
-    match t.routes.route(writer) {
+fn lookup(t: &RouteTable, s: &Sample) -> Lookup {
+    match t.routes.route(&s.writer_guid) {
         Route::Stream(k) => match t.streams.get(&k) {
-            Some(p) => Lookup::Send(p.clone()),
+            Some(p) => match judge(t, &k, p, s) {
+                Some(copies) => Lookup::Send(p.clone(), copies),
+                None => Lookup::Ruled,
+            },
             None => Lookup::Wait,
         },
         Route::Elsewhere => Lookup::Skip,
         Route::Unknown => Lookup::Wait,
     }
+}
+
+/// The rules' verdict on a data sample of stream `k`: `None` to drop it (counted on the
+/// topic), else the publishers of its copies. Instance lifecycle changes always pass.
+fn judge(t: &RouteTable, k: &StreamKey, p: &Publisher, s: &Sample) -> Option<Vec<Publisher>> {
+    let Some(ctx) = &t.rules else {
+        return Some(Vec::new());
+    };
+    if s.kind != SampleKind::Data {
+        return Some(Vec::new());
+    }
+    let node = ctx.nodes.node_of(&s.writer_guid);
+    // The writer's participant (its GUID prefix): the DDS peer it came from.
+    let peer = hex::encode(&s.writer_guid[..12]);
+    let (ty, schema) = match t.types.get(&k.class.dds_type) {
+        Some((ty, d)) => (ty.as_str(), d.as_ref().map(|d| d.schema())),
+        None => (k.class.dds_type.as_str(), None),
+    };
+    let m = roam_rules::Message {
+        topic: &ctx.topic,
+        type_name: ty,
+        node: node.as_deref(),
+        realm: &ctx.realm,
+        peer: Some(&peer),
+        size: s.cdr.len(),
+    };
+    let v = ctx.rules.evaluate(&m, schema, &s.cdr);
+    if !v.passes() {
+        TopicStats::count(&p.stats().ruled);
+        return None;
+    }
+    let copies = match t.copies.get(k) {
+        Some(cs) if !v.copies.is_empty() => cs
+            .iter()
+            .filter(|(target, _)| v.copies.contains(target))
+            .map(|(_, c)| c.clone())
+            .collect(),
+        _ => Vec::new(),
+    };
+    Some(copies)
 }
 
 fn payload_kind(k: SampleKind) -> PayloadKind {
@@ -479,14 +620,17 @@ fn record_dds_age(p: &Publisher, s: &Sample) {
 /// it (on the DDS thread, blocking while the topic is pushed back on).
 fn sample_handler(table: Arc<RwLock<RouteTable>>) -> impl Fn(Sample) + Send + Sync + 'static {
     move |s: Sample| {
-        let found = lookup(&read_table(&table), &s.writer_guid);
+        let found = lookup(&read_table(&table), &s);
         match found {
-            Lookup::Send(p) => {
+            Lookup::Send(p, copies) => {
                 record_dds_age(&p, &s);
                 // A failure is counted by the publisher.
                 let _ = p.publish_blocking(payload_kind(s.kind), &s.cdr);
+                for c in copies {
+                    let _ = c.publish_blocking(payload_kind(s.kind), &s.cdr);
+                }
             }
-            Lookup::Skip => {}
+            Lookup::Skip | Lookup::Ruled => {}
             Lookup::Wait => {
                 let mut t = table.write().unwrap_or_else(|p| p.into_inner());
                 if t.pending.len() >= MAX_PENDING {

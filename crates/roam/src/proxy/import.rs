@@ -4,7 +4,8 @@
 //! local DDS writer with the stream's type and QoS, and every message is written with the
 //! writer of its stream (data, or an instance's disposal or unregistration). The subscriber
 //! holds a new stream's first messages until its announcement arrives, so none is written
-//! with the wrong QoS.
+//! with the wrong QoS. The proxy's rules ([`super::rules`]) judge every data message before
+//! it is written (PEER: the realm member that announced its stream).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -16,9 +17,11 @@ use roam_edge::{
     Description, Edge, Event, PayloadKind, Realm, Received, StreamId, StreamInfo, Subscriber,
     SubscriberOptions, TopicRef,
 };
+use roam_msg::{MessageType, TypeRegistry};
 use roam_net::latency::now_us;
 use tracing::{info, warn};
 
+use super::rules::{ros_type, ProxyRules};
 use super::write::{write_import, IMPORT_BATCH};
 
 /// USER_DATA on every DDS writer a proxy creates for an import, so that another proxy on the
@@ -33,6 +36,15 @@ pub struct ImportLeg {
     /// Where the proxy finds interface definitions: those it has for the topic's types are
     /// announced too (for members without them).
     pub definitions: Arc<DefinitionSource>,
+    /// The proxy's rules.
+    pub rules: Arc<ProxyRules>,
+}
+
+/// What the rules see of the topic: its local ROS name, and per DDS type the ROS type name
+/// and the resolved definition (this machine's, else the announced one).
+struct Judge {
+    topic: String,
+    types: HashMap<String, (String, Option<Arc<MessageType>>)>,
 }
 
 /// Runs the import of one topic until the edge goes.
@@ -47,20 +59,33 @@ pub async fn import(edge: Edge, participant: Participant, leg: ImportLeg) {
     let mut plain = Vec::new();
     let mut dirty: HashSet<StreamId> = HashSet::new();
     let mut described: HashMap<String, Option<Description>> = HashMap::new();
+    let mut judge = Judge {
+        topic: roam_edge::ros_names::ros_endpoint(&leg.dds_topic)
+            .map(|e| match e {
+                roam_edge::ros_names::RosEndpoint::Topic(n)
+                | roam_edge::ros_names::RosEndpoint::ServiceRequest(n)
+                | roam_edge::ros_names::RosEndpoint::ServiceReply(n) => n,
+            })
+            .unwrap_or_else(|| leg.dds_topic.clone()),
+        types: HashMap::new(),
+    };
     while let Some(ev) = sub.recv(&mut plain).await {
         match ev {
             Event::Streams => {
                 reconcile(&sub, &participant, &leg, &mut writers);
                 describe(&edge, &topic, &sub, &leg, &mut described).await;
+                judge.learn(&sub, &leg).await;
             }
-            Event::Definitions => {}
+            Event::Definitions => judge.learn(&sub, &leg).await,
             Event::Message(first) => {
                 // What else arrived with it goes out as one batch (samples share packets),
                 // flushed before waiting again, so a lone message is never held back.
                 let mut next = Some(first);
                 let mut written = 0;
                 while let Some(r) = next.take() {
-                    plain = write(&sub, &writers, &r, plain, &leg.dds_topic, &mut dirty).await;
+                    if judge.passes(&sub, &leg, &writers, &r, &plain) {
+                        plain = write(&sub, &writers, &r, plain, &leg.dds_topic, &mut dirty).await;
+                    }
                     written += 1;
                     if written < IMPORT_BATCH {
                         next = sub.try_recv(&mut plain);
@@ -75,6 +100,67 @@ pub async fn import(edge: Edge, participant: Participant, leg: ImportLeg) {
                 }
             }
         }
+    }
+}
+
+impl Judge {
+    /// Resolves the definitions of the topic's types for FIELD and MESSAGE (once each that
+    /// resolves): this machine's, else the one announced with the topic.
+    async fn learn(&mut self, sub: &Subscriber, leg: &ImportLeg) {
+        let types: Vec<String> = sub.streams().into_values().map(|s| s.dds_type).collect();
+        for ty in types {
+            if matches!(self.types.get(&ty), Some((_, Some(_)))) {
+                continue;
+            }
+            let source = leg.definitions.clone();
+            let name = ty.clone();
+            let local = tokio::task::spawn_blocking(move || source.lookup(&name)).await;
+            let schema = match local {
+                Ok(Ok(d)) => Some(Arc::new(d.schema().clone())),
+                _ => sub.definition(&ty).and_then(|text| {
+                    let root = ros_type(&ty);
+                    let mut reg = TypeRegistry::new();
+                    reg.add_ros2msg(&root, text).ok()?;
+                    reg.resolve(&root).ok().map(Arc::new)
+                }),
+            };
+            self.types.insert(ty.clone(), (ros_type(&ty), schema));
+        }
+    }
+
+    /// Whether the rules let a received message through (lifecycle changes always pass);
+    /// a drop is counted on the topic.
+    fn passes(
+        &self,
+        sub: &Subscriber,
+        leg: &ImportLeg,
+        writers: &HashMap<StreamId, (StreamInfo, Arc<Writer>)>,
+        r: &Received,
+        cdr: &[u8],
+    ) -> bool {
+        if r.kind != PayloadKind::Data {
+            return true;
+        }
+        let Some((info, _)) = r.stream.and_then(|id| writers.get(&id)) else {
+            return true;
+        };
+        let (ty, schema) = match self.types.get(&info.dds_type) {
+            Some((ty, s)) => (ty.as_str(), s.as_deref()),
+            None => (info.dds_type.as_str(), None),
+        };
+        let m = roam_rules::Message {
+            topic: &self.topic,
+            type_name: ty,
+            node: None,
+            realm: &leg.realm.label,
+            peer: Some(&info.announcer),
+            size: cdr.len(),
+        };
+        let v = leg.rules.evaluate(&m, schema, cdr);
+        if !v.passes() {
+            TopicStats::count(&sub.stats().ruled);
+        }
+        v.passes()
     }
 }
 

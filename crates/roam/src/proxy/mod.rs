@@ -12,6 +12,8 @@
 //!   DDS writer and writes its data.
 //! - [`write`]: writing imported samples without stalling the async runtime.
 //! - [`directory`]: the proxy's entries in its realms' directories.
+//! - [`rules`] and [`nodes`]: the rules file (docs/rules.md) evaluated on what crosses, and
+//!   the ROS node of each local writer (for NODE).
 //! - [`run`]: the proxy process.
 
 pub mod config;
@@ -20,5 +22,7 @@ pub mod directory;
 pub mod export;
 pub mod export_plan;
 pub mod import;
+pub mod nodes;
+pub mod rules;
 pub mod run;
 pub mod write;

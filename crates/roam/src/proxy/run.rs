@@ -2,7 +2,7 @@
 //! one task per exported or imported topic between them ([`super::export`],
 //! [`super::import`]). This file wires them: configuration, the router, DDS discovery (which
 //! publications go to which export), the service legs, and the proxy's own entry in
-//! `ros_discovery_info`.
+//! `ros_discovery_info`; and the rules file (reloaded on SIGHUP).
 //!
 //! Endpoints of the proxy's own participant, and writers any proxy created for an import, are
 //! never exported, so what a proxy imports never goes back out.
@@ -56,6 +56,9 @@ pub async fn run(
             .map_err(|e| format!("msg_paths: {e}"))?,
     );
 
+    let rules = super::rules::ProxyRules::load(cfg.rules.as_deref()).map_err(|e| e.to_string())?;
+    let nodes = super::nodes::NodeNames::default();
+
     let xml = super::dds_config::xml(&cfg.dds);
     let participant =
         Participant::new(cfg.dds.domain, xml.as_deref()).map_err(|e| format!("DDS: {e}"))?;
@@ -64,7 +67,24 @@ pub async fn run(
         warn!("encrypt_payloads is false: exported payloads travel in clear text (authenticated, not confidential)");
     }
 
+    // Which node owns which writer (NODE in the rules), while there is a rules file.
+    let _node_reader = match rules.has_file() {
+        true => Some(
+            nodes
+                .follow(&participant)
+                .map_err(|e| format!("DDS ros_discovery_info reader: {e}"))?,
+        ),
+        false => None,
+    };
     let (status, ticker) = Status::start_proxy(&cfg, &router, &edge).await?;
+    let display = display_ticker(rules.clone(), cfg.status_interval_s);
+    let mut hangup = match rules.has_file() {
+        true => Some(
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+                .map_err(|e| format!("cannot handle SIGHUP: {e}"))?,
+        ),
+        false => None,
+    };
 
     let (mut service_exports, mut service_imports) = service_legs(&cfg);
     // Raw DDS topics travel like ROS ones, under their own DDS names.
@@ -101,6 +121,7 @@ pub async fn run(
             dds_topic: leg.dds_topic,
             remote: leg.remote,
             definitions: definitions.clone(),
+            rules: rules.clone(),
         };
         tokio::spawn(import(edge.clone(), participant.clone(), leg));
     }
@@ -124,6 +145,12 @@ pub async fn run(
     loop {
         tokio::select! {
             _ = &mut stop => break,
+            Some(()) = recv_hangup(&mut hangup) => {
+                info!(target: "roam::rules", "SIGHUP: reloading the rules");
+                let r = rules.clone();
+                // File reads: off the async workers.
+                let _ = tokio::task::spawn_blocking(move || r.reload()).await;
+            }
             ev = ev_rx.recv() => {
                 let Some(ev) = ev else { continue };
                 tracing::debug!(?ev, "DDS discovery");
@@ -146,6 +173,8 @@ pub async fn run(
                         realm: realms[&realm].clone(),
                         encrypt: cfg.encrypt_payloads,
                         definitions: definitions.clone(),
+                        rules: rules.clone(),
+                        nodes: nodes.clone(),
                     };
                     tokio::spawn(export(edge.clone(), participant.clone(), leg, rx));
                     tx
@@ -156,11 +185,36 @@ pub async fn run(
         }
     }
     directory.stop().await;
+    display.abort();
+    rules.log_figures(true);
     ticker.stop().await;
     status.report().await;
     router.shutdown().await;
     let _ = router_task.await;
     Ok(())
+}
+
+/// The next SIGHUP, if the proxy handles it (it does with a rules file).
+async fn recv_hangup(h: &mut Option<tokio::signal::unix::Signal>) -> Option<()> {
+    match h {
+        Some(s) => s.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Logs the Display rules' figures every status interval (never with 0: only at exit).
+fn display_ticker(rules: Arc<super::rules::ProxyRules>, secs: u64) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        if secs == 0 {
+            return;
+        }
+        let mut every = tokio::time::interval(std::time::Duration::from_secs(secs));
+        every.tick().await;
+        loop {
+            every.tick().await;
+            rules.log_figures(false);
+        }
+    })
 }
 
 /// The proxy's entries in its realms' directories ([`super::directory`]): its exports as

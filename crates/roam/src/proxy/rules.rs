@@ -1,0 +1,235 @@
+//! The proxy's rules (`rules:` in its file, docs/rules.md): loading, reloading on SIGHUP,
+//! and evaluating them on what the proxy exports and imports.
+//!
+//! The language and its evaluator are `roam_rules` (pure); this file gives it what only the
+//! proxy knows: the ROS topic and type, the publishing node (from `ros_discovery_info`,
+//! [`super::nodes`]), the realm, the peer, fields decoded with the type's definition, and
+//! the clock. One engine serves every topic of the proxy, behind a mutex (the evaluation is
+//! a few string comparisons per rule; decoding happens only for rules that use FIELD or
+//! MESSAGE).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use roam_msg::MessageType;
+use roam_rules::{Content, Engine, Message, Module, ParseError, Rules, Verdict};
+use tokio::sync::watch;
+use tracing::{info, warn};
+
+/// Messages larger than this are not decoded for FIELD or MESSAGE (those conditions then do
+/// not hold): rules must not turn an image into megabytes of JSON per frame.
+pub const MAX_DECODED: usize = 1 << 20;
+
+/// Why a rules file was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum RulesFileError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}:{}:{}: {}", .source.line, .source.column, .source.kind)]
+    Parse { path: String, source: ParseError },
+    #[error(
+        "{path}:{line}:{column}: {action} is not carried out by this roam yet (see docs/rules.md)"
+    )]
+    Unsupported {
+        path: String,
+        line: usize,
+        column: usize,
+        action: &'static str,
+    },
+}
+
+/// Reads and parses a rules file, refusing what the proxy cannot carry out.
+pub fn load_file(path: &Path) -> Result<Rules, RulesFileError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| RulesFileError::Read {
+        path: shown.clone(),
+        source,
+    })?;
+    let rules = Rules::parse(&text).map_err(|source| RulesFileError::Parse {
+        path: shown.clone(),
+        source,
+    })?;
+    if let Some(r) = rules.find_action("Log") {
+        return Err(RulesFileError::Unsupported {
+            path: shown,
+            line: r.line,
+            column: r.column,
+            action: "Log (MCAP recording)",
+        });
+    }
+    Ok(rules)
+}
+
+/// The proxy's rules and their state, shared by every export and import.
+pub struct ProxyRules {
+    path: Option<PathBuf>,
+    engine: Mutex<Engine>,
+    /// False while there are no rules: the hot path skips the lock.
+    active: AtomicBool,
+    /// Bumped on every reload, so exports prepare the publishers of new Copy targets.
+    generation: watch::Sender<u64>,
+}
+
+impl ProxyRules {
+    /// The rules of `path`, or none.
+    pub fn load(path: Option<&Path>) -> Result<Arc<ProxyRules>, RulesFileError> {
+        let rules = match path {
+            Some(p) => load_file(p)?,
+            None => Rules::default(),
+        };
+        let active = !rules.rules().is_empty();
+        if let Some(p) = path {
+            info!(target: "roam::rules", file = %p.display(), rules = rules.rules().len(), "rules loaded");
+        }
+        Ok(Arc::new(ProxyRules {
+            path: path.map(Path::to_path_buf),
+            engine: Mutex::new(Engine::new(Arc::new(rules))),
+            active: AtomicBool::new(active),
+            generation: watch::Sender::new(0),
+        }))
+    }
+
+    fn engine(&self) -> MutexGuard<'_, Engine> {
+        self.engine.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether the proxy has a rules file (then SIGHUP reloads it).
+    pub fn has_file(&self) -> bool {
+        self.path.is_some()
+    }
+
+    /// Reads the file again. A file that does not load leaves the current rules in force
+    /// (the error, with its line and column, is logged). The new rules start with fresh
+    /// Limit buckets and figures; the old figures are logged first.
+    pub fn reload(&self) {
+        let Some(path) = &self.path else {
+            info!(target: "roam::rules", "SIGHUP: no rules file configured");
+            return;
+        };
+        match load_file(path) {
+            Ok(rules) => {
+                self.log_figures(true);
+                let n = rules.rules().len();
+                let mut e = self.engine();
+                *e = Engine::new(Arc::new(rules));
+                self.active.store(n > 0, Ordering::Relaxed);
+                drop(e);
+                self.generation.send_modify(|g| *g += 1);
+                info!(target: "roam::rules", file = %path.display(), rules = n, "rules reloaded");
+            }
+            Err(e) => {
+                warn!(target: "roam::rules", "rules not reloaded, the previous ones stay in force: {e}")
+            }
+        }
+    }
+
+    /// Follows reloads (the value changes on each).
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.generation.subscribe()
+    }
+
+    /// Copy targets that can apply to `topic` under the current rules.
+    pub fn copy_targets(&self, topic: &str) -> Vec<String> {
+        if !self.active.load(Ordering::Relaxed) {
+            return Vec::new();
+        }
+        self.engine().copy_targets(topic)
+    }
+
+    /// Evaluates the rules on one message. `schema`: the type's definition, if known, for
+    /// FIELD and MESSAGE.
+    pub fn evaluate(&self, m: &Message, schema: Option<&MessageType>, cdr: &[u8]) -> Verdict {
+        if !self.active.load(Ordering::Relaxed) {
+            return Verdict::default();
+        }
+        let mut content = Decoded {
+            schema,
+            cdr,
+            value: None,
+        };
+        self.engine().evaluate(m, &mut content, Instant::now())
+    }
+
+    /// Logs drops by cause and the figures of Display rules (and, with `all`, of Monitor
+    /// rules too: at reload and at exit).
+    pub fn log_figures(&self, all: bool) {
+        if !self.active.load(Ordering::Relaxed) {
+            return;
+        }
+        let e = self.engine();
+        let d = e.drops();
+        info!(target: "roam::rules", filtered = d.filtered, denied = d.denied, limited = d.limited, spoofed = d.spoofed, "rule drops");
+        for f in e.figures(Instant::now()) {
+            if !all && f.module != Module::Display {
+                continue;
+            }
+            info!(
+                target: "roam::rules",
+                line = f.line,
+                rule = %f.rule,
+                count = ?f.count,
+                average_bytes_per_s = ?f.average_bytes_per_s.map(|a| a.round()),
+                max_bytes = ?f.max_bytes,
+                min_bytes = ?f.min_bytes,
+                "{}",
+                f.module.name().to_lowercase()
+            );
+        }
+    }
+}
+
+/// The ROS name of a DDS type (`std_msgs::msg::dds_::String_` -> `std_msgs/msg/String`);
+/// the DDS name itself for non-ROS types.
+pub fn ros_type(dds_type: &str) -> String {
+    roam_msg::TypeName::from_dds(dds_type)
+        .map(|t| t.full())
+        .unwrap_or_else(|_| dds_type.to_string())
+}
+
+/// A message decoded on first use, with its definition.
+struct Decoded<'a> {
+    schema: Option<&'a MessageType>,
+    cdr: &'a [u8],
+    value: Option<Option<serde_json::Value>>,
+}
+
+impl Decoded<'_> {
+    fn value(&mut self) -> Option<&serde_json::Value> {
+        let (schema, cdr) = (self.schema, self.cdr);
+        self.value
+            .get_or_insert_with(|| {
+                let ty = schema?;
+                if cdr.len() > MAX_DECODED {
+                    return None;
+                }
+                roam_msg::json::cdr_to_value(ty, cdr).ok()
+            })
+            .as_ref()
+    }
+}
+
+impl Content for Decoded<'_> {
+    fn field(&mut self, path: &str) -> Option<String> {
+        let mut v = self.value()?;
+        for seg in path.split('.') {
+            v = match v {
+                serde_json::Value::Object(m) => m.get(seg)?,
+                serde_json::Value::Array(a) => a.get(seg.parse::<usize>().ok()?)?,
+                _ => return None,
+            };
+        }
+        Some(match v {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+    }
+
+    fn message(&mut self) -> Option<String> {
+        self.value().map(|v| v.to_string())
+    }
+}
