@@ -564,7 +564,7 @@ fn judge(t: &RouteTable, k: &StreamKey, p: &Publisher, s: &Sample) -> Option<Vec
     let Some(ctx) = &t.rules else {
         return Some(Vec::new());
     };
-    if s.kind != SampleKind::Data {
+    if s.kind != SampleKind::Data || !ctx.rules.is_active() {
         return Some(Vec::new());
     }
     let node = ctx.nodes.node_of(&s.writer_guid);

@@ -138,7 +138,7 @@ impl Judge {
         r: &Received,
         cdr: &[u8],
     ) -> bool {
-        if r.kind != PayloadKind::Data {
+        if r.kind != PayloadKind::Data || !leg.rules.is_active() {
             return true;
         }
         let Some((info, _)) = r.stream.and_then(|id| writers.get(&id)) else {

@@ -98,6 +98,12 @@ impl ProxyRules {
         self.engine.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Whether any rule is in force: without one, callers skip even gathering what the
+    /// rules would look at (a lock and an allocation per message on the hot path).
+    pub fn is_active(&self) -> bool {
+        self.active.load(Ordering::Relaxed)
+    }
+
     /// Whether the proxy has a rules file (then SIGHUP reloads it).
     pub fn has_file(&self) -> bool {
         self.path.is_some()
