@@ -1,0 +1,273 @@
+//! `roam gateway` with real rosbridge clients: roslibpy (PyPI) programs exchange topics and
+//! call a service with ROS 2 nodes (Python cyclonedds, on the wire what rmw_cyclonedds nodes
+//! are) in a DDS domain behind a real `roam proxy`, through a real router and the gateway,
+//! all real processes on loopback.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const T: Duration = Duration::from_secs(40);
+
+/// Interface definitions as a ROS install has them (a folder of packages), for the gateway.
+pub fn definitions(dir: &Path) -> PathBuf {
+    let root = dir.join("msgs");
+    for (file, text) in [
+        ("std_msgs/msg/String.msg", "string data\n"),
+        (
+            "std_msgs/msg/Header.msg",
+            "builtin_interfaces/Time stamp\nstring frame_id\n",
+        ),
+        (
+            "builtin_interfaces/msg/Time.msg",
+            "int32 sec\nuint32 nanosec\n",
+        ),
+        (
+            "geometry_msgs/msg/Point.msg",
+            "float64 x\nfloat64 y\nfloat64 z\n",
+        ),
+        (
+            "geometry_msgs/msg/PointStamped.msg",
+            "std_msgs/Header header\nPoint point\n",
+        ),
+        (
+            "example_interfaces/srv/AddTwoInts.srv",
+            "int64 a\nint64 b\n---\nint64 sum\n",
+        ),
+    ] {
+        let path = root.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    root
+}
+
+/// Starts `roam gateway` linked to `router` with `extra` YAML; returns it and its port.
+pub fn gateway(
+    net: &Net,
+    id: &str,
+    router: &str,
+    msg_paths: Option<&Path>,
+    extra: &str,
+) -> (Proc, u16) {
+    net.issue(id, "client");
+    let paths = msg_paths
+        .map(|p| format!("msg_paths: [{}]\n", p.display()))
+        .unwrap_or_default();
+    let yaml = format!(
+        "id: {id}\npki: {}\nrouter: {router}\nrealm: {}\n{paths}rosbridge:\n  listen: 127.0.0.1:0\n{extra}",
+        net.pki, net.realm
+    );
+    let path = net.dir.join(format!("{id}.yaml"));
+    std::fs::write(&path, yaml).unwrap();
+    let p = Proc::spawn_without_ament(
+        id,
+        &["gateway".into(), "-c".into(), path.display().to_string()],
+    );
+    let end = Instant::now() + T;
+    while Instant::now() < end {
+        if let Some(l) = p.line(Duration::from_millis(200)) {
+            if let Some(a) = l.strip_prefix("rosbridge listening ws://") {
+                let port = a.rsplit(':').next().unwrap().parse().unwrap();
+                return (p, port);
+            }
+        }
+    }
+    panic!("the gateway did not start: {}", p.logs());
+}
+
+/// A roslibpy program (tests/py/gateway_client.py).
+pub fn client(name: &str, port: u16, args: &[&str]) -> Proc {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/gateway_client.py");
+    let port = port.to_string();
+    let mut a = vec!["-u", script.to_str().unwrap(), &port];
+    a.extend_from_slice(args);
+    Proc::spawn_system(name, "python3", &a)
+}
+
+/// A DDS peer of tests/py/gateway_dds.py.
+fn dds(name: &str, args: &[&str]) -> Proc {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/gateway_dds.py");
+    let mut a = vec!["-u", script.to_str().unwrap()];
+    a.extend_from_slice(args);
+    let p = Proc::spawn_system(name, "python3", &a);
+    assert!(wait_line(&p, "ready", T).is_some(), "{name}: {}", p.logs());
+    p
+}
+
+/// The next stdout line starting with `prefix` (others are skipped), within `timeout`.
+pub fn wait_line(p: &Proc, prefix: &str, timeout: Duration) -> Option<String> {
+    let end = Instant::now() + timeout;
+    while Instant::now() < end {
+        if let Some(l) = p.line(Duration::from_millis(100)) {
+            if l.starts_with(prefix) {
+                return Some(l);
+            }
+        }
+    }
+    None
+}
+
+fn json_after(line: &str, prefix: &str) -> serde_json::Value {
+    serde_json::from_str(line.strip_prefix(prefix).unwrap().trim()).unwrap()
+}
+
+#[test]
+fn roslibpy_clients_and_dds_nodes_behind_a_proxy_exchange_topics_and_calls() {
+    let net = Net::new("gw-rosbridge");
+    let defs = definitions(&net.dir);
+    let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
+    let _talker = python("talker", "talker.py", &["95", "rt/chatter", "hello"]);
+    let listener = python("listener", "listener.py", &["95", "rt/from_web"]);
+    let _server = python("server", "service.py", &["server", "95", "add_two_ints"]);
+    let _points = dds("points", &["talk", "95", "rt/point_out"]);
+    let point_listener = dds("point-listener", &["listen", "95", "rt/point_in"]);
+    let robot = net.proxy(
+        "robot",
+        95,
+        &addr,
+        "exports:\n  - topic: /chatter\n    realm: test\n  - topic: /point_out\n    realm: test\n  - service: /add_two_ints\n    realm: test\nimports:\n  - topic: /from_web\n    realm: test\n  - topic: /point_in\n    realm: test\n",
+    );
+    let (gw, port) = gateway(&net, "gw", &addr, Some(&defs), "");
+
+    // DDS -> roslibpy: a std_msgs/String and a nested geometry_msgs/PointStamped, as JSON.
+    let chatter = client(
+        "sub-chatter",
+        port,
+        &["sub", "/chatter", "std_msgs/String", "--count", "3"],
+    );
+    let l = wait_line(&chatter, "msg ", T).unwrap_or_else(|| {
+        panic!(
+            "no /chatter message.\ngateway: {}\nproxy: {}",
+            gw.logs(),
+            robot.logs()
+        )
+    });
+    let m = json_after(&l, "msg ");
+    assert!(m["data"].as_str().unwrap().starts_with("hello "), "{m}");
+    let point = client(
+        "sub-point",
+        port,
+        &[
+            "sub",
+            "/point_out",
+            "geometry_msgs/msg/PointStamped",
+            "--count",
+            "2",
+        ],
+    );
+    let l = wait_line(&point, "msg ", T).unwrap_or_else(|| panic!("no point: {}", gw.logs()));
+    let m = json_after(&l, "msg ");
+    assert_eq!(m["header"]["frame_id"], "map");
+    assert_eq!(m["header"]["stamp"]["sec"], 7);
+    assert_eq!(m["point"]["x"], 1.5);
+    assert_eq!(m["point"]["y"], -2.25);
+    assert_eq!(
+        m["point"]["z"].as_f64().unwrap(),
+        m["header"]["stamp"]["nanosec"].as_f64().unwrap()
+    );
+
+    // roslibpy -> DDS: both types again, read by the DDS listeners.
+    let _web = client(
+        "pub-web",
+        port,
+        &[
+            "pub",
+            "/from_web",
+            "std_msgs/String",
+            r#"{"data": "web $N"}"#,
+        ],
+    );
+    let l = wait_line(&listener, "data: web ", T).unwrap_or_else(|| {
+        panic!(
+            "the DDS listener got nothing.\ngateway: {}\nproxy: {}",
+            gw.logs(),
+            robot.logs()
+        )
+    });
+    assert!(l["data: web ".len()..].parse::<u64>().is_ok(), "{l}");
+    let _pp = client(
+        "pub-point",
+        port,
+        &[
+            "pub",
+            "/point_in",
+            "geometry_msgs/PointStamped",
+            r#"{"header": {"stamp": {"sec": 3, "nanosec": $N}, "frame_id": "odom"}, "point": {"x": 0.5, "y": 0.25, "z": $N}}"#,
+        ],
+    );
+    let l = wait_line(&point_listener, "point ", T)
+        .unwrap_or_else(|| panic!("no point at DDS: {}", gw.logs()));
+    let f: Vec<&str> = l.split(' ').collect();
+    assert_eq!(
+        (f[1], f[2], f[4], f[5]),
+        ("odom", "3", "0.5", "0.25"),
+        "{l}"
+    );
+    assert_eq!(
+        f[3].parse::<f64>().unwrap(),
+        f[6].parse::<f64>().unwrap(),
+        "{l}"
+    );
+
+    // A service call answered by the DDS server behind the proxy.
+    let call = client(
+        "call",
+        port,
+        &[
+            "call",
+            "/add_two_ints",
+            "example_interfaces/AddTwoInts",
+            r#"{"a": 40, "b": 2}"#,
+        ],
+    );
+    let l = wait_line(&call, "result ", T).unwrap_or_else(|| {
+        let mut lines = Vec::new();
+        while let Some(l) = call.line(Duration::from_millis(100)) {
+            lines.push(l);
+        }
+        panic!("no reply: {lines:?}\ngateway: {}", gw.logs())
+    });
+    assert_eq!(json_after(&l, "result "), serde_json::json!({"sum": 42}));
+
+    // /rosapi/topics lists what the realm offers.
+    let topics = client("topics", port, &["topics"]);
+    let end = Instant::now() + T;
+    let mut last = String::new();
+    loop {
+        assert!(
+            Instant::now() < end,
+            "/rosapi/topics never listed the realm: {last}"
+        );
+        let Some(l) = wait_line(&topics, "topics ", Duration::from_secs(5)) else {
+            continue;
+        };
+        let v = json_after(&l, "topics ");
+        let names: Vec<&str> = v["topics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap())
+            .collect();
+        if ["/chatter", "/point_out", "/from_web"]
+            .iter()
+            .all(|t| names.contains(t))
+        {
+            let i = names.iter().position(|t| *t == "/chatter").unwrap();
+            assert_eq!(v["types"][i], "std_msgs/msg/String");
+            break;
+        }
+        last = l;
+    }
+
+    // 30 clients at once, every one receiving.
+    let many = client("many", port, &["many", "30", "/chatter", "std_msgs/String"]);
+    assert!(
+        wait_line(&many, "all 30", Duration::from_secs(90)).is_some(),
+        "not all 30 clients got /chatter: {}",
+        gw.logs()
+    );
+}
