@@ -23,6 +23,7 @@
 
 pub mod auth;
 pub mod codec;
+pub mod listing;
 pub mod outbox;
 pub mod rosbridge;
 pub mod session;
@@ -102,6 +103,8 @@ pub struct Gateway {
     pub realm: Arc<Realm>,
     pub codecs: Arc<codec::CodecCache>,
     pub directory: DirectoryView,
+    /// This gateway's entry in the realm's directory: what its clients offer and import.
+    pub listing: Arc<listing::Listing>,
     /// None: no authentication (every client may do everything).
     pub tokens: Option<auth::Tokens>,
     pub limits: Limits,
@@ -117,7 +120,17 @@ impl Gateway {
         limits: Limits,
     ) -> Arc<Gateway> {
         let directory = edge.directory_view(realm.clone()).await;
+        let announcer = match edge.directory_announcer(realm.clone()).await {
+            Ok(a) => Some(a),
+            Err(e) => {
+                tracing::warn!(
+                    "this gateway's clients' topics are not listed in the realm's directory: {e}"
+                );
+                None
+            }
+        };
         Arc::new(Gateway {
+            listing: listing::Listing::new(announcer),
             edge,
             realm,
             codecs: Arc::new(codec::CodecCache::new(definitions)),
@@ -126,6 +139,66 @@ impl Gateway {
             limits,
             stats: Stats::default(),
         })
+    }
+}
+
+impl Gateway {
+    /// The realm's listing as this gateway sees it: every member's directory entry, and this
+    /// gateway's own (a member does not hear its own announcements).
+    pub fn realm_listing(&self) -> roam_edge::directory::Listing {
+        use roam_edge::directory::{Listed, Party};
+        use roam_proto::directory::{ItemKind, Role};
+        let mut listing = self.directory.listing();
+        let me = self.edge.name().to_string();
+        for item in self.listing.items_now() {
+            let list = match item.kind {
+                ItemKind::Topic => &mut listing.topics,
+                ItemKind::Service => &mut listing.services,
+                ItemKind::Action => &mut listing.actions,
+            };
+            let at = match list.iter().position(|l| l.name == item.name) {
+                Some(i) => i,
+                None => {
+                    list.push(Listed {
+                        name: item.name.clone(),
+                        types: Vec::new(),
+                        offered_by: Vec::new(),
+                        imported_by: Vec::new(),
+                    });
+                    list.len() - 1
+                }
+            };
+            let l = &mut list[at];
+            for t in &item.types {
+                if !l.types.contains(t) {
+                    l.types.push(t.clone());
+                }
+            }
+            let party = Party {
+                member: me.clone(),
+                types: item.types.clone(),
+                qos: Vec::new(),
+            };
+            let parties = match item.role {
+                Role::Offers => &mut l.offered_by,
+                Role::Imports => &mut l.imported_by,
+            };
+            if !parties.iter().any(|p| p.member == me) {
+                parties.push(party);
+            }
+        }
+        for list in [
+            &mut listing.topics,
+            &mut listing.services,
+            &mut listing.actions,
+        ] {
+            list.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+        if !listing.members.contains(&me) && !self.listing.items_now().is_empty() {
+            listing.members.push(me);
+            listing.members.sort();
+        }
+        listing
     }
 }
 

@@ -17,7 +17,10 @@ use roam_msg::{EncodeError, EncodeOptions, MessageType};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
+use roam_proto::directory::{ItemKind, Role};
+
 use crate::auth::{Action, Identity, Refused};
+use crate::listing::Listed;
 use crate::outbox::{Outbox, Pacing};
 use crate::{Gateway, Stats};
 
@@ -141,6 +144,7 @@ struct SubEntry {
     /// The client's ids for this topic (rosbridge lets several share one subscription).
     client_ids: BTreeSet<Option<String>>,
     task: JoinHandle<()>,
+    _listed: Listed,
 }
 
 impl Drop for SubEntry {
@@ -155,6 +159,7 @@ struct PubEntry {
     codec: Arc<Mutex<Option<MessageType>>>,
     /// Follows the topic's announcements for its definition when this machine has none.
     learner: Option<JoinHandle<()>>,
+    _listed: Listed,
 }
 
 impl Drop for PubEntry {
@@ -261,8 +266,7 @@ impl<C: Send + 'static> Session<C> {
     /// The type of a topic as the realm's directory lists it.
     fn listed_type(&self, topic: &str) -> Option<String> {
         self.gw
-            .directory
-            .listing()
+            .realm_listing()
             .topics
             .into_iter()
             .find(|t| t.name == topic)
@@ -312,6 +316,10 @@ impl<C: Send + 'static> Session<C> {
         let id = self.next_sub;
         self.next_sub += 1;
         self.out.outbox().subscribe(id, pacing);
+        let listed = self
+            .gw
+            .listing
+            .add(ItemKind::Topic, Role::Imports, &topic, &ros_type);
         let task = tokio::spawn(read_subscription(
             sub,
             id,
@@ -326,6 +334,7 @@ impl<C: Send + 'static> Session<C> {
                 id,
                 client_ids: BTreeSet::from([r.client_id]),
                 task,
+                _listed: listed,
             },
         );
         Ok(id)
@@ -400,6 +409,10 @@ impl<C: Send + 'static> Session<C> {
         } else {
             None
         };
+        let listed = self
+            .gw
+            .listing
+            .add(ItemKind::Topic, Role::Offers, &topic, &ros_type);
         self.pubs.insert(
             topic,
             PubEntry {
@@ -407,6 +420,7 @@ impl<C: Send + 'static> Session<C> {
                 ros_type,
                 codec,
                 learner,
+                _listed: listed,
             },
         );
         Ok(())
@@ -472,6 +486,7 @@ pub struct ServiceTarget {
     client: ServiceClient,
     request: MessageType,
     reply: MessageType,
+    _listed: Listed,
 }
 
 impl ServiceTargets {
@@ -498,8 +513,7 @@ impl ServiceTargets {
             Some(t) => t.to_string(),
             None => self
                 .gw
-                .directory
-                .listing()
+                .realm_listing()
                 .services
                 .into_iter()
                 .find(|s| s.name == name)
@@ -522,10 +536,15 @@ impl ServiceTargets {
                 topic: name.clone(),
                 source,
             })?;
+        let listed = self
+            .gw
+            .listing
+            .add(ItemKind::Service, Role::Imports, &name, &sref.srv_type);
         let target = Arc::new(ServiceTarget {
             client,
             request: request.0,
             reply: reply.0,
+            _listed: listed,
         });
         let mut cache = self.cache.lock().await;
         if cache.len() >= self.gw.limits.max_topics_per_client {
@@ -620,7 +639,21 @@ async fn read_subscription<C>(
     let mut payload = Vec::new();
     loop {
         if codec.is_none() {
-            codec = gw.codecs.known(&dds_type).map(|(t, _)| t);
+            // Definitions come with the stream announcements (whichever event reports them)
+            // or from another client's subscription.
+            codec = match sub.definition(&dds_type) {
+                Some(text) => match crate::codec::from_text(&dds_type, text) {
+                    Ok(t) => {
+                        gw.codecs.learn(&dds_type, t.clone(), text);
+                        Some(t)
+                    }
+                    Err(e) => {
+                        tracing::warn!("{e}");
+                        None
+                    }
+                },
+                None => gw.codecs.known(&dds_type).map(|(t, _)| t),
+            };
         }
         match sub.recv(&mut payload).await {
             None => return,
@@ -642,22 +675,11 @@ async fn read_subscription<C>(
                         return;
                     }
                     let after = ob.dropped(&id).unwrap_or(0);
-                    for _ in before..after {
-                        Stats::count(&gw.stats.dropped);
-                    }
+                    gw.stats
+                        .dropped
+                        .fetch_add(after - before, std::sync::atomic::Ordering::Relaxed);
                 }
                 out.wake.notify_one();
-            }
-            Some(Event::Definitions) if codec.is_none() => {
-                if let Some(text) = sub.definition(&dds_type) {
-                    match crate::codec::from_text(&dds_type, text) {
-                        Ok(t) => {
-                            gw.codecs.learn(&dds_type, t.clone(), text);
-                            codec = Some(t);
-                        }
-                        Err(e) => tracing::warn!("{e}"),
-                    }
-                }
             }
             Some(_) => {}
         }

@@ -21,11 +21,12 @@ fn roslibpy_clients_and_dds_nodes_behind_a_proxy_exchange_topics_and_calls() {
     let _server = python("server", "service.py", &["server", "95", "add_two_ints"]);
     let _points = dds("points", &["talk", "95", "rt/point_out"]);
     let point_listener = dds("point-listener", &["listen", "95", "rt/point_in"]);
+    // The robot has the definitions and announces them with its topics.
     let robot = net.proxy(
         "robot",
         95,
         &addr,
-        "exports:\n  - topic: /chatter\n    realm: test\n  - topic: /point_out\n    realm: test\n  - service: /add_two_ints\n    realm: test\nimports:\n  - topic: /from_web\n    realm: test\n  - topic: /point_in\n    realm: test\n",
+        &(format!("msg_paths: [{}]\n", defs.display()) + "exports:\n  - topic: /chatter\n    realm: test\n  - topic: /point_out\n    realm: test\n  - service: /add_two_ints\n    realm: test\nimports:\n  - topic: /from_web\n    realm: test\n  - topic: /point_in\n    realm: test\n"),
     );
     let (gw, port) = gateway(&net, "gw", &addr, Some(&defs), "");
 
@@ -158,6 +159,70 @@ fn roslibpy_clients_and_dds_nodes_behind_a_proxy_exchange_topics_and_calls() {
         }
         last = l;
     }
+
+    // A service served by a roslibpy client, called by another one through the realm.
+    let _web_server = client(
+        "serve",
+        port,
+        &["serve", "/web_add", "example_interfaces/srv/AddTwoInts"],
+    );
+    let web_call = client(
+        "web-call",
+        port,
+        &[
+            "call",
+            "/web_add",
+            "example_interfaces/AddTwoInts",
+            r#"{"a": 5, "b": 7}"#,
+        ],
+    );
+    let l = wait_line(&web_call, "result ", T).unwrap_or_else(|| {
+        let mut lines = Vec::new();
+        while let Some(l) = web_call.line(Duration::from_millis(100)) {
+            lines.push(l);
+        }
+        panic!(
+            "no reply from the roslibpy server: {lines:?}\n{}",
+            gw.logs()
+        )
+    });
+    assert_eq!(json_after(&l, "result "), serde_json::json!({"sum": 12}));
+
+    // A gateway on a machine with no definitions at all reads and writes both types with
+    // the definitions the robot announces.
+    let (gw2, port2) = gateway(&net, "gw2", &addr, None, "");
+    let bare = client(
+        "bare-sub",
+        port2,
+        &[
+            "sub",
+            "/point_out",
+            "geometry_msgs/PointStamped",
+            "--count",
+            "1",
+        ],
+    );
+    let l = line_or_seen(&bare, "msg ", T)
+        .unwrap_or_else(|seen| panic!("no point without definitions: {seen:?}\n{}", gw2.logs()));
+    assert_eq!(json_after(&l, "msg ")["header"]["frame_id"], "map");
+    let bare_pub = client(
+        "bare-pub",
+        port2,
+        &[
+            "pub",
+            "/from_web",
+            "std_msgs/String",
+            r#"{"data": "bare $N"}"#,
+        ],
+    );
+    let l = line_or_seen(&listener, "data: bare ", T).unwrap_or_else(|_| {
+        let seen = line_or_seen(&bare_pub, "never", Duration::from_secs(1)).unwrap_err();
+        panic!(
+            "nothing from the gateway without definitions: {seen:?}\n{}",
+            gw2.logs()
+        )
+    });
+    assert!(l["data: bare ".len()..].parse::<u64>().is_ok(), "{l}");
 
     // 30 clients at once, every one receiving.
     let many = client("many", port, &["many", "30", "/chatter", "std_msgs/String"]);

@@ -277,7 +277,7 @@ impl Conn {
             };
             let reply = match rosapi::parse(&service, text.as_deref()) {
                 Ok(q) => {
-                    let listing = self.gw().directory.listing();
+                    let listing = self.gw().realm_listing();
                     let codecs = self.gw().codecs.clone();
                     let (sec, nanosec) = crate::session::now_pair();
                     let values = rosapi::answer(

@@ -393,18 +393,19 @@ impl Fields {
                 msg: self.msg.ok_or_else(|| missing("msg"))?,
             },
             "subscribe" => {
-                let compression =
-                    match self.compression.as_deref() {
-                        None | Some("none") | Some("") => Compression::None,
-                        Some("cbor") => Compression::Cbor,
-                        Some("cbor-raw") => Compression::CborRaw,
-                        Some(other) => return Err(invalid(
+                let compression = match self.compression.as_deref() {
+                    None | Some("none") | Some("") => Compression::None,
+                    Some("cbor") => Compression::Cbor,
+                    Some("cbor-raw") => Compression::CborRaw,
+                    Some(other) => {
+                        return Err(invalid(
                             "compression",
                             format!(
                                 "{other:?} is not one of none, cbor, cbor-raw (png is not offered)"
                             ),
-                        )),
-                    };
+                        ))
+                    }
+                };
                 Op::Subscribe(Subscribe {
                     id,
                     topic: self.topic.ok_or_else(|| missing("topic"))?,

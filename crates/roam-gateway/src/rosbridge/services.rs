@@ -9,10 +9,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use roam_edge::service::{Replier, RequestId};
 use roam_edge::{ServiceRef, ServiceServer};
 use roam_msg::MessageType;
+use roam_proto::directory::{ItemKind, Role};
 use tokio::task::JoinHandle;
 
 use super::client::{send_status, ConnShared};
 use super::encode::{self, Frame, Level};
+use crate::listing::Listed;
 use crate::session::{Input, Outgoing, ServiceTargets, SessionError};
 use crate::Gateway;
 
@@ -36,13 +38,13 @@ pub struct Served {
     gw: Arc<Gateway>,
     out: Arc<Outgoing<Frame>>,
     shared: Arc<ConnShared>,
-    tasks: HashMap<String, JoinHandle<()>>,
+    tasks: HashMap<String, (JoinHandle<()>, Listed)>,
     pending: Arc<Mutex<Pending>>,
 }
 
 impl Drop for Served {
     fn drop(&mut self) {
-        for t in self.tasks.values() {
+        for (t, _) in self.tasks.values() {
             t.abort();
         }
     }
@@ -101,12 +103,18 @@ impl Served {
             self.shared.clone(),
             self.pending.clone(),
         ));
-        self.tasks.insert(service.to_string(), task);
+        let listed = self.gw.listing.add(
+            ItemKind::Service,
+            Role::Offers,
+            &sref.service,
+            &sref.srv_type,
+        );
+        self.tasks.insert(service.to_string(), (task, listed));
         Ok(())
     }
 
     pub fn unadvertise(&mut self, service: &str) {
-        if let Some(t) = self.tasks.remove(service) {
+        if let Some((t, _)) = self.tasks.remove(service) {
             t.abort();
         }
     }

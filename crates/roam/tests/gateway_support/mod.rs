@@ -50,12 +50,13 @@ pub fn gateway(
     msg_paths: Option<&Path>,
     extra: &str,
 ) -> (Proc, u16) {
-    net.issue(id, "client");
+    // The gateway runs its own edge router: a router identity.
+    net.issue(id, "router");
     let paths = msg_paths
         .map(|p| format!("msg_paths: [{}]\n", p.display()))
         .unwrap_or_default();
     let yaml = format!(
-        "id: {id}\npki: {}\nrouter: {router}\nrealm: {}\n{paths}rosbridge:\n  listen: 127.0.0.1:0\n{extra}",
+        "id: {id}\npki: {}\nupstream: [{router}]\nrealm: {}\n{paths}rosbridge:\n  listen: 127.0.0.1:0\n{extra}",
         net.pki, net.realm
     );
     let path = net.dir.join(format!("{id}.yaml"));
@@ -106,6 +107,21 @@ pub fn wait_line(p: &Proc, prefix: &str, timeout: Duration) -> Option<String> {
         }
     }
     None
+}
+
+/// Like [`wait_line`], keeping the lines skipped (to show them when nothing came).
+pub fn line_or_seen(p: &Proc, prefix: &str, timeout: Duration) -> Result<String, Vec<String>> {
+    let end = Instant::now() + timeout;
+    let mut seen = Vec::new();
+    while Instant::now() < end {
+        if let Some(l) = p.line(Duration::from_millis(100)) {
+            if l.starts_with(prefix) {
+                return Ok(l);
+            }
+            seen.push(l);
+        }
+    }
+    Err(seen)
 }
 
 pub fn json_after(line: &str, prefix: &str) -> serde_json::Value {

@@ -7,6 +7,8 @@ usage: gateway_client.py PORT [--token T] [--header-token T] COMMAND ...
         publishes JSON ("$N" in it is replaced by a counter) until stopped
   call SERVICE TYPE ARGS_JSON [--retry-for S]
         calls until answered; prints "result JSON" (or "error TEXT" per failed try)
+  serve SERVICE TYPE
+        serves an AddTwoInts-shaped service (sum = a + b); prints "served N" per request
   topics
         prints "topics JSON" with /rosapi/topics' answer
   many N TOPIC TYPE
@@ -97,7 +99,24 @@ def cmd_call(a, ros):
             return
         except Exception as e:  # a timeout, or the gateway's refusal
             out("error", str(e).replace("\n", " "))
+            time.sleep(0.2)
     out("failed")
+
+
+def cmd_serve(a, ros):
+    served = [0]
+
+    def on(request, response):
+        response["sum"] = request["a"] + request["b"]
+        served[0] += 1
+        out("served", str(served[0]))
+        return True
+
+    s = roslibpy.Service(ros, a.service, a.type)
+    s.advertise(on)
+    out("ready")
+    while True:
+        time.sleep(1)
 
 
 def cmd_topics(a, ros):
@@ -157,6 +176,9 @@ s.add_argument("service")
 s.add_argument("type")
 s.add_argument("args")
 s.add_argument("--retry-for", type=float, default=30)
+s = sub.add_parser("serve")
+s.add_argument("service")
+s.add_argument("type")
 sub.add_parser("topics")
 s = sub.add_parser("many")
 s.add_argument("n", type=int)
@@ -164,4 +186,4 @@ s.add_argument("topic")
 s.add_argument("type")
 a = p.parse_args()
 ros = None if a.cmd == "many" else connect(a)
-{"sub": cmd_sub, "pub": cmd_pub, "call": cmd_call, "topics": cmd_topics, "many": cmd_many}[a.cmd](a, ros)
+{"sub": cmd_sub, "pub": cmd_pub, "call": cmd_call, "serve": cmd_serve, "topics": cmd_topics, "many": cmd_many}[a.cmd](a, ros)

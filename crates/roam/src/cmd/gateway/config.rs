@@ -1,10 +1,13 @@
 //! The gateway's YAML configuration file (`roam gateway -c FILE`).
 //!
 //! ```yaml
-//! id: gateway-1                # client identity in the PKI directory (NAME.pem, NAME.key)
-//! pki: /etc/roam/pki
-//! router: quic://127.0.0.1:7447  # the router it joins the realm through (as `roam sub --connect`)
+//! id: gateway-1                # identity in the PKI directory (a router certificate: the
+//! pki: /etc/roam/pki           #   gateway runs its own edge router, as a proxy does)
+//! upstream:                    # routers its edge router keeps links to (reconnects by itself)
+//!   - quic://cloud.example.com:7447
+//! listen: 0.0.0.0:7448         # optional: let other roam processes link to its router (QUIC)
 //! realm: /etc/roam/warehouse.realm
+//! link: {idle_timeout_ms: 10000}   # as a router's `link:` section (optional)
 //! msg_paths: [/opt/ws/src/my_msgs]   # definitions besides AMENT_PREFIX_PATH (optional)
 //! rosbridge:
 //!   listen: 0.0.0.0:9090       # rosbridge v2 WebSocket (default 0.0.0.0:9090)
@@ -37,6 +40,7 @@ use roam_gateway::{Limits, OutboxLimits};
 use serde::Deserialize;
 
 use crate::addr::{check_host_port, check_peer, Use};
+use crate::config::LinkFile;
 use crate::config_doc::{ConfigError, Doc, FieldPath};
 
 #[derive(Debug, Default, Deserialize)]
@@ -44,8 +48,12 @@ use crate::config_doc::{ConfigError, Doc, FieldPath};
 pub struct GatewayFile {
     pub id: Option<String>,
     pub pki: Option<PathBuf>,
-    pub router: Option<String>,
+    #[serde(default)]
+    pub upstream: Vec<String>,
+    pub listen: Option<String>,
     pub realm: Option<PathBuf>,
+    #[serde(default)]
+    pub link: LinkFile,
     #[serde(default)]
     pub msg_paths: Vec<PathBuf>,
     #[serde(default)]
@@ -110,7 +118,10 @@ pub struct RuleFile {
 pub struct GatewayConfig {
     pub id: String,
     pub pki: PathBuf,
-    pub router: String,
+    pub upstream: Vec<String>,
+    /// Where its edge router listens for other roam processes (QUIC), if anywhere.
+    pub router_listen: Option<String>,
+    pub link: LinkFile,
     pub realm: PathBuf,
     pub msg_paths: Vec<PathBuf>,
     pub listen: SocketAddr,
@@ -124,7 +135,8 @@ const MIN_TOKEN_LEN: usize = 16;
 /// Where a value came from when it is missing: the file, or a flag.
 pub struct Overrides {
     pub listen: Option<String>,
-    pub router: Option<String>,
+    /// `--connect`: replaces `upstream:`.
+    pub upstream: Vec<String>,
 }
 
 impl GatewayFile {
@@ -147,22 +159,30 @@ impl GatewayFile {
             "pki",
             "the PKI directory with ca.pem and the identity's files",
         )?;
-        let router = match o.router {
-            Some(r) => {
-                check_peer(&r).map_err(|e| doc.whole(format!("--connect: {e}")))?;
-                r
+        let upstream = if o.upstream.is_empty() {
+            for (i, u) in self.upstream.iter().enumerate() {
+                check_peer(u)
+                    .map_err(|e| doc.err(&FieldPath::new("upstream").index(i), e.to_string()))?;
             }
-            None => {
-                let r = need(
-                    doc,
-                    self.router,
-                    "router",
-                    "the router to join the realm through, or --connect",
-                )?;
-                check_peer(&r).map_err(|e| doc.err(&FieldPath::new("router"), e.to_string()))?;
-                r
+            self.upstream
+        } else {
+            for u in &o.upstream {
+                check_peer(u).map_err(|e| doc.whole(format!("--connect: {e}")))?;
             }
+            o.upstream.clone()
         };
+        if upstream.is_empty() && self.listen.is_none() {
+            return Err(doc.whole(
+                "missing `upstream:` (the routers to join the realm through) or --connect; or `listen:` for routers that link to this gateway",
+            ));
+        }
+        if let Some(l) = &self.listen {
+            check_host_port(l, Use::Listen)
+                .map_err(|e| doc.err(&FieldPath::new("listen"), e.to_string()))?;
+        }
+        self.link
+            .apply(roam_net::link::LinkConfig::default())
+            .map_err(|e| e.located(doc))?;
         let realm = need(
             doc,
             self.realm,
@@ -193,7 +213,9 @@ impl GatewayFile {
         Ok(GatewayConfig {
             id,
             pki,
-            router,
+            upstream,
+            router_listen: self.listen,
+            link: self.link,
             realm,
             msg_paths: self.msg_paths,
             listen,
@@ -359,7 +381,7 @@ mod tests {
     const GOOD: &str = "\
 id: gw
 pki: ./pki
-router: quic://127.0.0.1:7447
+upstream: [quic://127.0.0.1:7447]
 realm: ./t.realm
 rosbridge:
   listen: 127.0.0.1:9191
@@ -380,7 +402,7 @@ auth:
             &doc,
             Overrides {
                 listen: None,
-                router: None,
+                upstream: Vec::new(),
             },
         )?)
     }
@@ -391,7 +413,7 @@ auth:
         assert_eq!(c.listen.to_string(), "127.0.0.1:9191");
         assert_eq!(c.limits.max_clients, 10);
         assert!(c.tokens.is_some());
-        let c = check("id: gw\npki: p\nrouter: 127.0.0.1:1\nrealm: r\n").unwrap();
+        let c = check("id: gw\npki: p\nupstream: [127.0.0.1:1]\nrealm: r\n").unwrap();
         assert_eq!(c.listen.to_string(), "0.0.0.0:9090");
         assert!(c.tokens.is_none());
     }
@@ -426,9 +448,9 @@ auth:
                 "gw.yaml: line 14: auth.tokens[0].subscribe: pattern \"/a/[b\"",
             ),
             (
-                "router: quic://127.0.0.1:7447",
-                "router: quic://127.0.0.1",
-                "gw.yaml: line 3: router: missing port",
+                "upstream: [quic://127.0.0.1:7447]",
+                "upstream: [quic://127.0.0.1]",
+                "gw.yaml: line 3: upstream[0]: missing port",
             ),
             (
                 "id: gw",
@@ -445,6 +467,6 @@ auth:
             assert!(e.starts_with(want), "{to}:\n got  {e}\n want {want}");
         }
         let e = check("id: gw\npki: p\nrealm: r\n").unwrap_err();
-        assert!(e.contains("missing `router:`"), "{e}");
+        assert!(e.contains("missing `upstream:`"), "{e}");
     }
 }

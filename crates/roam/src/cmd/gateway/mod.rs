@@ -1,5 +1,6 @@
-//! `roam gateway`: programs outside ROS join a realm. The gateway is a client of a router
-//! (like `roam sub`), reached through the edge layer; it serves rosbridge v2 over WebSocket
+//! `roam gateway`: programs outside ROS join a realm. The gateway runs its own edge router
+//! (as a proxy does: started by `boot.rs`, linked to its upstream routers), so its clients
+//! reach each other in-process as well as the realm; it serves rosbridge v2 over WebSocket
 //! (see docs/gateway.md).
 
 mod config;
@@ -10,14 +11,15 @@ use std::sync::Arc;
 
 use clap::Args;
 use roam_edge::definitions::DefinitionSource;
+use roam_edge::{Edge, Port};
 use roam_gateway::Gateway;
+use roam_net::runtime::PeerAddr;
 
-use super::connect::{client_config, client_edge, ClientEdge};
-use super::{CmdResult, ConnectArgs};
+use super::CmdResult;
 
 #[derive(Debug, Args)]
 pub struct GatewayArgs {
-    /// Gateway configuration file (YAML: identity, PKI, router, realm, msg_paths, rosbridge
+    /// Gateway configuration file (YAML: identity, PKI, upstream routers, realm, msg_paths, rosbridge
     /// listen address, limits, auth tokens; see docs/gateway.md).
     #[arg(short = 'c', long = "config", value_name = "FILE")]
     pub config: PathBuf,
@@ -26,10 +28,10 @@ pub struct GatewayArgs {
     /// bound is printed on stdout as `rosbridge listening ws://ADDR`.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
-    /// The router to join the realm through (quic://HOST:PORT, tcp://HOST:PORT or HOST:PORT)
-    /// [default: router in the file].
+    /// A router to join the realm through (quic://HOST:PORT, tcp://HOST:PORT or HOST:PORT);
+    /// repeatable; replaces `upstream:` in the file.
     #[arg(long, value_name = "ADDR")]
-    pub connect: Option<String>,
+    pub connect: Vec<String>,
 }
 
 pub async fn run(a: GatewayArgs) -> CmdResult {
@@ -38,21 +40,34 @@ pub async fn run(a: GatewayArgs) -> CmdResult {
         &a.config,
         config::Overrides {
             listen: a.listen,
-            router: a.connect,
+            upstream: a.connect,
         },
     )?;
     let realm = Arc::new(roam_edge::realm::load(&cfg.realm)?);
     let definitions = Arc::new(
         DefinitionSource::from_env(&cfg.msg_paths).map_err(|e| format!("msg_paths: {e}"))?,
     );
-    let conn = ConnectArgs {
-        connect: cfg.router.clone(),
-        pki: cfg.pki.clone(),
-        id: cfg.id.clone(),
-        max_message_bytes: None,
-    };
-    let ClientEdge { edge, .. } =
-        client_edge(client_config(&conn)?, &cfg.id, "connected to", None)?;
+    let connect = cfg
+        .upstream
+        .iter()
+        .map(|s| s.parse::<PeerAddr>())
+        .collect::<Result<Vec<_>, _>>()?;
+    let router_listen = cfg
+        .router_listen
+        .as_deref()
+        .map(roam_net::runtime::resolve)
+        .transpose()?;
+    let (router, _router_task) = crate::boot::start_router(crate::boot::RouterBoot {
+        id: &cfg.id,
+        pki: &cfg.pki,
+        listen: router_listen,
+        listen_tcp: None,
+        connect,
+        link: &cfg.link,
+        what: "the gateway (its edge router)",
+    })
+    .await?;
+    let edge = Edge::new(Port::Router(router), cfg.id.clone());
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
         .map_err(|e| format!("rosbridge: cannot listen on {}: {e}", cfg.listen))?;
