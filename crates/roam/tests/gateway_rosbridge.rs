@@ -86,6 +86,21 @@ fn roslibpy_clients_and_dds_nodes_behind_a_proxy_exchange_topics_and_calls() {
         )
     });
     assert!(l["data: web ".len()..].parse::<u64>().is_ok(), "{l}");
+    // ... and a subscriber on the same gateway hears that publisher in-process.
+    let same = client(
+        "sub-web",
+        port,
+        &["sub", "/from_web", "std_msgs/String", "--count", "1"],
+    );
+    let l = wait_line(&same, "msg ", T)
+        .unwrap_or_else(|| panic!("no in-gateway delivery: {}", gw.logs()));
+    assert!(
+        json_after(&l, "msg ")["data"]
+            .as_str()
+            .unwrap()
+            .starts_with("web "),
+        "{l}"
+    );
     let _pp = client(
         "pub-point",
         port,
