@@ -238,6 +238,25 @@ fn roslibpy_clients_and_dds_nodes_behind_a_proxy_exchange_topics_and_calls() {
         )
     });
     assert!(l["data: bare ".len()..].parse::<u64>().is_ok(), "{l}");
+    let _bare_point = client(
+        "bare-point",
+        port2,
+        &[
+            "pub",
+            "/point_in",
+            "geometry_msgs/PointStamped",
+            r#"{"header": {"frame_id": "bare"}, "point": {"x": 9.0}}"#,
+        ],
+    );
+    let l = wait_line(&point_listener, "point bare ", T).unwrap_or_else(|| {
+        panic!(
+            "no PointStamped from the gateway without definitions: {}",
+            gw2.logs()
+        )
+    });
+    // point FRAME SEC NANOSEC X Y Z (a stamp left out is filled in by the codec).
+    let f: Vec<&str> = l.split(' ').collect();
+    assert_eq!(&f[4..], ["9.0", "0.0", "0.0"], "{l}");
 
     // 30 clients at once, every one receiving.
     let many = client("many", port, &["many", "30", "/chatter", "std_msgs/String"]);
