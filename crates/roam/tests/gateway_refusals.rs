@@ -234,9 +234,37 @@ fn refusals_are_clear_errors_and_the_gateway_keeps_serving_the_others() {
             assert!(t.contains("over the limit") || t.contains("too big"), "{t}");
         }
 
-        // The first raw client is still served.
-        ws.send(Message::Text(r#"{"op": "nope", "id": "after"}"#.into())).await.unwrap();
-        assert_eq!(status(&mut ws).await["id"], "after");
+        // The first raw client is still served, fragments included: an op cut in two ...
+        ws.send(Message::Text(r#"{"op": "unsubscribe", "topic": "/chatter"}"#.into())).await.unwrap();
+        for (num, data) in [r#"{"op": "no"#, r#"pe", "id": "after"}"#].iter().enumerate() {
+            let frag = serde_json::json!({"op": "fragment", "id": "f1", "data": data, "num": num, "total": 2});
+            ws.send(Message::Text(frag.to_string().into())).await.unwrap();
+        }
+        let s = status(&mut ws).await;
+        assert_eq!((s["id"].as_str(), s["msg"].as_str()), (Some("after"), Some("refused op nope: unknown op \"nope\"")));
+        // ... and a subscription cut into fragments of at most 10 bytes of data.
+        let sub = r#"{"op": "subscribe", "topic": "/chatter", "type": "std_msgs/String", "fragment_size": 10}"#;
+        ws.send(Message::Text(sub.into())).await.unwrap();
+        let mut whole = String::new();
+        let mut started = false;
+        loop {
+            let m = next(&mut ws, |m| matches!(m, Message::Text(t) if t.contains("\"op\":\"fragment\""))).await;
+            let f: serde_json::Value = serde_json::from_str(m.to_text().unwrap()).unwrap();
+            if f["num"] == 0 {
+                whole.clear();
+                started = true;
+            }
+            if !started {
+                continue;
+            }
+            assert!(f["data"].as_str().unwrap().len() <= 10, "{f}");
+            whole += f["data"].as_str().unwrap();
+            if f["num"].as_u64().unwrap() + 1 == f["total"].as_u64().unwrap() {
+                break;
+            }
+        }
+        let op: serde_json::Value = serde_json::from_str(&whole).unwrap();
+        assert_eq!(op, serde_json::json!({"op": "publish", "topic": "/chatter", "msg": {"data": "hi"}}));
     });
     assert!(
         gw.wait_log("refused a frame over the limit of 1048576 bytes", T),
