@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::value::RawValue;
 use tokio::sync::Semaphore;
 
+use super::actions::Actions;
 use super::encode::{self, Frame, Level};
 use super::fragment::Reassembly;
 use super::ops::{self, Body, Compression, Op, Refusal};
@@ -80,6 +81,7 @@ pub struct Conn {
     shared: Arc<ConnShared>,
     fragments: Reassembly,
     served: Served,
+    actions: Actions,
     calls: Arc<Semaphore>,
 }
 
@@ -89,6 +91,7 @@ impl Conn {
         let calls = Arc::new(Semaphore::new(gw.limits.max_calls_per_client));
         Conn {
             served: Served::new(gw.clone(), out.clone(), shared.clone()),
+            actions: Actions::new(gw.clone(), out.clone(), shared.clone()),
             session: Session::new(gw, out.clone()),
             out,
             shared,
@@ -255,6 +258,52 @@ impl Conn {
                 }
             }
             Op::Fragment { .. } => {}
+            Op::SendActionGoal {
+                id,
+                action,
+                action_type,
+                args,
+                feedback,
+            } => {
+                let name = roam_edge::ros_names::full_name(&action)?.name;
+                self.session.check(Action::Call, &name)?;
+                let (bytes, cbor) = match &args {
+                    Some(Body::Json(j)) => (Some(j.get().as_bytes().to_vec()), false),
+                    Some(Body::Cbor(c)) => (Some(c.clone()), true),
+                    None => (None, false),
+                };
+                let id = id.unwrap_or_else(|| format!("send_action_goal:{name}"));
+                self.actions
+                    .send_goal(id, &name, action_type, bytes, cbor, feedback)?;
+            }
+            Op::CancelActionGoal { id, .. } => self.actions.cancel(id.as_deref())?,
+            Op::AdvertiseAction {
+                action, type_name, ..
+            } => {
+                let name = roam_edge::ros_names::full_name(&action)?.name;
+                self.session.check(Action::Publish, &name)?;
+                self.actions.advertise(&name, &type_name).await?;
+            }
+            Op::UnadvertiseAction { action, .. } => {
+                if let Ok(n) = roam_edge::ros_names::full_name(&action) {
+                    self.actions.unadvertise(&n.name);
+                }
+            }
+            Op::ActionFeedback { id, values, .. } => {
+                let values = values.as_ref().map(input).unwrap_or(Input::Json(b"{}"));
+                self.actions.feedback(id.as_deref(), values).await?
+            }
+            Op::ActionResult {
+                id,
+                values,
+                status,
+                result,
+                ..
+            } => {
+                self.actions
+                    .result(id.as_deref(), values.as_ref().map(input), status, result)
+                    .await?
+            }
         }
         Ok(())
     }
@@ -388,7 +437,13 @@ fn op_id(op: &Op) -> Option<&str> {
         | Op::AdvertiseService { id, .. }
         | Op::UnadvertiseService { id, .. }
         | Op::ServiceResponse { id, .. }
-        | Op::SetLevel { id, .. } => id.as_deref(),
+        | Op::SetLevel { id, .. }
+        | Op::SendActionGoal { id, .. }
+        | Op::CancelActionGoal { id, .. }
+        | Op::AdvertiseAction { id, .. }
+        | Op::UnadvertiseAction { id, .. }
+        | Op::ActionFeedback { id, .. }
+        | Op::ActionResult { id, .. } => id.as_deref(),
         Op::Subscribe(s) => s.id.as_deref(),
         Op::Fragment { id, .. } => Some(id),
     }

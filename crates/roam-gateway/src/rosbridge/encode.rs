@@ -155,6 +155,55 @@ pub fn call_service(service: &str, id: &str, args_json: &[u8]) -> String {
     )
 }
 
+/// Feedback of a goal a client sent.
+pub fn action_feedback(action: &str, id: &str, values_json: &[u8]) -> String {
+    format!(
+        r#"{{"op":"action_feedback","action":{},"id":{},"values":{}}}"#,
+        quoted(action),
+        quoted(id),
+        String::from_utf8_lossy(values_json)
+    )
+}
+
+/// A goal's end: its result and status on success; the reason as `values` and `result:
+/// false` when it could not be had.
+pub fn action_result(action: &str, id: &str, outcome: Result<(&[u8], i8), &str>) -> String {
+    match outcome {
+        Ok((values, status)) => format!(
+            r#"{{"op":"action_result","action":{},"id":{},"values":{},"status":{status},"result":true}}"#,
+            quoted(action),
+            quoted(id),
+            String::from_utf8_lossy(values)
+        ),
+        Err(why) => format!(
+            r#"{{"op":"action_result","action":{},"id":{},"values":{},"status":6,"result":false}}"#,
+            quoted(action),
+            quoted(id),
+            quoted(why)
+        ),
+    }
+}
+
+/// A goal for an action the client serves (`advertise_action`).
+pub fn send_action_goal(action: &str, action_type: &str, id: &str, args_json: &[u8]) -> String {
+    format!(
+        r#"{{"op":"send_action_goal","action":{},"action_type":{},"id":{},"args":{},"feedback":true}}"#,
+        quoted(action),
+        quoted(action_type),
+        quoted(id),
+        String::from_utf8_lossy(args_json)
+    )
+}
+
+/// A cancel request for a goal the client serves.
+pub fn cancel_action_goal(action: &str, id: &str) -> String {
+    format!(
+        r#"{{"op":"cancel_action_goal","action":{},"id":{}}}"#,
+        quoted(action),
+        quoted(id)
+    )
+}
+
 /// A text split into `fragment` ops of at most `size` bytes of data each (cut at character
 /// boundaries), as rosbridge's `fragment_size` does; the text itself when it fits.
 pub fn fragments(id: &str, text: String, size: usize) -> Vec<String> {

@@ -6,9 +6,10 @@
 //!   `service_response`, `call_service` to a serving client, `status`, `fragment`;
 //! - [`fragment`]: reassembly of a client's fragments (pure, bounded);
 //! - [`rosapi`]: the `/rosapi/*` services answered from the realm directory (pure);
-//! - [`client`], [`services`]: one client's ops carried out on its session;
+//! - [`client`], [`services`], [`actions`]: one client's ops carried out on its session;
 //! - [`server`]: the WebSocket shell.
 
+pub mod actions;
 pub mod client;
 pub mod encode;
 pub mod fragment;

@@ -95,6 +95,41 @@ pub enum Op {
         id: Option<String>,
         level: String,
     },
+    SendActionGoal {
+        id: Option<String>,
+        action: String,
+        action_type: Option<String>,
+        args: Option<Body>,
+        /// Whether the client wants `action_feedback` ops.
+        feedback: bool,
+    },
+    CancelActionGoal {
+        /// The `send_action_goal`'s id.
+        id: Option<String>,
+        action: String,
+    },
+    AdvertiseAction {
+        id: Option<String>,
+        action: String,
+        type_name: String,
+    },
+    UnadvertiseAction {
+        id: Option<String>,
+        action: String,
+    },
+    ActionFeedback {
+        id: Option<String>,
+        action: String,
+        values: Option<Body>,
+    },
+    ActionResult {
+        id: Option<String>,
+        action: String,
+        values: Option<Body>,
+        /// A GoalStatus code (4 succeeded, 5 canceled, 6 aborted).
+        status: Option<i8>,
+        result: bool,
+    },
 }
 
 /// Why a frame is not an operation.
@@ -116,8 +151,6 @@ pub enum OpError {
         field: &'static str,
         why: String,
     },
-    #[error("op {0} is not supported by this gateway yet (see docs/gateway.md)")]
-    NotYet(String),
 }
 
 /// A frame that is not an operation: the error, and the op's name and id when they were read
@@ -152,6 +185,10 @@ struct Fields {
     token: Option<String>,
     mac: Option<String>,
     level: Option<String>,
+    action: Option<String>,
+    action_type: Option<String>,
+    feedback: Option<bool>,
+    status: Option<f64>,
 }
 
 /// An id as clients write it: a string, or a number (kept as its text).
@@ -185,6 +222,10 @@ struct JsonFields {
     token: Option<String>,
     mac: Option<String>,
     level: Option<String>,
+    action: Option<String>,
+    action_type: Option<String>,
+    feedback: Option<bool>,
+    status: Option<f64>,
 }
 
 /// Parses a JSON text frame.
@@ -229,6 +270,10 @@ pub fn parse_json(text: &[u8]) -> Result<Op, Refusal> {
         token: v.token,
         mac: v.mac,
         level: v.level,
+        action: v.action,
+        action_type: v.action_type,
+        feedback: v.feedback,
+        status: v.status,
     };
     f.into_op()
 }
@@ -308,6 +353,10 @@ fn read_cbor(bytes: &[u8]) -> Result<Fields, String> {
             "token" => f.token = Some(text(&mut d)?),
             "mac" => f.mac = Some(text(&mut d)?),
             "level" => f.level = Some(text(&mut d)?),
+            "action" => f.action = Some(text(&mut d)?),
+            "action_type" => f.action_type = Some(text(&mut d)?),
+            "feedback" => f.feedback = Some(d.bool().map_err(e)?),
+            "status" => f.status = Some(number(&mut d)?),
             "throttle_rate" => f.throttle_rate = Some(number(&mut d)?),
             "queue_length" => f.queue_length = Some(number(&mut d)?),
             "fragment_size" => f.fragment_size = Some(number(&mut d)?),
@@ -462,10 +511,55 @@ impl Fields {
                 id,
                 level: self.level.unwrap_or_else(|| "error".into()),
             },
-            "advertise_action" | "unadvertise_action" | "send_action_goal"
-            | "cancel_action_goal" | "action_feedback" | "action_result" => {
-                return Err(OpError::NotYet(op.to_string()))
-            }
+            "send_action_goal" => Op::SendActionGoal {
+                id,
+                action: self.action.ok_or_else(|| missing("action"))?,
+                action_type: self
+                    .action_type
+                    .or(self.type_name)
+                    .filter(|t| !t.is_empty()),
+                args: self.args,
+                feedback: self.feedback.unwrap_or(false),
+            },
+            "cancel_action_goal" => Op::CancelActionGoal {
+                id,
+                action: self.action.ok_or_else(|| missing("action"))?,
+            },
+            "advertise_action" => Op::AdvertiseAction {
+                id,
+                action: self.action.ok_or_else(|| missing("action"))?,
+                type_name: self
+                    .type_name
+                    .or(self.action_type)
+                    .ok_or_else(|| missing("type"))?,
+            },
+            "unadvertise_action" => Op::UnadvertiseAction {
+                id,
+                action: self.action.ok_or_else(|| missing("action"))?,
+            },
+            "action_feedback" => Op::ActionFeedback {
+                id,
+                action: self.action.ok_or_else(|| missing("action"))?,
+                values: self.values,
+            },
+            "action_result" => Op::ActionResult {
+                id,
+                action: self.action.ok_or_else(|| missing("action"))?,
+                values: self.values,
+                status: match self.status {
+                    None => None,
+                    Some(x) if x.fract() == 0.0 && (0.0..=6.0).contains(&x) => Some(x as i8),
+                    Some(x) => {
+                        return Err(invalid(
+                            "status",
+                            format!(
+                                "{x} is not a goal status (4 succeeded, 5 canceled, 6 aborted)"
+                            ),
+                        ))
+                    }
+                },
+                result: self.result.unwrap_or(true),
+            },
             other => return Err(OpError::UnknownOp(other.to_string())),
         })
     }
@@ -563,8 +657,18 @@ mod tests {
         let r = refused(br#"{"op":"subscribe","topic":7}"#);
         assert!(r.error.to_string().contains("invalid type"), "{}", r.error);
         assert!(matches!(
-            refused(br#"{"op":"send_action_goal","action":"/fib"}"#).error,
-            OpError::NotYet(_)
+            refused(br#"{"op":"send_action_goal","id":"g"}"#).error,
+            OpError::Missing {
+                field: "action",
+                ..
+            }
+        ));
+        assert!(matches!(
+            refused(br#"{"op":"action_result","action":"/f","status":9}"#).error,
+            OpError::Invalid {
+                field: "status",
+                ..
+            }
         ));
     }
 

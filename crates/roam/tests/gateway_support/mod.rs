@@ -34,6 +34,10 @@ pub fn definitions(dir: &Path) -> PathBuf {
             "example_interfaces/srv/AddTwoInts.srv",
             "int64 a\nint64 b\n---\nint64 sum\n",
         ),
+        (
+            "example_interfaces/action/Fibonacci.action",
+            "int32 order\n---\nint32[] sequence\n---\nint32[] sequence\n",
+        ),
     ] {
         let path = root.join(file);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();

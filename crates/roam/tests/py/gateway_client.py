@@ -9,6 +9,9 @@ usage: gateway_client.py PORT [--token T] [--header-token T] COMMAND ...
         calls until answered; prints "result JSON" (or "error TEXT" per failed try)
   serve SERVICE TYPE
         serves an AddTwoInts-shaped service (sum = a + b); prints "served N" per request
+  action NAME TYPE GOAL_JSON [--cancel]
+        sends a goal (ActionClient); prints "feedback JSON" per feedback and
+        "result STATUS JSON" at the end; with --cancel, cancels after the first feedback
   topics
         prints "topics JSON" with /rosapi/topics' answer
   many N TOPIC TYPE
@@ -119,6 +122,32 @@ def cmd_serve(a, ros):
         time.sleep(1)
 
 
+def cmd_action(a, ros):
+    done = threading.Event()
+    client = roslibpy.ActionClient(ros, a.name, a.type)
+    goal_id = [None]
+    cancelled = [False]
+
+    def on_feedback(f):
+        out("feedback", json.dumps(dict(f), sort_keys=True))
+        if a.cancel and not cancelled[0] and goal_id[0]:
+            cancelled[0] = True
+            client.cancel_goal(goal_id[0])
+
+    def on_result(r):
+        out("result", f"{r['status'].value} {json.dumps(r['values'], sort_keys=True)}")
+        done.set()
+
+    def on_error(e):
+        out("error", json.dumps(e, default=str))
+        done.set()
+
+    out("ready")
+    goal_id[0] = client.send_goal(roslibpy.Goal(json.loads(a.goal)) if hasattr(roslibpy, "Goal") else json.loads(a.goal),
+                                  on_result, on_feedback, on_error)
+    done.wait(60)
+
+
 def cmd_topics(a, ros):
     out("ready")
     end = time.time() + 30
@@ -179,6 +208,11 @@ s.add_argument("--retry-for", type=float, default=30)
 s = sub.add_parser("serve")
 s.add_argument("service")
 s.add_argument("type")
+s = sub.add_parser("action")
+s.add_argument("name")
+s.add_argument("type")
+s.add_argument("goal")
+s.add_argument("--cancel", action="store_true")
 sub.add_parser("topics")
 s = sub.add_parser("many")
 s.add_argument("n", type=int)
@@ -186,4 +220,4 @@ s.add_argument("topic")
 s.add_argument("type")
 a = p.parse_args()
 ros = None if a.cmd == "many" else connect(a)
-{"sub": cmd_sub, "pub": cmd_pub, "call": cmd_call, "serve": cmd_serve, "topics": cmd_topics, "many": cmd_many}[a.cmd](a, ros)
+{"sub": cmd_sub, "pub": cmd_pub, "call": cmd_call, "serve": cmd_serve, "action": cmd_action, "topics": cmd_topics, "many": cmd_many}[a.cmd](a, ros)
