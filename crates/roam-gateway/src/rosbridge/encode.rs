@@ -270,6 +270,39 @@ mod tests {
     }
 
     #[test]
+    fn action_ops_are_what_roslibpy_reads() {
+        assert_eq!(
+            v(&action_feedback("/fib", "g1", br#"{"sequence":[0,1]}"#)),
+            json!({"op":"action_feedback","action":"/fib","id":"g1","values":{"sequence":[0,1]}})
+        );
+        assert_eq!(
+            v(&action_result(
+                "/fib",
+                "g1",
+                Ok((br#"{"sequence":[0,1,1]}"#, 4))
+            )),
+            json!({"op":"action_result","action":"/fib","id":"g1","values":{"sequence":[0,1,1]},"status":4,"result":true})
+        );
+        assert_eq!(
+            v(&action_result("/fib", "g1", Err("no server"))),
+            json!({"op":"action_result","action":"/fib","id":"g1","values":"no server","status":6,"result":false})
+        );
+        assert_eq!(
+            v(&send_action_goal(
+                "/fib",
+                "example_interfaces/action/Fibonacci",
+                "a1",
+                br#"{"order":4}"#
+            )),
+            json!({"op":"send_action_goal","action":"/fib","action_type":"example_interfaces/action/Fibonacci","id":"a1","args":{"order":4},"feedback":true})
+        );
+        assert_eq!(
+            v(&cancel_action_goal("/fib", "a1")),
+            json!({"op":"cancel_action_goal","action":"/fib","id":"a1"})
+        );
+    }
+
+    #[test]
     fn cbor_raw_carries_the_cdr_and_the_receipt_time() {
         let frame = publish_cbor_raw("/t", 5, 6, &[0, 1, 0, 0, 9]);
         let mut d = minicbor::Decoder::new(&frame);
