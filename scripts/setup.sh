@@ -46,3 +46,10 @@ if ! python3 -c 'import rosbags.typesys' >/dev/null 2>&1; then
   pip_install() { python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore "$@"; }
   pip_install rosbags==0.11.9 2>/dev/null || pip_install --break-system-packages rosbags==0.11.9
 fi
+
+# roslibpy: a real rosbridge v2 client (Python programs talk to `roam gateway` through it in
+# the gateway tests). Pinned: the tests drive its 2.x API.
+if ! python3 -c 'import roslibpy' >/dev/null 2>&1; then
+  pip_install() { python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore "$@"; }
+  pip_install roslibpy==2.1.0 2>/dev/null || pip_install --break-system-packages roslibpy==2.1.0
+fi

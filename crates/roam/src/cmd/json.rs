@@ -1,7 +1,8 @@
 //! JSON at the command line (`roam sub --json`, `roam pub --json`): a topic's type as a codec,
 //! from a definition found on this machine (AMENT_PREFIX_PATH, `--msg-path`) or announced in
-//! the realm by a member that has it. So a laptop with no ROS install reads and writes any
-//! message type some member knows.
+//! the realm by a member that has it (the lookup itself is `roam_gateway::codec`, shared with
+//! the gateway). So a laptop with no ROS install reads and writes any message type some member
+//! knows.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use std::time::Duration;
 use clap::Args;
 use roam_edge::definitions::DefinitionSource;
 use roam_edge::{Event, Subscriber};
-use roam_msg::{MessageType, TypeName, TypeRegistry};
+use roam_msg::MessageType;
 
 /// Where the JSON tools find definitions.
 #[derive(Debug, Clone, Args)]
@@ -37,36 +38,12 @@ impl DefinitionArgs {
     }
 }
 
-/// The type on this machine, if a definition of it is here (file reads: off the runtime).
+/// The type on this machine, if a definition of it is here (see [`roam_gateway::codec`]).
 pub async fn local_codec(
     source: &Arc<DefinitionSource>,
     dds_type: &str,
 ) -> Option<(MessageType, String)> {
-    let (source, name) = (source.clone(), dds_type.to_string());
-    let found = tokio::task::spawn_blocking(move || source.lookup(&name)).await;
-    match found {
-        Ok(Ok(d)) => Some((d.schema().clone(), d.ros2msg().to_string())),
-        Ok(Err(e)) => {
-            tracing::debug!("no local definition of {dds_type}: {e}");
-            None
-        }
-        Err(_) => None,
-    }
-}
-
-/// The type from a definition's ros2msg text (as announced).
-pub fn codec_from_text(dds_type: &str, text: &str) -> Result<MessageType, String> {
-    let root = TypeName::from_dds(dds_type)
-        .or_else(|_| TypeName::parse(dds_type))
-        .map_err(|e| format!("type {dds_type}: {e}"))?
-        .full();
-    let mut registry = TypeRegistry::with_builtins();
-    registry
-        .add_ros2msg(&root, text)
-        .map_err(|e| format!("the announced definition of {root}: {e}"))?;
-    registry
-        .resolve(&root)
-        .map_err(|e| format!("the announced definition of {root}: {e}"))
+    roam_gateway::codec::local(source, dds_type).await
 }
 
 /// The definition announced for `dds_type` on `sub`'s topic, waiting up to `wait` while
@@ -75,22 +52,9 @@ pub async fn announced_codec(
     sub: &mut Subscriber,
     dds_type: &str,
     wait: Duration,
-    mut other: impl FnMut(Event, Vec<u8>),
+    other: impl FnMut(Event, Vec<u8>),
 ) -> Result<MessageType, String> {
-    let end = tokio::time::Instant::now() + wait;
-    loop {
-        if let Some(text) = sub.definition(dds_type) {
-            return codec_from_text(dds_type, text);
-        }
-        let mut buf = Vec::new();
-        match tokio::time::timeout_at(end, sub.recv(&mut buf)).await {
-            Ok(Some(ev)) => other(ev, buf),
-            Ok(None) => return Err("the client session ended".into()),
-            Err(_) => {
-                return Err(format!(
-                    "no definition of {dds_type}: none was announced in the realm within {wait:?}, and none is on this machine (AMENT_PREFIX_PATH, --msg-path)"
-                ))
-            }
-        }
-    }
+    roam_gateway::codec::announced(sub, dds_type, wait, other)
+        .await
+        .map_err(|e| e.to_string())
 }

@@ -9,6 +9,7 @@ pub mod connect;
 pub mod demo;
 pub mod demo_ros;
 pub mod endpoint;
+pub mod gateway;
 pub mod json;
 pub mod name;
 pub mod pki;
@@ -51,6 +52,9 @@ pub enum Command {
     /// List a realm's topics with their types (like `ros2 topic list -t`), services and
     /// actions, and who offers and imports each, from its directory.
     Topics(topics::TopicsArgs),
+    /// Run a gateway: programs outside ROS (roslibpy, roslibjs, any rosbridge v2 client)
+    /// reach the realm's topics and services over WebSocket, with tokens and allow lists.
+    Gateway(gateway::GatewayArgs),
     /// Run the demo: two isolated ROS 2 networks exchange a topic through proxies and a router
     /// (with --routing-only: three routers in a chain, a publisher and a subscriber).
     Demo(demo::DemoArgs),
@@ -192,6 +196,7 @@ pub async fn run(cli: Cli) -> CmdResult {
         Command::Pub(a) => endpoint::run_pub(a).await,
         Command::Sub(a) => endpoint::run_sub(a).await,
         Command::Topics(a) => topics::run(a).await,
+        Command::Gateway(a) => gateway::run(a).await,
         Command::Demo(a) => demo::run(a).await,
         Command::ChildOf(a) => child::run(a),
     }

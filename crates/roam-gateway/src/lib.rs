@@ -1,0 +1,211 @@
+//! Doors into a roam realm for programs outside ROS, over the edge layer.
+//!
+//! ```text
+//!  WebSocket client ──frames──> rosbridge::ops (pure parse) ──Op──> rosbridge::client
+//!                                                                     │ Session: identity,
+//!                                                                     │ subscriptions, adverts
+//!  realm <──edge Publisher / ServiceClient── Session ──edge Subscriber──> Outbox (pure,
+//!                                                                     bounded per client)
+//!  WebSocket client <──frames── rosbridge::encode (pure) <── writer task ──┘
+//! ```
+//!
+//! - [`session`]: one client's identity and permissions, its subscriptions (edge
+//!   [`roam_edge::Subscriber`]s) and advertisements (edge [`roam_edge::Publisher`]s), door
+//!   independent;
+//! - [`outbox`]: what waits to be sent to one client, bounded (drop oldest, counted),
+//!   `queue_length` and `throttle_rate` honoured;
+//! - [`auth`]: bearer tokens with expiry and allow/deny patterns per identity;
+//! - [`codec`]: a type's CDR <-> JSON/CBOR codec from local or announced definitions;
+//! - [`rosbridge`]: the rosbridge v2 protocol (pure parse and encode) and its WebSocket shell.
+//!
+//! Names, sealing, links and reconnection belong to the edge layer and the client link; a
+//! door only translates.
+
+pub mod auth;
+pub mod codec;
+pub mod listing;
+pub mod outbox;
+pub mod rosbridge;
+pub mod session;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use roam_edge::definitions::DefinitionSource;
+use roam_edge::directory::DirectoryView;
+use roam_edge::{Edge, Realm};
+
+pub use outbox::OutboxLimits;
+
+/// Bounds on what clients may hold and ask.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Largest WebSocket frame or message a client may send, in bytes.
+    pub max_frame_bytes: usize,
+    /// Clients connected at once at most; more are refused at the handshake.
+    pub max_clients: usize,
+    /// Per client: what waits to be sent.
+    pub outbox: OutboxLimits,
+    /// Messages kept per subscription when the client gives no `queue_length`.
+    pub default_queue_length: usize,
+    /// The largest `queue_length` honoured.
+    pub max_queue_length: usize,
+    /// Subscriptions, advertisements and advertised services per client, each.
+    pub max_topics_per_client: usize,
+    /// Service calls of one client waiting for replies at once.
+    pub max_calls_per_client: usize,
+    /// How long a call waits for its reply when the client gives no `timeout`.
+    pub call_timeout: Duration,
+    /// How long a service's definition is awaited from the realm when this machine has none.
+    pub definition_wait: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_frame_bytes: 32 << 20,
+            max_clients: 256,
+            outbox: OutboxLimits::default(),
+            default_queue_length: 100,
+            max_queue_length: 10_000,
+            max_topics_per_client: 256,
+            max_calls_per_client: 64,
+            call_timeout: Duration::from_secs(30),
+            definition_wait: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Counters of a gateway, over all its clients.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub clients: AtomicU64,
+    pub clients_total: AtomicU64,
+    /// Operations refused for authentication or permission.
+    pub refused: AtomicU64,
+    /// Frames that were not operations (malformed JSON or CBOR, unknown ops, oversized).
+    pub bad_frames: AtomicU64,
+    /// Samples dropped for slow clients.
+    pub dropped: AtomicU64,
+}
+
+impl Stats {
+    pub fn count(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// What every client of one gateway shares: the edge into the realm, the realm's directory,
+/// the type codecs, the tokens and the limits.
+pub struct Gateway {
+    pub edge: Edge,
+    pub realm: Arc<Realm>,
+    pub codecs: Arc<codec::CodecCache>,
+    pub directory: DirectoryView,
+    /// This gateway's entry in the realm's directory: what its clients offer and import.
+    pub listing: Arc<listing::Listing>,
+    /// None: no authentication (every client may do everything).
+    pub tokens: Option<auth::Tokens>,
+    pub limits: Limits,
+    pub stats: Stats,
+}
+
+impl Gateway {
+    pub async fn new(
+        edge: Edge,
+        realm: Arc<Realm>,
+        definitions: Arc<DefinitionSource>,
+        tokens: Option<auth::Tokens>,
+        limits: Limits,
+    ) -> Arc<Gateway> {
+        let directory = edge.directory_view(realm.clone()).await;
+        let announcer = match edge.directory_announcer(realm.clone()).await {
+            Ok(a) => Some(a),
+            Err(e) => {
+                tracing::warn!(
+                    "this gateway's clients' topics are not listed in the realm's directory: {e}"
+                );
+                None
+            }
+        };
+        Arc::new(Gateway {
+            listing: listing::Listing::new(announcer),
+            edge,
+            realm,
+            codecs: Arc::new(codec::CodecCache::new(definitions)),
+            directory,
+            tokens,
+            limits,
+            stats: Stats::default(),
+        })
+    }
+}
+
+impl Gateway {
+    /// The realm's listing as this gateway sees it: every member's directory entry, and this
+    /// gateway's own (a member does not hear its own announcements).
+    pub fn realm_listing(&self) -> roam_edge::directory::Listing {
+        use roam_edge::directory::{Listed, Party};
+        use roam_proto::directory::{ItemKind, Role};
+        let mut listing = self.directory.listing();
+        let me = self.edge.name().to_string();
+        for item in self.listing.items_now() {
+            let list = match item.kind {
+                ItemKind::Topic => &mut listing.topics,
+                ItemKind::Service => &mut listing.services,
+                ItemKind::Action => &mut listing.actions,
+            };
+            let at = match list.iter().position(|l| l.name == item.name) {
+                Some(i) => i,
+                None => {
+                    list.push(Listed {
+                        name: item.name.clone(),
+                        types: Vec::new(),
+                        offered_by: Vec::new(),
+                        imported_by: Vec::new(),
+                    });
+                    list.len() - 1
+                }
+            };
+            let l = &mut list[at];
+            for t in &item.types {
+                if !l.types.contains(t) {
+                    l.types.push(t.clone());
+                }
+            }
+            let party = Party {
+                member: me.clone(),
+                types: item.types.clone(),
+                qos: Vec::new(),
+            };
+            let parties = match item.role {
+                Role::Offers => &mut l.offered_by,
+                Role::Imports => &mut l.imported_by,
+            };
+            if !parties.iter().any(|p| p.member == me) {
+                parties.push(party);
+            }
+        }
+        for list in [
+            &mut listing.topics,
+            &mut listing.services,
+            &mut listing.actions,
+        ] {
+            list.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+        if !listing.members.contains(&me) && !self.listing.items_now().is_empty() {
+            listing.members.push(me);
+            listing.members.sort();
+        }
+        listing
+    }
+}
+
+/// Now as Unix seconds (for token expiry).
+pub(crate) fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}

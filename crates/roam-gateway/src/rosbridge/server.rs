@@ -1,0 +1,313 @@
+//! The WebSocket shell: accepts connections, reads frames into the client's [`Conn`], and
+//! writes what its outbox hands out. All decisions are in the pure parts; this file only moves
+//! frames.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+
+use super::client::{send_status, Conn, ConnShared, Delivery};
+use super::encode::{self, Frame, Level};
+use super::ops::Compression;
+use crate::outbox::Next;
+use crate::session::{Outgoing, Sample};
+use crate::{Gateway, Stats};
+
+/// A connection that has not finished its WebSocket handshake by then is closed.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Serves rosbridge clients on `listener` until the task is dropped.
+pub async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!("rosbridge: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let gw = gw.clone();
+        tokio::spawn(async move {
+            if let Err(e) = connection(gw, stream, peer).await {
+                tracing::debug!("rosbridge client {peer}: {e}");
+            }
+        });
+    }
+}
+
+/// The token a client gave on the upgrade request: `Authorization: Bearer T` or `?token=T`.
+fn upgrade_token(req: &Request) -> Option<String> {
+    if let Some(v) = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+    {
+        if let Some(t) = v
+            .strip_prefix("Bearer ")
+            .or_else(|| v.strip_prefix("bearer "))
+        {
+            return Some(t.trim().to_string());
+        }
+    }
+    req.uri().query().and_then(|q| {
+        q.split('&')
+            .find_map(|kv| kv.strip_prefix("token="))
+            .map(percent_decode)
+    })
+}
+
+/// `%XX` escapes of a query value (tokens are usually plain; a `+` stays a `+`).
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (
+            b[i],
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+async fn connection(gw: Arc<Gateway>, stream: TcpStream, peer: SocketAddr) -> Result<(), WsError> {
+    let limit = gw.limits.max_frame_bytes;
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(limit))
+        .max_frame_size(Some(limit));
+    let mut token = None;
+    let full = gw.stats.clients.load(Ordering::Relaxed) >= gw.limits.max_clients as u64;
+    // The handshake's callback type is tungstenite's (its error is an HTTP response).
+    #[allow(clippy::result_large_err)]
+    let callback = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
+        token = upgrade_token(req);
+        if full {
+            let mut r = ErrorResponse::new(Some("too many clients; try again later".into()));
+            *r.status_mut() = tokio_tungstenite::tungstenite::http::StatusCode::SERVICE_UNAVAILABLE;
+            return Err(r);
+        }
+        Ok(resp)
+    };
+    let handshake = tokio_tungstenite::accept_hdr_async_with_config(stream, callback, Some(config));
+    let ws = match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
+        Ok(r) => r?,
+        Err(_) => return Ok(()),
+    };
+    gw.stats.clients.fetch_add(1, Ordering::Relaxed);
+    Stats::count(&gw.stats.clients_total);
+    tracing::info!("rosbridge client {peer} connected");
+    let out = Arc::new(Outgoing::new(gw.limits.outbox));
+    let shared = Arc::new(ConnShared::new());
+    let mut conn = Conn::new(gw.clone(), out.clone(), shared.clone());
+    if let Some(t) = token {
+        if let Err(e) = conn.session().authenticate(&t) {
+            send_status(&out, &shared, Level::Error, &e.to_string(), None);
+        }
+    }
+    let (sink, mut frames) = ws.split();
+    let mut writer = tokio::spawn(write(sink, out.clone(), shared.clone()));
+    let end = loop {
+        let msg = tokio::select! {
+            m = frames.next() => m,
+            _ = &mut writer => break "the connection closed while sending",
+        };
+        match msg {
+            None => break "closed",
+            Some(Ok(Message::Text(t))) => conn.frame(true, t.as_bytes()).await,
+            Some(Ok(Message::Binary(b))) => conn.frame(false, &b).await,
+            Some(Ok(Message::Close(_))) => break "closed by the client",
+            Some(Ok(_)) => {}
+            Some(Err(WsError::Capacity(e))) => {
+                Stats::count(&gw.stats.bad_frames);
+                let why = format!("refused a frame over the limit of {limit} bytes ({e}); closing");
+                tracing::warn!("rosbridge client {peer}: {why}");
+                send_status(&out, &shared, Level::Error, &why, None);
+                out.control(
+                    0,
+                    Frame::Close {
+                        code: 1009,
+                        reason: "frame too big".into(),
+                    },
+                );
+                let _ = tokio::time::timeout(Duration::from_secs(2), &mut writer).await;
+                break "frame over the limit";
+            }
+            Some(Err(e)) => {
+                tracing::debug!("rosbridge client {peer}: {e}");
+                break "connection error";
+            }
+        }
+    };
+    writer.abort();
+    drop(conn);
+    gw.stats.clients.fetch_sub(1, Ordering::Relaxed);
+    tracing::info!("rosbridge client {peer} left ({end})");
+    Ok(())
+}
+
+type Sink = futures_util::stream::SplitSink<tokio_tungstenite::WebSocketStream<TcpStream>, Message>;
+
+/// Sends what the outbox hands out until the connection fails or a close is sent.
+async fn write(mut sink: Sink, out: Arc<Outgoing<Frame>>, shared: Arc<ConnShared>) {
+    // Subscriptions whose messages could not be encoded, told once each.
+    let mut warned = std::collections::HashSet::new();
+    loop {
+        let next = out.outbox().next(Instant::now());
+        let frames = match next {
+            Next::Control(f) => vec![f],
+            Next::Sample(id, s) => {
+                let Some(d) = shared.delivery(id) else {
+                    continue;
+                };
+                match encode_sample(&d, s) {
+                    Ok(f) => f,
+                    Err(why) => {
+                        if warned.insert(id) {
+                            send_status(&out, &shared, Level::Warning, &why, None);
+                        }
+                        continue;
+                    }
+                }
+            }
+            Next::Dropped {
+                key,
+                dropped,
+                total,
+            } => {
+                let topic = shared.delivery(key).map(|d| d.topic).unwrap_or_default();
+                send_status(
+                    &out,
+                    &shared,
+                    Level::Warning,
+                    &format!("dropped {dropped} messages of {topic} ({total} in all): this client reads slower than they arrive (oldest dropped first; see queue_length)"),
+                    None,
+                );
+                continue;
+            }
+            Next::Wait(at) => {
+                match at {
+                    Some(at) => {
+                        tokio::select! {
+                            _ = out.wake.notified() => {}
+                            _ = tokio::time::sleep_until(at.into()) => {}
+                        }
+                    }
+                    None => out.wake.notified().await,
+                }
+                continue;
+            }
+        };
+        for f in frames {
+            let (msg, last) = match f {
+                Frame::Text(t) => (Message::Text(t.into()), false),
+                Frame::Binary(b) => (Message::Binary(b.into()), false),
+                Frame::Close { code, reason } => (
+                    Message::Close(Some(CloseFrame {
+                        code: CloseCode::from(code),
+                        reason: reason.into(),
+                    })),
+                    true,
+                ),
+            };
+            if sink.send(msg).await.is_err() || last {
+                let _ = sink.flush().await;
+                return;
+            }
+        }
+    }
+}
+
+/// A sample as this client asked for it.
+fn encode_sample(d: &Delivery, s: Sample) -> Result<Vec<Frame>, String> {
+    if d.compression == Compression::CborRaw {
+        let t = s
+            .received
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        return Ok(vec![Frame::Binary(encode::publish_cbor_raw(
+            &d.topic,
+            t.as_secs(),
+            t.subsec_nanos(),
+            &s.cdr,
+        ))]);
+    }
+    let Some(codec) = s.codec else {
+        return Err(format!(
+            "{}: no definition of its type is known yet (none on the gateway's machine, none announced in the realm): messages are dropped until one is; compression cbor-raw needs none",
+            d.topic
+        ));
+    };
+    let bad = |e: roam_msg::DecodeError| {
+        format!(
+            "{}: a message does not decode as {}: {e} (dropped)",
+            d.topic,
+            codec.name().full()
+        )
+    };
+    let mut body = Vec::new();
+    match d.compression {
+        Compression::Cbor => {
+            codec.cdr_to_cbor(&s.cdr, &mut body).map_err(bad)?;
+            Ok(vec![Frame::Binary(encode::publish_cbor(&d.topic, &body))])
+        }
+        _ => {
+            codec.cdr_to_json(&s.cdr, &mut body).map_err(bad)?;
+            let text = encode::publish_json(&d.topic, &body);
+            Ok(match d.fragment_size {
+                Some(size) => encode::fragments(&format!("publish:{}", d.topic), text, size)
+                    .into_iter()
+                    .map(Frame::Text)
+                    .collect(),
+                None => vec![Frame::Text(text)],
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_come_from_the_authorization_header_or_the_query() {
+        let req = |uri: &str, auth: Option<&str>| {
+            let mut b = Request::builder().uri(uri);
+            if let Some(a) = auth {
+                b = b.header("Authorization", a);
+            }
+            b.body(()).unwrap()
+        };
+        assert_eq!(
+            upgrade_token(&req("/", Some("Bearer abc"))).as_deref(),
+            Some("abc")
+        );
+        assert_eq!(
+            upgrade_token(&req("/?x=1&token=a%2Bb", None)).as_deref(),
+            Some("a+b")
+        );
+        assert_eq!(upgrade_token(&req("/", Some("Basic abc"))), None);
+        assert_eq!(upgrade_token(&req("/", None)), None);
+        assert_eq!(percent_decode("%zz%4"), "%zz%4");
+    }
+}

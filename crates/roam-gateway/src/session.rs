@@ -1,0 +1,715 @@
+//! One client of a gateway, whatever its door: who it is and what it may do, its
+//! subscriptions (each an edge [`Subscriber`] read by a task that queues samples in the
+//! client's [`Outbox`]), its advertisements (edge [`Publisher`]s with the type's codec) and
+//! its service calls. Everything it holds is released when it is dropped.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+use roam_edge::ros_names::{full_name, full_type, type_to_dds, RosNameError, RosTypeError};
+use roam_edge::service::ServiceRefError;
+use roam_edge::{
+    EdgeError, Event, PayloadKind, Publisher, ServiceClient, ServiceError, ServiceRef, StreamQos,
+    StreamSpec, Subscriber, SubscriberOptions, TopicRef,
+};
+use roam_msg::{EncodeError, EncodeOptions, MessageType};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+use roam_proto::directory::{ItemKind, Role};
+
+use crate::auth::{Action, Identity, Refused};
+use crate::listing::Listed;
+use crate::outbox::{Outbox, Pacing};
+use crate::{Gateway, Stats};
+
+/// A subscription's key in its client's outbox.
+pub type SubId = u64;
+
+/// A message received for a client, waiting to be encoded for it.
+#[derive(Debug)]
+pub struct Sample {
+    /// The CDR with its encapsulation header.
+    pub cdr: Vec<u8>,
+    pub received: SystemTime,
+    /// The type's codec, when a definition is known.
+    pub codec: Option<MessageType>,
+}
+
+/// What a client's writer takes from: the outbox (control messages of type `C`) and the
+/// wake-up for new items.
+pub struct Outgoing<C> {
+    outbox: Mutex<Outbox<SubId, Sample, C>>,
+    pub wake: Notify,
+}
+
+impl<C> Outgoing<C> {
+    pub fn new(limits: crate::OutboxLimits) -> Self {
+        Self {
+            outbox: Mutex::new(Outbox::new(limits)),
+            wake: Notify::new(),
+        }
+    }
+
+    pub fn outbox(&self) -> MutexGuard<'_, Outbox<SubId, Sample, C>> {
+        self.outbox.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues a control message (reply, status) of `size` bytes and wakes the writer.
+    pub fn control(&self, size: usize, c: C) {
+        self.outbox().push_control(size, c);
+        self.wake.notify_one();
+    }
+}
+
+/// Why a client's request failed: said to the client as is.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error(transparent)]
+    Refused(#[from] Refused),
+    #[error(transparent)]
+    Name(#[from] RosNameError),
+    #[error(transparent)]
+    Type(#[from] RosTypeError),
+    #[error(transparent)]
+    ServiceName(#[from] ServiceRefError),
+    #[error(
+        "the type of {0} is unknown: give `type`, or wait until a member of the realm offers it"
+    )]
+    UnknownType(String),
+    #[error("{topic} is advertised as {was}, not {now}")]
+    TypeChanged {
+        topic: String,
+        was: String,
+        now: String,
+    },
+    #[error("{0} is not advertised by this client: advertise it first (with its type)")]
+    NotAdvertised(String),
+    #[error("no definition of {0}: none on the gateway's machine (msg_paths) and none announced in the realm yet")]
+    NoDefinition(String),
+    #[error("{topic}: the message does not fit {type_name}: {source}")]
+    Encode {
+        topic: String,
+        type_name: String,
+        source: EncodeError,
+    },
+    #[error("{service}: the server's reply does not decode: {source}")]
+    BadReply {
+        service: String,
+        source: roam_msg::DecodeError,
+    },
+    #[error("{topic}: {source}")]
+    Edge { topic: String, source: EdgeError },
+    #[error(transparent)]
+    Service(#[from] ServiceError),
+    #[error("args: {0}")]
+    Args(String),
+    #[error("{0}")]
+    Response(String),
+    #[error("at most {limit} {what} per client")]
+    TooMany { what: &'static str, limit: usize },
+}
+
+/// A message body from a client, in the form its door received it.
+#[derive(Debug, Clone, Copy)]
+pub enum Input<'a> {
+    Json(&'a [u8]),
+    Cbor(&'a [u8]),
+}
+
+impl Input<'_> {
+    pub fn to_cdr(&self, ty: &MessageType, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        let opts = EncodeOptions {
+            now: Some(now_pair()),
+            ..EncodeOptions::default()
+        };
+        match self {
+            Input::Json(j) => ty.json_to_cdr(j, &opts, out),
+            Input::Cbor(c) => ty.cbor_to_cdr(c, &opts, out),
+        }
+    }
+}
+
+/// Now as builtin_interfaces/Time (sec, nanosec).
+pub fn now_pair() -> (i32, u32) {
+    let d = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    (d.as_secs() as i32, d.subsec_nanos())
+}
+
+struct SubEntry {
+    id: SubId,
+    /// The client's ids for this topic (rosbridge lets several share one subscription).
+    client_ids: BTreeSet<Option<String>>,
+    task: JoinHandle<()>,
+    _listed: Listed,
+}
+
+impl Drop for SubEntry {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+struct PubEntry {
+    publisher: Publisher,
+    ros_type: String,
+    codec: Arc<Mutex<Option<MessageType>>>,
+    /// Follows the topic's announcements for its definition when this machine has none.
+    learner: Option<JoinHandle<()>>,
+    _listed: Listed,
+}
+
+impl Drop for PubEntry {
+    fn drop(&mut self) {
+        if let Some(t) = &self.learner {
+            t.abort();
+        }
+    }
+}
+
+/// A client of a gateway.
+pub struct Session<C> {
+    gw: Arc<Gateway>,
+    identity: Option<Arc<Identity>>,
+    out: Arc<Outgoing<C>>,
+    subs: HashMap<String, SubEntry>,
+    pubs: HashMap<String, PubEntry>,
+    services: Arc<tokio::sync::Mutex<HashMap<String, Arc<ServiceTarget>>>>,
+    next_sub: SubId,
+}
+
+/// A subscription as asked: topic, type (optional), pacing.
+pub struct SubscribeRequest<'a> {
+    pub topic: &'a str,
+    pub ros_type: Option<&'a str>,
+    pub client_id: Option<String>,
+    pub queue_length: usize,
+    pub throttle: Duration,
+}
+
+impl<C: Send + 'static> Session<C> {
+    /// A session; without authentication on the gateway, its client is anonymous and may do
+    /// everything.
+    pub fn new(gw: Arc<Gateway>, out: Arc<Outgoing<C>>) -> Self {
+        let identity = gw.tokens.is_none().then(|| Arc::new(Identity::anonymous()));
+        Self {
+            gw,
+            identity,
+            out,
+            subs: HashMap::new(),
+            pubs: HashMap::new(),
+            services: Default::default(),
+            next_sub: 1,
+        }
+    }
+
+    pub fn gateway(&self) -> &Arc<Gateway> {
+        &self.gw
+    }
+
+    pub fn identity(&self) -> Option<&Arc<Identity>> {
+        self.identity.as_ref()
+    }
+
+    /// Authenticates with a bearer token (counted when refused).
+    pub fn authenticate(&mut self, token: &str) -> Result<Arc<Identity>, Refused> {
+        let Some(tokens) = &self.gw.tokens else {
+            // No authentication configured: any token is accepted, as rosbridge without
+            // rosauth does.
+            return Ok(self
+                .identity
+                .clone()
+                .unwrap_or_else(|| Arc::new(Identity::anonymous())));
+        };
+        match tokens.authenticate(token, crate::unix_now()) {
+            Ok(id) => {
+                self.identity = Some(id.clone());
+                Ok(id)
+            }
+            Err(e) => {
+                Stats::count(&self.gw.stats.refused);
+                Err(e)
+            }
+        }
+    }
+
+    /// Whether the client may do `action` on `name` now (counted when refused).
+    pub fn check(&self, action: Action, name: &str) -> Result<(), Refused> {
+        let r = match &self.identity {
+            None => Err(Refused::Unauthenticated),
+            Some(id) => id.check(action, name, crate::unix_now()),
+        };
+        if r.is_err() {
+            Stats::count(&self.gw.stats.refused);
+        }
+        r
+    }
+
+    /// Whether the client may see a name at all (any of subscribe, publish, call).
+    pub fn may_see(&self, name: &str) -> bool {
+        let now = crate::unix_now();
+        self.identity.as_ref().is_some_and(|id| {
+            [Action::Subscribe, Action::Publish, Action::Call]
+                .iter()
+                .any(|a| id.check(*a, name, now).is_ok())
+        })
+    }
+
+    /// Whether the client is authenticated (always, without authentication configured).
+    pub fn authenticated(&self) -> bool {
+        self.identity.is_some()
+    }
+
+    /// The type of a topic as the realm's directory lists it.
+    fn listed_type(&self, topic: &str) -> Option<String> {
+        self.gw
+            .realm_listing()
+            .topics
+            .into_iter()
+            .find(|t| t.name == topic)
+            .and_then(|t| t.types.into_iter().next())
+    }
+
+    /// Subscribes (or changes an existing subscription's pacing); the outbox key.
+    pub async fn subscribe(&mut self, r: SubscribeRequest<'_>) -> Result<SubId, SessionError> {
+        let topic = full_name(r.topic)?.name;
+        self.check(Action::Subscribe, &topic)?;
+        let limits = &self.gw.limits;
+        let queue_length = match r.queue_length {
+            0 if !r.throttle.is_zero() => 1,
+            0 => limits.default_queue_length,
+            n => n.min(limits.max_queue_length),
+        };
+        let pacing = Pacing {
+            queue_length,
+            throttle: r.throttle,
+        };
+        if let Some(e) = self.subs.get_mut(&topic) {
+            e.client_ids.insert(r.client_id);
+            let id = e.id;
+            self.out.outbox().subscribe(id, pacing);
+            return Ok(id);
+        }
+        if self.subs.len() >= limits.max_topics_per_client {
+            return Err(SessionError::TooMany {
+                what: "subscriptions",
+                limit: limits.max_topics_per_client,
+            });
+        }
+        let ros_type = match r.ros_type {
+            Some(t) => full_type(t, false)?,
+            None => self
+                .listed_type(&topic)
+                .ok_or_else(|| SessionError::UnknownType(topic.clone()))?,
+        };
+        let dds_type = type_to_dds(&ros_type);
+        let codec = self.gw.codecs.local(&dds_type).await.map(|(t, _)| t);
+        let options = SubscriberOptions {
+            dds_type: Some(dds_type.clone()),
+            ..SubscriberOptions::default()
+        };
+        let tref = TopicRef::new(self.gw.realm.clone(), topic.clone());
+        let sub = self.gw.edge.subscriber(&tref, options).await;
+        let id = self.next_sub;
+        self.next_sub += 1;
+        self.out.outbox().subscribe(id, pacing);
+        let listed = self
+            .gw
+            .listing
+            .add(ItemKind::Topic, Role::Imports, &topic, &ros_type);
+        let task = tokio::spawn(read_subscription(
+            sub,
+            id,
+            dds_type,
+            codec,
+            self.out.clone(),
+            self.gw.clone(),
+        ));
+        self.subs.insert(
+            topic,
+            SubEntry {
+                id,
+                client_ids: BTreeSet::from([r.client_id]),
+                task,
+                _listed: listed,
+            },
+        );
+        Ok(id)
+    }
+
+    /// Ends a subscription (all of it without `client_id`, else that id's share); the outbox
+    /// key when the subscription is gone.
+    pub fn unsubscribe(&mut self, topic: &str, client_id: Option<&str>) -> Option<SubId> {
+        let topic = full_name(topic).ok()?.name;
+        let e = self.subs.get_mut(&topic)?;
+        if let Some(cid) = client_id {
+            e.client_ids.remove(&Some(cid.to_string()));
+            if !e.client_ids.is_empty() {
+                return None;
+            }
+        }
+        let e = self.subs.remove(&topic)?;
+        self.out.outbox().unsubscribe(&e.id);
+        Some(e.id)
+    }
+
+    /// Starts publishing a topic (again with the same type: nothing changes).
+    pub async fn advertise(&mut self, topic: &str, ros_type: &str) -> Result<(), SessionError> {
+        let topic = full_name(topic)?.name;
+        self.check(Action::Publish, &topic)?;
+        let ros_type = full_type(ros_type, false)?;
+        if let Some(p) = self.pubs.get(&topic) {
+            if p.ros_type == ros_type {
+                return Ok(());
+            }
+            return Err(SessionError::TypeChanged {
+                topic,
+                was: p.ros_type.clone(),
+                now: ros_type,
+            });
+        }
+        if self.pubs.len() >= self.gw.limits.max_topics_per_client {
+            return Err(SessionError::TooMany {
+                what: "advertised topics",
+                limit: self.gw.limits.max_topics_per_client,
+            });
+        }
+        let dds_type = type_to_dds(&ros_type);
+        let local = self.gw.codecs.local(&dds_type).await;
+        let spec = StreamSpec {
+            qos: StreamQos {
+                reliable: true,
+                transient_local: false,
+                depth: 10,
+            },
+            definition: local.as_ref().map(|(_, text)| text.to_string()),
+            ..StreamSpec::new(dds_type.clone())
+        };
+        let tref = TopicRef::new(self.gw.realm.clone(), topic.clone());
+        let publisher = self
+            .gw
+            .edge
+            .publisher(&tref, spec)
+            .await
+            .map_err(|source| SessionError::Edge {
+                topic: topic.clone(),
+                source,
+            })?;
+        let codec = Arc::new(Mutex::new(local.map(|(t, _)| t)));
+        let learner = if lock(&codec).is_none() {
+            Some(tokio::spawn(learn_definition(
+                self.gw.clone(),
+                tref,
+                dds_type,
+                codec.clone(),
+            )))
+        } else {
+            None
+        };
+        let listed = self
+            .gw
+            .listing
+            .add(ItemKind::Topic, Role::Offers, &topic, &ros_type);
+        self.pubs.insert(
+            topic,
+            PubEntry {
+                publisher,
+                ros_type,
+                codec,
+                learner,
+                _listed: listed,
+            },
+        );
+        Ok(())
+    }
+
+    pub fn unadvertise(&mut self, topic: &str) -> bool {
+        match full_name(topic) {
+            Ok(t) => self.pubs.remove(&t.name).is_some(),
+            Err(_) => false,
+        }
+    }
+
+    /// Publishes one message (advertising the topic first when the realm lists its type).
+    pub async fn publish(&mut self, topic: &str, msg: Input<'_>) -> Result<(), SessionError> {
+        let topic = full_name(topic)?.name;
+        self.check(Action::Publish, &topic)?;
+        if !self.pubs.contains_key(&topic) {
+            let ty = self
+                .listed_type(&topic)
+                .ok_or_else(|| SessionError::NotAdvertised(topic.clone()))?;
+            self.advertise(&topic, &ty).await?;
+        }
+        let Some(p) = self.pubs.get(&topic) else {
+            return Err(SessionError::NotAdvertised(topic));
+        };
+        let dds_type = p.publisher.dds_type().to_string();
+        let codec = lock(&p.codec)
+            .clone()
+            .or_else(|| self.gw.codecs.known(&dds_type).map(|(t, _)| t))
+            .ok_or_else(|| SessionError::NoDefinition(p.ros_type.clone()))?;
+        let mut cdr = Vec::new();
+        msg.to_cdr(&codec, &mut cdr)
+            .map_err(|source| SessionError::Encode {
+                topic: topic.clone(),
+                type_name: p.ros_type.clone(),
+                source,
+            })?;
+        p.publisher
+            .publish_kind(PayloadKind::Data, &cdr)
+            .await
+            .map_err(|source| SessionError::Edge { topic, source })
+    }
+
+    /// Everything needed to call a service of the realm; the call itself runs apart (see
+    /// [`ServiceTarget::call`]) so one slow service never holds up the client's other ops.
+    pub fn service_targets(&self) -> ServiceTargets {
+        ServiceTargets {
+            gw: self.gw.clone(),
+            cache: self.services.clone(),
+        }
+    }
+}
+
+/// The service clients of one session, shared with its call tasks.
+#[derive(Clone)]
+pub struct ServiceTargets {
+    gw: Arc<Gateway>,
+    cache: Arc<tokio::sync::Mutex<HashMap<String, Arc<ServiceTarget>>>>,
+}
+
+/// A service of the realm, ready to call: its edge client and its types' codecs.
+pub struct ServiceTarget {
+    client: ServiceClient,
+    request: MessageType,
+    reply: MessageType,
+    _listed: Listed,
+}
+
+impl ServiceTargets {
+    /// Targets not cached by any session (for looking up codecs).
+    pub fn for_gateway(gw: Arc<Gateway>) -> Self {
+        Self {
+            gw,
+            cache: Default::default(),
+        }
+    }
+
+    /// The target for `service` (type from `ros_type` or the realm's directory), created on
+    /// first use and kept (a bounded number).
+    pub async fn get(
+        &self,
+        service: &str,
+        ros_type: Option<&str>,
+    ) -> Result<Arc<ServiceTarget>, SessionError> {
+        let name = full_name(service)?.name;
+        if let Some(t) = self.cache.lock().await.get(&name) {
+            return Ok(t.clone());
+        }
+        let srv_type = match ros_type {
+            Some(t) => t.to_string(),
+            None => self
+                .gw
+                .realm_listing()
+                .services
+                .into_iter()
+                .find(|s| s.name == name)
+                .and_then(|s| s.types.into_iter().next())
+                .ok_or_else(|| SessionError::UnknownType(name.clone()))?,
+        };
+        let mut sref = ServiceRef::new(self.gw.realm.clone(), &name, &srv_type)?;
+        let request = self
+            .codec(&sref.request_topic(), &sref.request_type())
+            .await?;
+        let reply = self.codec(&sref.reply_topic(), &sref.reply_type()).await?;
+        sref.request_definition = request.1;
+        sref.reply_definition = reply.1;
+        let client = self
+            .gw
+            .edge
+            .service_client(&sref, Default::default())
+            .await
+            .map_err(|source| SessionError::Edge {
+                topic: name.clone(),
+                source,
+            })?;
+        let listed = self
+            .gw
+            .listing
+            .add(ItemKind::Service, Role::Imports, &name, &sref.srv_type);
+        let target = Arc::new(ServiceTarget {
+            client,
+            request: request.0,
+            reply: reply.0,
+            _listed: listed,
+        });
+        let mut cache = self.cache.lock().await;
+        if cache.len() >= self.gw.limits.max_topics_per_client {
+            // Forget an arbitrary one: its calls in flight keep their own handle.
+            if let Some(k) = cache.keys().next().cloned() {
+                cache.remove(&k);
+            }
+        }
+        cache.insert(name, target.clone());
+        Ok(target)
+    }
+
+    /// A type's codec (and its text when local): this machine's, else announced on `topic`.
+    pub async fn codec(
+        &self,
+        topic: &TopicRef,
+        dds_type: &str,
+    ) -> Result<(MessageType, Option<String>), SessionError> {
+        if let Some((t, text)) = self.gw.codecs.local(dds_type).await {
+            return Ok((t, Some(text.to_string())));
+        }
+        let options = SubscriberOptions {
+            announcements_only: true,
+            ..SubscriberOptions::default()
+        };
+        let mut sub = self.gw.edge.subscriber(topic, options).await;
+        match crate::codec::announced(
+            &mut sub,
+            dds_type,
+            self.gw.limits.definition_wait,
+            |_, _| {},
+        )
+        .await
+        {
+            Ok(t) => {
+                if let Some(text) = sub.definition(dds_type) {
+                    self.gw.codecs.learn(dds_type, t.clone(), text);
+                }
+                Ok((t, None))
+            }
+            Err(_) => Err(SessionError::NoDefinition(
+                roam_edge::ros_names::type_from_dds(dds_type),
+            )),
+        }
+    }
+}
+
+impl ServiceTarget {
+    /// Calls the service with a request body; the reply as JSON.
+    pub async fn call(
+        &self,
+        args: Option<Input<'_>>,
+        timeout: Duration,
+    ) -> Result<Vec<u8>, SessionError> {
+        let mut cdr = Vec::new();
+        let service = self.client.service().service.clone();
+        let args = args.unwrap_or(Input::Json(b"{}"));
+        args.to_cdr(&self.request, &mut cdr)
+            .map_err(|source| SessionError::Encode {
+                topic: service.clone(),
+                type_name: self.request.name().full(),
+                source,
+            })?;
+        let reply = self.client.call(&cdr, timeout).await?;
+        let mut json = Vec::new();
+        self.reply
+            .cdr_to_json(&reply, &mut json)
+            .map_err(|source| SessionError::BadReply { service, source })?;
+        Ok(json)
+    }
+
+    /// The request type's field names in order (for args given as a list).
+    pub fn request_fields(&self) -> Vec<String> {
+        self.request.field_names().map(str::to_string).collect()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Reads a subscription's messages into the client's outbox until aborted or the edge goes.
+/// A definition announced later (when this machine has none) becomes the codec from then on.
+async fn read_subscription<C>(
+    mut sub: Subscriber,
+    id: SubId,
+    dds_type: String,
+    mut codec: Option<MessageType>,
+    out: Arc<Outgoing<C>>,
+    gw: Arc<Gateway>,
+) {
+    let mut payload = Vec::new();
+    loop {
+        if codec.is_none() {
+            // Definitions come with the stream announcements (whichever event reports them)
+            // or from another client's subscription.
+            codec = match sub.definition(&dds_type) {
+                Some(text) => match crate::codec::from_text(&dds_type, text) {
+                    Ok(t) => {
+                        gw.codecs.learn(&dds_type, t.clone(), text);
+                        Some(t)
+                    }
+                    Err(e) => {
+                        tracing::warn!("{e}");
+                        None
+                    }
+                },
+                None => gw.codecs.known(&dds_type).map(|(t, _)| t),
+            };
+        }
+        match sub.recv(&mut payload).await {
+            None => return,
+            Some(Event::Message(r)) => {
+                if r.kind != PayloadKind::Data {
+                    continue;
+                }
+                let cdr = std::mem::take(&mut payload);
+                let size = cdr.len();
+                let sample = Sample {
+                    cdr,
+                    received: SystemTime::now(),
+                    codec: codec.clone(),
+                };
+                {
+                    let mut ob = out.outbox();
+                    let before = ob.dropped(&id).unwrap_or(0);
+                    if !ob.push_sample(&id, size, sample) {
+                        return;
+                    }
+                    let after = ob.dropped(&id).unwrap_or(0);
+                    gw.stats
+                        .dropped
+                        .fetch_add(after - before, std::sync::atomic::Ordering::Relaxed);
+                }
+                out.wake.notify_one();
+            }
+            Some(_) => {}
+        }
+    }
+}
+
+/// Follows a published topic's announcements until a definition of its type arrives (a
+/// member importing it announces the one it has).
+async fn learn_definition(
+    gw: Arc<Gateway>,
+    topic: TopicRef,
+    dds_type: String,
+    codec: Arc<Mutex<Option<MessageType>>>,
+) {
+    let options = SubscriberOptions {
+        announcements_only: true,
+        ..SubscriberOptions::default()
+    };
+    let mut sub = gw.edge.subscriber(&topic, options).await;
+    let mut buf = Vec::new();
+    loop {
+        if let Some(text) = sub.definition(&dds_type) {
+            if let Ok(t) = crate::codec::from_text(&dds_type, text) {
+                gw.codecs.learn(&dds_type, t.clone(), text);
+                *lock(&codec) = Some(t);
+                return;
+            }
+        }
+        if sub.recv(&mut buf).await.is_none() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! `roam gateway`: programs outside ROS join a realm. The gateway runs its own edge router
+//! (as a proxy does: started by `boot.rs`, linked to its upstream routers), so its clients
+//! reach each other in-process as well as the realm; it serves rosbridge v2 over WebSocket
+//! (see docs/gateway.md).
+
+mod config;
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use clap::Args;
+use roam_edge::definitions::DefinitionSource;
+use roam_edge::{Edge, Port};
+use roam_gateway::Gateway;
+use roam_net::runtime::PeerAddr;
+
+use super::CmdResult;
+
+#[derive(Debug, Args)]
+pub struct GatewayArgs {
+    /// Gateway configuration file (YAML: identity, PKI, upstream routers, realm, msg_paths, rosbridge
+    /// listen address, limits, auth tokens; see docs/gateway.md).
+    #[arg(short = 'c', long = "config", value_name = "FILE")]
+    pub config: PathBuf,
+    /// The rosbridge WebSocket address to listen on, e.g. 127.0.0.1:9090 (0 as the port picks
+    /// a free one) [default: rosbridge.listen in the file, else 0.0.0.0:9090]. The address
+    /// bound is printed on stdout as `rosbridge listening ws://ADDR`.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// A router to join the realm through (quic://HOST:PORT, tcp://HOST:PORT or HOST:PORT);
+    /// repeatable; replaces `upstream:` in the file.
+    #[arg(long, value_name = "ADDR")]
+    pub connect: Vec<String>,
+}
+
+pub async fn run(a: GatewayArgs) -> CmdResult {
+    let mut stop = super::signals::Stop::install()?;
+    let cfg = config::load(
+        &a.config,
+        config::Overrides {
+            listen: a.listen,
+            upstream: a.connect,
+        },
+    )?;
+    let realm = Arc::new(roam_edge::realm::load(&cfg.realm)?);
+    let definitions = Arc::new(
+        DefinitionSource::from_env(&cfg.msg_paths).map_err(|e| format!("msg_paths: {e}"))?,
+    );
+    let connect = cfg
+        .upstream
+        .iter()
+        .map(|s| s.parse::<PeerAddr>())
+        .collect::<Result<Vec<_>, _>>()?;
+    let router_listen = cfg
+        .router_listen
+        .as_deref()
+        .map(roam_net::runtime::resolve)
+        .transpose()?;
+    let (router, _router_task) = crate::boot::start_router(crate::boot::RouterBoot {
+        id: &cfg.id,
+        pki: &cfg.pki,
+        listen: router_listen,
+        listen_tcp: None,
+        connect,
+        link: &cfg.link,
+        what: "the gateway (its edge router)",
+    })
+    .await?;
+    let edge = Edge::new(Port::Router(router), cfg.id.clone());
+    let listener = tokio::net::TcpListener::bind(cfg.listen)
+        .await
+        .map_err(|e| format!("rosbridge: cannot listen on {}: {e}", cfg.listen))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| format!("rosbridge: {e}"))?;
+    let authenticated = cfg.tokens.is_some();
+    let gw = Gateway::new(edge, realm.clone(), definitions, cfg.tokens, cfg.limits).await;
+    println!("rosbridge listening ws://{bound}");
+    tracing::info!(
+        "rosbridge v2 on ws://{bound} for realm {} ({})",
+        realm.label,
+        if authenticated {
+            "clients authenticate with a token"
+        } else {
+            "no authentication: every client may do everything"
+        }
+    );
+    let server = tokio::spawn(roam_gateway::rosbridge::serve(gw.clone(), listener));
+    let sig = stop.wait().await;
+    eprintln!("{sig}: stopping");
+    server.abort();
+    let s = &gw.stats;
+    eprintln!(
+        "served {} clients; refused {} ops (authentication, permissions), {} bad frames; dropped {} messages for slow clients",
+        s.clients_total.load(Ordering::Relaxed),
+        s.refused.load(Ordering::Relaxed),
+        s.bad_frames.load(Ordering::Relaxed),
+        s.dropped.load(Ordering::Relaxed),
+    );
+    Ok(())
+}

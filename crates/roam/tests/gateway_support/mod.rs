@@ -1,0 +1,133 @@
+//! What the gateway tests share: definitions on disk, starting `roam gateway`, roslibpy
+//! clients (tests/py/gateway_client.py) and DDS peers (tests/py/gateway_dds.py).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+pub const T: Duration = Duration::from_secs(40);
+
+/// Interface definitions as a ROS install has them (a folder of packages), for the gateway.
+pub fn definitions(dir: &Path) -> PathBuf {
+    let root = dir.join("msgs");
+    for (file, text) in [
+        ("std_msgs/msg/String.msg", "string data\n"),
+        (
+            "std_msgs/msg/Header.msg",
+            "builtin_interfaces/Time stamp\nstring frame_id\n",
+        ),
+        (
+            "builtin_interfaces/msg/Time.msg",
+            "int32 sec\nuint32 nanosec\n",
+        ),
+        (
+            "geometry_msgs/msg/Point.msg",
+            "float64 x\nfloat64 y\nfloat64 z\n",
+        ),
+        (
+            "geometry_msgs/msg/PointStamped.msg",
+            "std_msgs/Header header\nPoint point\n",
+        ),
+        (
+            "example_interfaces/srv/AddTwoInts.srv",
+            "int64 a\nint64 b\n---\nint64 sum\n",
+        ),
+        (
+            "example_interfaces/action/Fibonacci.action",
+            "int32 order\n---\nint32[] sequence\n---\nint32[] sequence\n",
+        ),
+    ] {
+        let path = root.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    root
+}
+
+/// Starts `roam gateway` linked to `router` with `extra` YAML; returns it and its port.
+pub fn gateway(
+    net: &Net,
+    id: &str,
+    router: &str,
+    msg_paths: Option<&Path>,
+    extra: &str,
+) -> (Proc, u16) {
+    // The gateway runs its own edge router: a router identity.
+    net.issue(id, "router");
+    let paths = msg_paths
+        .map(|p| format!("msg_paths: [{}]\n", p.display()))
+        .unwrap_or_default();
+    let yaml = format!(
+        "id: {id}\npki: {}\nupstream: [{router}]\nrealm: {}\n{paths}rosbridge:\n  listen: 127.0.0.1:0\n{extra}",
+        net.pki, net.realm
+    );
+    let path = net.dir.join(format!("{id}.yaml"));
+    std::fs::write(&path, yaml).unwrap();
+    let p = Proc::spawn_without_ament(
+        id,
+        &["gateway".into(), "-c".into(), path.display().to_string()],
+    );
+    let end = Instant::now() + T;
+    while Instant::now() < end {
+        if let Some(l) = p.line(Duration::from_millis(200)) {
+            if let Some(a) = l.strip_prefix("rosbridge listening ws://") {
+                let port = a.rsplit(':').next().unwrap().parse().unwrap();
+                return (p, port);
+            }
+        }
+    }
+    panic!("the gateway did not start: {}", p.logs());
+}
+
+/// A roslibpy program (tests/py/gateway_client.py).
+pub fn client(name: &str, port: u16, args: &[&str]) -> Proc {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/gateway_client.py");
+    let port = port.to_string();
+    let mut a = vec!["-u", script.to_str().unwrap(), &port];
+    a.extend_from_slice(args);
+    Proc::spawn_system(name, "python3", &a)
+}
+
+/// A DDS peer of tests/py/gateway_dds.py.
+pub fn dds(name: &str, args: &[&str]) -> Proc {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/gateway_dds.py");
+    let mut a = vec!["-u", script.to_str().unwrap()];
+    a.extend_from_slice(args);
+    let p = Proc::spawn_system(name, "python3", &a);
+    assert!(wait_line(&p, "ready", T).is_some(), "{name}: {}", p.logs());
+    p
+}
+
+/// The next stdout line starting with `prefix` (others are skipped), within `timeout`.
+pub fn wait_line(p: &Proc, prefix: &str, timeout: Duration) -> Option<String> {
+    let end = Instant::now() + timeout;
+    while Instant::now() < end {
+        if let Some(l) = p.line(Duration::from_millis(100)) {
+            if l.starts_with(prefix) {
+                return Some(l);
+            }
+        }
+    }
+    None
+}
+
+/// Like [`wait_line`], keeping the lines skipped (to show them when nothing came).
+pub fn line_or_seen(p: &Proc, prefix: &str, timeout: Duration) -> Result<String, Vec<String>> {
+    let end = Instant::now() + timeout;
+    let mut seen = Vec::new();
+    while Instant::now() < end {
+        if let Some(l) = p.line(Duration::from_millis(100)) {
+            if l.starts_with(prefix) {
+                return Ok(l);
+            }
+            seen.push(l);
+        }
+    }
+    Err(seen)
+}
+
+pub fn json_after(line: &str, prefix: &str) -> serde_json::Value {
+    serde_json::from_str(line.strip_prefix(prefix).unwrap().trim()).unwrap()
+}
