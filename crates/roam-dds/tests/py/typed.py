@@ -11,24 +11,12 @@ import sys
 import time
 from dataclasses import dataclass
 
-from common import exit_on_sigterm, qos
+from common import Header_, Time_, exit_on_sigterm, qos
 from cyclonedds.domain import DomainParticipant
 from cyclonedds.idl import IdlStruct, types
 from cyclonedds.pub import DataWriter
 from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
-
-
-@dataclass
-class Time_(IdlStruct, typename="builtin_interfaces::msg::dds_::Time_"):
-    sec: types.int32
-    nanosec: types.uint32
-
-
-@dataclass
-class Header_(IdlStruct, typename="std_msgs::msg::dds_::Header_"):
-    stamp: Time_
-    frame_id: str
 
 
 @dataclass

@@ -8,41 +8,14 @@ point: {x: 1.5, y: -2.25, z: N}} every 0.05 s for N = 0, 1, ...; a listener prin
 """
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "roam-dds" / "tests" / "py"))
-from common import exit_on_sigterm, qos  # noqa: E402
+from common import PointStamped_, Header_, Point_, Time_, exit_on_sigterm, qos  # noqa: E402
 from cyclonedds.domain import DomainParticipant  # noqa: E402
-from cyclonedds.idl import IdlStruct, types  # noqa: E402
 from cyclonedds.pub import DataWriter  # noqa: E402
 from cyclonedds.sub import DataReader  # noqa: E402
 from cyclonedds.topic import Topic  # noqa: E402
-
-
-@dataclass
-class Time_(IdlStruct, typename="builtin_interfaces::msg::dds_::Time_"):
-    sec: types.int32
-    nanosec: types.uint32
-
-
-@dataclass
-class Header_(IdlStruct, typename="std_msgs::msg::dds_::Header_"):
-    stamp: Time_
-    frame_id: str
-
-
-@dataclass
-class Point_(IdlStruct, typename="geometry_msgs::msg::dds_::Point_"):
-    x: types.float64
-    y: types.float64
-    z: types.float64
-
-
-@dataclass
-class PointStamped_(IdlStruct, typename="geometry_msgs::msg::dds_::PointStamped_"):
-    header: Header_
-    point: Point_
 
 
 exit_on_sigterm()

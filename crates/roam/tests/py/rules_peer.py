@@ -15,37 +15,12 @@ import time
 from dataclasses import dataclass
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../../roam-dds/tests/py"))
-from common import String_, exit_on_sigterm, qos  # noqa: E402
+from common import Header_, Point_, PointStamped_, String_, Time_, exit_on_sigterm, qos  # noqa: E402
 from cyclonedds.domain import DomainParticipant  # noqa: E402
 from cyclonedds.idl import IdlStruct, types  # noqa: E402
 from cyclonedds.pub import DataWriter  # noqa: E402
 from cyclonedds.sub import DataReader  # noqa: E402
 from cyclonedds.topic import Topic  # noqa: E402
-
-
-@dataclass
-class Time_(IdlStruct, typename="builtin_interfaces::msg::dds_::Time_"):
-    sec: types.int32
-    nanosec: types.uint32
-
-
-@dataclass
-class Header_(IdlStruct, typename="std_msgs::msg::dds_::Header_"):
-    stamp: Time_
-    frame_id: str
-
-
-@dataclass
-class Point_(IdlStruct, typename="geometry_msgs::msg::dds_::Point_"):
-    x: types.float64
-    y: types.float64
-    z: types.float64
-
-
-@dataclass
-class PointStamped_(IdlStruct, typename="geometry_msgs::msg::dds_::PointStamped_"):
-    header: Header_
-    point: Point_
 
 
 @dataclass
