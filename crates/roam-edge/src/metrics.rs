@@ -19,6 +19,7 @@
 
 mod file;
 mod process;
+pub mod prometheus;
 mod source;
 #[cfg(test)]
 mod tests;
