@@ -260,4 +260,70 @@ fn prometheus_scrapes_a_router_and_two_proxies_and_counts_what_crossed() {
         r#"roam_topic_dropped_total{node="base",topic="/chatter",cause="refused"}"#,
         |v| v == 0.0,
     );
+    // Outside Prometheus (curl, promtool: no OpenMetrics in Accept) the classic text format,
+    // which promtool's linter accepts as following the naming conventions.
+    for (name, addr) in &targets {
+        let (status, body) = http_get(addr, "/metrics").expect("an endpoint");
+        assert_eq!(status, 200);
+        assert!(
+            !body.contains("# EOF") && body.contains("roam_link_up"),
+            "{body}"
+        );
+        promtool_check(name, &body);
+    }
+}
+
+/// `promtool check metrics` (Debian `prometheus`) on an exposition: no parse error, no lint.
+fn promtool_check(name: &str, body: &str) {
+    let mut p = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool (scripts/setup.sh installs prometheus)");
+    p.stdin
+        .take()
+        .expect("stdin")
+        .write_all(body.as_bytes())
+        .expect("write");
+    let out = p.wait_with_output().expect("promtool");
+    assert!(
+        out.status.success(),
+        "promtool on {name}: {}{}\n{body}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_metrics_address_that_cannot_be_bound_stops_the_router_naming_it() {
+    let net = Net::new("metrics-listen-taken");
+    net.issue("lonely", "router");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = taken.local_addr().expect("addr").to_string();
+    let mut p = Proc::spawn(
+        "lonely",
+        &[
+            "router".into(),
+            "--id".into(),
+            "lonely".into(),
+            "--pki".into(),
+            net.pki.clone(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--metrics-listen".into(),
+            addr.clone(),
+        ],
+        None,
+    );
+    let status = p
+        .wait_exit(Duration::from_secs(10))
+        .expect("the router kept running");
+    assert!(!status.success());
+    let logs = p.logs();
+    assert!(
+        logs.contains(&format!("metrics_listen {addr}: cannot listen")),
+        "{logs}"
+    );
 }

@@ -1,5 +1,6 @@
 //! The metrics endpoint (`metrics_listen:`): `GET /metrics` answers with a snapshot taken
-//! for that request, rendered by [`Exposition`]; any other path is 404.
+//! for that request, rendered by [`Exposition`] (OpenMetrics when the client asks for it,
+//! as Prometheus does, else the classic text format); any other path is 404.
 //!
 //! It is a plain HTTP/1.1 listener (hyper), meant for a Prometheus server or `curl` on a
 //! trusted network: no TLS, no authentication, like the exporters it sits beside. It holds
@@ -20,7 +21,9 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio::task::{JoinHandle, JoinSet};
 
-use super::prometheus::{Exposition, CONTENT_TYPE as OPENMETRICS};
+use super::prometheus::{
+    to_classic_text, Exposition, CLASSIC_CONTENT_TYPE, CONTENT_TYPE as OPENMETRICS,
+};
 use super::Metrics;
 
 /// Connections served at once; more wait in the kernel's backlog.
@@ -127,6 +130,16 @@ fn route(method: &Method, path: &str) -> Route {
     }
 }
 
+/// Prometheus asks for OpenMetrics first (`Accept: application/openmetrics-text;...`);
+/// anyone else (curl, promtool, older scrapers) gets the classic text format.
+fn wants_openmetrics<B>(req: &Request<B>) -> bool {
+    req.headers()
+        .get_all(hyper::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("application/openmetrics-text"))
+}
+
 async fn respond<B>(
     req: &Request<B>,
     metrics: &Metrics,
@@ -144,9 +157,13 @@ async fn respond<B>(
     match route(req.method(), req.uri().path()) {
         Route::Metrics => {
             let body = exposition.render(&metrics.snapshot().await);
+            let (body, content_type) = match wants_openmetrics(req) {
+                true => (body, OPENMETRICS),
+                false => (to_classic_text(&body), CLASSIC_CONTENT_TYPE),
+            };
             let mut r = Response::new(Full::new(Bytes::from(body)));
             r.headers_mut()
-                .insert(CONTENT_TYPE, HeaderValue::from_static(OPENMETRICS));
+                .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
             r
         }
         Route::MethodNotAllowed => {
@@ -178,9 +195,11 @@ mod tests {
         assert_eq!(route(&Method::GET, "/metrics/x"), Route::NotFound);
     }
 
-    async fn get(addr: SocketAddr, path: &str) -> String {
+    async fn get(addr: SocketAddr, path: &str, accept: &str) -> String {
         let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
-        let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        let req = format!(
+            "GET {path} HTTP/1.1\r\nHost: x\r\nAccept: {accept}\r\nConnection: close\r\n\r\n"
+        );
         s.write_all(req.as_bytes()).await.expect("write");
         let mut out = String::new();
         s.read_to_string(&mut out).await.expect("read");
@@ -194,7 +213,9 @@ mod tests {
         let ep = MetricsEndpoint::bind(any, metrics, Exposition::default())
             .await
             .expect("bind");
-        let ok = get(ep.local_addr(), "/metrics").await;
+        let prometheus =
+            "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5";
+        let ok = get(ep.local_addr(), "/metrics", prometheus).await;
         assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
         assert!(
             ok.contains("content-type: application/openmetrics-text"),
@@ -205,7 +226,17 @@ mod tests {
             "{ok}"
         );
         assert!(ok.ends_with("# EOF\n"), "{ok}");
-        let missing = get(ep.local_addr(), "/").await;
+        let classic = get(ep.local_addr(), "/metrics", "*/*").await;
+        assert!(
+            classic.contains("content-type: text/plain; version=0.0.4"),
+            "{classic}"
+        );
+        assert!(
+            classic.contains("# TYPE roam_process_cpu_seconds_total counter"),
+            "{classic}"
+        );
+        assert!(!classic.contains("# EOF"), "{classic}");
+        let missing = get(ep.local_addr(), "/", "*/*").await;
         assert!(missing.starts_with("HTTP/1.1 404"), "{missing}");
     }
 

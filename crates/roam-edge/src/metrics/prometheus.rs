@@ -1,5 +1,6 @@
 //! A [`Snapshot`] as a Prometheus scrape: the OpenMetrics text format, which Prometheus
-//! asks for first and reads natively.
+//! asks for first and reads natively, and from it the classic text format
+//! ([`to_classic_text`]) for everyone else.
 //!
 //! Names follow Prometheus conventions: a `roam_` prefix, base units (`_seconds`, `_bytes`),
 //! `_total` on counters, one HELP and TYPE per family. Labels are `topic`, `direction`,
@@ -23,6 +24,9 @@ use super::{Ages, Direction, Link, Snapshot, Topic};
 
 /// The content type of [`Exposition::render`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The content type of [`to_classic_text`]'s text (Prometheus's own format before
+/// OpenMetrics, which `promtool`, `curl` users and older scrapers read).
+pub const CLASSIC_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// The `topic` label of the series that sums the topics over the cap.
 pub const OVERFLOW_TOPIC: &str = "__overflow__";
@@ -59,6 +63,48 @@ impl Exposition {
         }
         out
     }
+}
+
+/// OpenMetrics text from [`Exposition::render`] in the classic text format: a counter's
+/// HELP and TYPE name its samples (`x_total`, not the family `x`), and there is no `# EOF`.
+/// Everything else this exposition writes reads the same in both.
+pub fn to_classic_text(openmetrics: &str) -> String {
+    let mut out = String::with_capacity(openmetrics.len() + 1024);
+    let mut help: Option<&str> = None;
+    for line in openmetrics.lines() {
+        if line == "# EOF" {
+            continue;
+        }
+        if line.starts_with("# HELP ") {
+            // Written once its TYPE says whether the name takes `_total`.
+            if let Some(h) = help.replace(line) {
+                out.push_str(h);
+                out.push('\n');
+            }
+            continue;
+        }
+        let counter = line
+            .strip_prefix("# TYPE ")
+            .and_then(|t| t.strip_suffix(" counter"));
+        if let Some(name) = counter {
+            if let Some(h) = help.take() {
+                let text = h.strip_prefix("# HELP ").and_then(|h| h.strip_prefix(name));
+                match text {
+                    Some(text) => out.push_str(&format!("# HELP {name}_total{text}\n")),
+                    None => out.push_str(&format!("{h}\n")),
+                }
+            }
+            out.push_str(&format!("# TYPE {name}_total counter\n"));
+            continue;
+        }
+        if let Some(h) = help.take() {
+            out.push_str(h);
+            out.push('\n');
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 #[derive(Debug)]
@@ -252,9 +298,15 @@ fn encode_process(enc: &mut DescriptorEncoder, s: &Snapshot) -> Fmt {
         super::ProcessKind::Gateway => "gateway",
         super::ProcessKind::Client => "client",
     };
+    // A gauge of 1 rather than OpenMetrics' `info` type, which the classic text format
+    // (and scrapers that fall back to it) does not know; the name says it is info.
     let info: Labels = vec![("id", &p.id), ("kind", kind), ("version", &p.roam_version)];
-    let mut m = enc.encode_descriptor("process", "The roam process.", None, MetricType::Info)?;
-    m.encode_info(&info)?;
+    gauges(
+        enc,
+        "process_info",
+        "The roam process: its identity, kind and release.",
+        &[(info, 1.0)],
+    )?;
     gauges(
         enc,
         "process_start_time_seconds",

@@ -245,3 +245,44 @@ fn a_snapshot_without_router_or_topics_still_renders() {
     assert!(!t.contains("roam_process_cpu_seconds"), "{t}");
     assert!(t.ends_with("# EOF\n"));
 }
+
+#[test]
+fn the_classic_format_names_counters_by_their_samples() {
+    let om =
+        Exposition::default().render(&snapshot(vec![topic("rt/chatter", Direction::Import, 3)]));
+    let t = to_classic_text(&om);
+    assert!(
+        t.contains("# HELP roam_topic_messages_total Messages of a topic"),
+        "{t}"
+    );
+    assert!(
+        t.contains("# TYPE roam_topic_messages_total counter\n"),
+        "{t}"
+    );
+    assert!(
+        t.contains("# TYPE roam_topic_age_seconds histogram\n"),
+        "{t}"
+    );
+    assert!(t.contains("# HELP roam_topic_age_seconds Age"), "{t}");
+    assert!(!t.contains("# EOF"), "{t}");
+    // The samples are untouched.
+    let samples = |x: &str| -> Vec<String> {
+        x.lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(samples(&t), samples(&om));
+    // Every TYPE comes right after its HELP, for the same name.
+    let lines: Vec<&str> = t.lines().collect();
+    for (i, l) in lines.iter().enumerate() {
+        if let Some(rest) = l.strip_prefix("# TYPE ") {
+            let name = rest.split(' ').next().expect("a name");
+            assert!(
+                lines[i - 1].starts_with(&format!("# HELP {name} ")),
+                "{}",
+                lines[i - 1]
+            );
+        }
+    }
+}
