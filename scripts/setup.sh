@@ -7,7 +7,8 @@ need_apt=()
 # cmake + libclang-dev: the cyclors crate builds CycloneDDS from source and runs bindgen.
 # iproute2: network-namespace tests; python3-pip: the Python DDS peers below;
 # cyclonedds-tools: ddsperf, an independent DDS load generator the proxy tests use.
-for pkg in build-essential pkg-config openssl ca-certificates cmake libclang-dev iproute2 python3 python3-pip cyclonedds-tools; do
+# prometheus: the real Prometheus server that tests/metrics_prometheus.rs scrapes roam with.
+for pkg in build-essential pkg-config openssl ca-certificates cmake libclang-dev iproute2 python3 python3-pip cyclonedds-tools prometheus; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

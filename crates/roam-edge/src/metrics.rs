@@ -17,8 +17,10 @@
 //! Where the figures come from: [`Metrics`] gathers them from the sources a process owns
 //! (its router, its topics) when asked; [`MetricsFile`] keeps the latest snapshot in a file.
 
+mod endpoint;
 mod file;
 mod process;
+pub mod prometheus;
 mod source;
 #[cfg(test)]
 mod tests;
@@ -27,6 +29,7 @@ use roam_net::latency::LatencySnapshot;
 use roam_net::runtime::{LinkReport, RouterReport};
 use serde::{Deserialize, Serialize};
 
+pub use endpoint::{MetricsEndpoint, MetricsEndpointError};
 pub use file::{MetricsFile, MetricsFileError};
 pub use source::{Metrics, TopicSource};
 

@@ -10,6 +10,7 @@
 //!   - tcp://backup.example.com:7447
 //! status_interval_s: 30      # log per-link counters this often (0: never)
 //! metrics_file: /run/roam/edge-1.json  # keep the latest metrics snapshot here (JSON)
+//! metrics_listen: 127.0.0.1:9464       # serve GET /metrics to Prometheus (no TLS: keep it local)
 //! link:
 //!   idle_timeout_ms: 10000   # a silent peer is declared dead after this
 //!   keepalive_ms: 1000
@@ -47,6 +48,8 @@ pub struct RouterFile {
     pub status_interval_s: Option<u64>,
     /// Where to keep the latest metrics snapshot (`--metrics-file`).
     pub metrics_file: Option<PathBuf>,
+    /// Where to serve `GET /metrics` for Prometheus (`--metrics-listen`).
+    pub metrics_listen: Option<String>,
     #[serde(default)]
     pub link: LinkFile,
 }
@@ -265,7 +268,11 @@ impl RouterFile {
             roam_net::pki::validate_name(id)
                 .map_err(|e| doc.err(&FieldPath::new("id"), e.to_string()))?;
         }
-        for (field, addr) in [("listen", &self.listen), ("listen_tcp", &self.listen_tcp)] {
+        for (field, addr) in [
+            ("listen", &self.listen),
+            ("listen_tcp", &self.listen_tcp),
+            ("metrics_listen", &self.metrics_listen),
+        ] {
             if let Some(a) = addr {
                 check_host_port(a, Use::Listen)
                     .map_err(|e| doc.err(&FieldPath::new(field), e.to_string()))?;
@@ -403,6 +410,10 @@ mod tests {
             (
                 "id: r1\nlisten_tcp: 0.0.0.0:99999\n",
                 "router.yaml: line 2: listen_tcp: port \"99999\" in \"0.0.0.0:99999\" is not a number from 0 to 65535",
+            ),
+            (
+                "id: r1\nstatus_interval_s: 5\nmetrics_listen: 127.0.0.1\n",
+                "router.yaml: line 3: metrics_listen: missing port in \"127.0.0.1\"",
             ),
             (
                 "id: r1\nconnect:\n  - quic://a:7447\n  - quic://b\n",

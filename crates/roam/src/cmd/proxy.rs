@@ -23,12 +23,22 @@ pub struct ProxyArgs {
     /// target roam::stats].
     #[arg(long, value_name = "SECS")]
     pub status_interval: Option<u64>,
+    /// Serve the metrics to Prometheus on this TCP address, e.g. 127.0.0.1:9464 (GET
+    /// /metrics; plain HTTP, keep it on loopback or a trusted network) [metrics_listen in
+    /// the file; see docs/operations.md "Prometheus"].
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
 }
 
 pub async fn run(a: ProxyArgs) -> CmdResult {
     let mut cfg = ProxyConfig::load(&a.config)?;
     if let Some(s) = a.status_interval {
         cfg.status_interval_s = s;
+    }
+    if let Some(l) = a.metrics_listen {
+        crate::addr::check_host_port(&l, crate::addr::Use::Listen)
+            .map_err(|e| format!("--metrics-listen: {e}"))?;
+        cfg.metrics_listen = Some(l);
     }
     // With a rules file SIGHUP reloads it (the proxy handles it) instead of stopping.
     let hup_reloads = cfg.rules.is_some();

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use roam_edge::metrics::{Metrics, ProcessKind};
+use roam_edge::metrics::prometheus::Exposition;
+use roam_edge::metrics::{Metrics, MetricsEndpoint, ProcessKind};
 use tracing::info;
 
 use super::CmdResult;
@@ -54,6 +55,12 @@ pub struct RouterArgs {
     /// status interval and at exit [metrics_file; see docs/operations.md "The metrics file"].
     #[arg(long, value_name = "PATH")]
     pub metrics_file: Option<PathBuf>,
+    /// Serve the metrics to Prometheus on this TCP address, e.g. 127.0.0.1:9464: GET
+    /// /metrics answers with a fresh snapshot in the OpenMetrics text format (plain HTTP, no
+    /// authentication: keep it on loopback or a trusted network) [metrics_listen; see
+    /// docs/operations.md "Prometheus"].
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
 }
 
 pub async fn run(a: RouterArgs) -> CmdResult {
@@ -129,6 +136,14 @@ pub async fn run(a: RouterArgs) -> CmdResult {
     let metrics = Metrics::new(&id, ProcessKind::Router).with_router(handle.clone());
     let status = Status::new(metrics, metrics_file);
     status.start().await.map_err(|e| e.to_string())?;
+    let metrics_listen = match a.metrics_listen {
+        Some(s) => Some(addr::parse_listen(&s).map_err(|e| format!("--metrics-listen: {e}"))?),
+        None => match from_file(|f| f.metrics_listen.clone()) {
+            Some(s) => Some(addr::parse_listen(&s).map_err(|e| format!("metrics_listen: {e}"))?),
+            None => None,
+        },
+    };
+    let _endpoint = serve_metrics(metrics_listen, status.metrics()).await?;
     let interval = a
         .status_interval
         .or(file.and_then(|f| f.status_interval_s))
@@ -145,6 +160,19 @@ pub async fn run(a: RouterArgs) -> CmdResult {
         _ = &mut task => {}
     }
     Ok(())
+}
+
+/// Serves `metrics` on `listen` (if given) until the returned endpoint is dropped.
+pub async fn serve_metrics(
+    listen: Option<std::net::SocketAddr>,
+    metrics: &Metrics,
+) -> Result<Option<MetricsEndpoint>, String> {
+    let Some(addr) = listen else { return Ok(None) };
+    let ep = MetricsEndpoint::bind(addr, metrics.clone(), Exposition::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    info!(addr = %ep.local_addr(), "serving metrics at /metrics");
+    Ok(Some(ep))
 }
 
 /// Resolves on SIGINT (Ctrl-C), SIGTERM or SIGHUP (see [`super::signals::Stop`]); if the

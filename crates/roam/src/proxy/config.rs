@@ -32,6 +32,8 @@
 //!                                # without a ROS install can read them as JSON)
 //! metrics_file: /run/roam/robot-7.json  # optional: the latest metrics snapshot (JSON),
 //!                                # replaced at start, every status interval and at exit
+//! metrics_listen: 127.0.0.1:9464 # optional: serve GET /metrics to Prometheus (no TLS:
+//!                                # keep it on loopback or a trusted network)
 //! rules: /etc/roam/robot-7.rules # optional: Filter/Monitor/Display rules on what the
 //!                                # proxy exports and imports (docs/rules.md); SIGHUP
 //!                                # reloads them
@@ -89,6 +91,8 @@ pub struct ProxyFile {
     pub status_interval_s: Option<u64>,
     /// Where to keep the latest metrics snapshot (JSON, replaced whole each time).
     pub metrics_file: Option<PathBuf>,
+    /// Where to serve `GET /metrics` for Prometheus.
+    pub metrics_listen: Option<String>,
     /// Directories of ROS 2 interface definitions besides AMENT_PREFIX_PATH: a package
     /// (holding msg/, srv/, action/), an install prefix, or a folder of packages.
     #[serde(default)]
@@ -221,6 +225,8 @@ pub struct ProxyConfig {
     pub status_interval_s: u64,
     /// Where to keep the latest metrics snapshot.
     pub metrics_file: Option<PathBuf>,
+    /// Where to serve `GET /metrics`, if anywhere (checked as an address; resolved at start).
+    pub metrics_listen: Option<String>,
     pub msg_paths: Vec<PathBuf>,
     /// The rules file, if any.
     pub rules: Option<PathBuf>,
@@ -258,6 +264,10 @@ impl ProxyConfig {
         if let Some(l) = &f.listen {
             check_host_port(l, Use::Listen)
                 .map_err(|e| doc.err(&field("listen"), e.to_string()))?;
+        }
+        if let Some(l) = &f.metrics_listen {
+            check_host_port(l, Use::Listen)
+                .map_err(|e| doc.err(&field("metrics_listen"), e.to_string()))?;
         }
         check_dds(&f.dds, doc)?;
         f.link
@@ -371,6 +381,7 @@ impl ProxyConfig {
             encrypt_payloads: f.encrypt_payloads,
             status_interval_s: f.status_interval_s.unwrap_or(30),
             metrics_file: f.metrics_file,
+            metrics_listen: f.metrics_listen,
             msg_paths: f.msg_paths,
             rules: f.rules,
         })
@@ -739,6 +750,8 @@ imports:
         );
         let e = err(&GOOD.replace("id: robot-7\n", "id: robot-7\nlisten: 0.0.0.0:123456\n"));
         assert!(e.starts_with("r.yaml: line 2: listen: port"), "{e}");
+        let e = err(&GOOD.replace("id: robot-7\n", "id: robot-7\nmetrics_listen: :9464x\n"));
+        assert!(e.starts_with("r.yaml: line 2: metrics_listen: "), "{e}");
         let e = err(&GOOD.replace("id: robot-7", "id: Robot_7"));
         assert!(
             e.starts_with("r.yaml: line 1: id: invalid identity name"),

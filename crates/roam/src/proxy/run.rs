@@ -77,6 +77,13 @@ pub async fn run(
         false => None,
     };
     let (status, ticker) = Status::start_proxy(&cfg, &router, &edge).await?;
+    let metrics_listen = cfg
+        .metrics_listen
+        .as_deref()
+        .map(|s| crate::addr::parse_listen(s).map_err(|e| format!("metrics_listen: {e}")))
+        .transpose()?;
+    let _metrics_endpoint =
+        crate::cmd::router::serve_metrics(metrics_listen, status.metrics()).await?;
     let display = display_ticker(rules.clone(), cfg.status_interval_s);
     let mut hangup = match rules.has_file() {
         true => Some(
