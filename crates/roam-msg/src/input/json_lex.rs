@@ -225,15 +225,16 @@ impl<'a> Lexer<'a> {
     /// A string, known to be next, as text.
     pub fn str(&mut self) -> Result<&str, EncodeError> {
         let start = self.i;
-        let raw = self.string_raw()?;
+        let raw = self.string_raw(true)?;
         std::str::from_utf8(self.raw_bytes(raw))
             .map_err(|_| self.error_at("invalid UTF-8 in a string", start))
     }
 
-    /// A string, known to be next, as bytes, not checked to be UTF-8 (base64 text: its
-    /// decoder refuses anything but ASCII).
+    /// A string, known to be next, as bytes, not checked to be UTF-8 nor free of control
+    /// characters: base64 text, whose decoder refuses anything but its alphabet and ASCII
+    /// whitespace (as serde_json's byte strings did; it saves a pass over megabytes).
     pub fn str_bytes(&mut self) -> Result<&[u8], EncodeError> {
-        let raw = self.string_raw()?;
+        let raw = self.string_raw(false)?;
         Ok(self.raw_bytes(raw))
     }
 
@@ -245,8 +246,9 @@ impl<'a> Lexer<'a> {
         }
     }
 
-    /// Reads a string, decoding its escapes if it has any.
-    fn string_raw(&mut self) -> Result<Raw, EncodeError> {
+    /// Reads a string, decoding its escapes if it has any; refuses raw control characters
+    /// (as JSON does) if `strict`.
+    fn string_raw(&mut self, strict: bool) -> Result<Raw, EncodeError> {
         self.i += 1; // the opening quote
         let start = self.i;
         let mut decoded = false;
@@ -256,7 +258,7 @@ impl<'a> Lexer<'a> {
                 return Err(self.error_at("EOF while parsing a string", self.b.len()));
             };
             // Without an early exit, so that it vectorises (base64 text runs to megabytes).
-            if rest[..n].iter().fold(false, |seen, &c| seen | (c < 0x20)) {
+            if strict && rest[..n].iter().fold(false, |seen, &c| seen | (c < 0x20)) {
                 let at = self.i + rest[..n].iter().position(|&c| c < 0x20).unwrap_or(0);
                 return Err(self.error_at(
                     "control character (\\u0000-\\u001F) found while parsing a string",
@@ -407,7 +409,7 @@ impl<'a> Lexer<'a> {
             b'}' => return Err(self.error("trailing comma")),
             _ => return Err(self.error("key must be a string")),
         }
-        let raw = self.string_raw()?;
+        let raw = self.string_raw(true)?;
         if self.peek_byte_in("EOF while parsing an object")? != b':' {
             return Err(self.error("expected `:`"));
         }
@@ -442,8 +444,10 @@ impl<'a> Lexer<'a> {
                 Next::Number => {
                     self.number_text_checked(in_range)?;
                 }
+                // Only its end is needed: a string read later is checked then, as the
+                // field's type asks (base64 text may hold line breaks).
                 Next::String => {
-                    self.string_raw()?;
+                    self.string_raw(false)?;
                 }
                 Next::Array | Next::Object if open.len() == MAX_JSON_DEPTH => {
                     return Err(EncodeError::new(K::TooDeep(MAX_JSON_DEPTH)));

@@ -341,9 +341,12 @@ proptest! {
         prop_assert!(g.wild || new.is_ok(), "{text}\nreader: {new:?}");
     }
 
-    /// Cut or corrupted text: both refuse it, or both read it to the same bytes.
+    /// Cut or corrupted text: both refuse it, or both read it to the same bytes. (Not with a
+    /// raw tab, newline, form feed or carriage return inside base64 text: the reader lets the
+    /// base64 decoder skip them, as serde_json did for byte strings, which the serde seeds
+    /// here do not ask it for.)
     #[test]
-    fn reader_agrees_on_damaged_text(seed in 1u64.., which in 0usize..4, cut in any::<prop::sample::Index>(), byte in any::<u8>()) {
+    fn reader_agrees_on_damaged_text(seed in 1u64.., which in 0usize..4, cut in any::<prop::sample::Index>(), byte in any::<u8>().prop_filter("base64 whitespace", |b| !b"\t\n\x0c\r".contains(b))) {
         let ty = &types()[which];
         let mut g = Gen::new(seed);
         let mut text = String::new();
