@@ -9,7 +9,7 @@
 //! type's nesting only (bounded by [`crate::MAX_TYPE_DEPTH`]); the tokenizer skips other values
 //! without recursing.
 
-use super::json_lex::{Lexer, Next};
+use super::json_lex::{FloatsError, Lexer, Next};
 use super::rules;
 use crate::cdr::write::Writer;
 use crate::cdr::Endian;
@@ -256,33 +256,36 @@ fn read_floats(
 ) -> Result<usize, EncodeError> {
     w.align(p.size());
     let big = w.endian == Endian::Big;
-    let mut count = 0usize;
-    loop {
-        let v = match lx.peek() {
-            Ok(Next::Number) => lx.float(),
-            Ok(Next::Null) => lx.null().map(|()| f64::NAN),
-            Ok(other) => Err(mismatch(p.msg_name(), other)),
-            Err(e) => Err(e),
-        };
-        let v = v.map_err(|e| e.at(Segment::Index(count)))?;
-        if p == Primitive::Float32 {
-            rules::check_float32(v).map_err(|e| e.at(Segment::Index(count)))?;
+    let out = &mut *w.out;
+    let r = if p == Primitive::Float32 {
+        lx.floats(limit, |v| {
+            rules::check_float32(v)?;
             let b = v as f32;
-            w.out.extend_from_slice(&if big {
+            out.extend_from_slice(&if big {
                 b.to_be_bytes()
             } else {
                 b.to_le_bytes()
             });
-        } else {
-            w.out.extend_from_slice(&if big {
+            Ok(())
+        })
+    } else {
+        lx.floats(limit, |v| {
+            out.extend_from_slice(&if big {
                 v.to_be_bytes()
             } else {
                 v.to_le_bytes()
             });
-        }
-        count += 1;
-        if count > limit || !lx.array_next()? {
-            return Ok(count);
-        }
-    }
+            Ok(())
+        })
+    };
+    r.map_err(|(at, e)| {
+        let e = match e {
+            FloatsError::Syntax(e) | FloatsError::Refused(e) => e,
+            FloatsError::NotNumber => match lx.peek() {
+                Ok(next) => mismatch(p.msg_name(), next),
+                Err(e) => e,
+            },
+        };
+        e.at(Segment::Index(at))
+    })
 }

@@ -42,6 +42,16 @@ impl Next {
     }
 }
 
+/// Why [`Lexer::floats`] stopped early.
+pub(crate) enum FloatsError {
+    /// Not JSON.
+    Syntax(EncodeError),
+    /// A value that is not a number nor `null` (the caller peeks at it to say what it is).
+    NotNumber,
+    /// What the caller's `put` refused.
+    Refused(EncodeError),
+}
+
 /// Where a string's bytes are: in the input (no escapes) or decoded into the scratch buffer.
 enum Raw {
     Input(Range<usize>),
@@ -155,51 +165,125 @@ impl<'a> Lexer<'a> {
     /// A number, known to be next, as the nearest float64. Integers round the same way.
     #[inline]
     pub fn float(&mut self) -> Result<f64, EncodeError> {
-        if let Some(v) = self.whole_float() {
-            return Ok(v);
+        let mut whole = true;
+        self.float_fast(&mut whole).map_err(|what| self.error(what))
+    }
+
+    /// [`Lexer::float`] with the error as a bare message, for the array loop. While `whole`,
+    /// a whole number takes the exact path first; the first number that does not clears it
+    /// (an array of long fractions then skips the try).
+    #[inline(always)]
+    fn float_fast(&mut self, whole: &mut bool) -> Result<f64, &'static str> {
+        if *whole {
+            match self.whole_float() {
+                Some(v) => return Ok(v),
+                None => *whole = false,
+            }
         }
         match f64::from_lexical_partial_with_options::<JSON>(&self.b[self.i..], &FLOAT_OPTIONS) {
             Ok((v, n)) if v.is_finite() => {
                 self.i += n;
                 Ok(v)
             }
-            Ok(_) => Err(self.error("number out of range")),
-            Err(_) => Err(self.error("invalid number")),
+            Ok(_) => Err("number out of range"),
+            Err(_) => Err("invalid number"),
         }
     }
 
-    /// A whole number of up to 15 digits, with or without a `.0` (how whole floats are printed:
-    /// intensities, counts): exact in a float64, so converted without the general parser.
-    /// `None` (nothing consumed) for anything else, including what is not valid JSON.
+    /// The elements of a float array whose `[` and first element's start were read: numbers,
+    /// or `null` for NaN, each handed to `put` as it is parsed. Stops after the array's `]`,
+    /// or after element `limit` (index), or at the first error; returns how many elements
+    /// were handed over, and the error with the index it happened at.
     #[inline]
+    pub fn floats(
+        &mut self,
+        limit: usize,
+        mut put: impl FnMut(f64) -> Result<(), EncodeError>,
+    ) -> Result<usize, (usize, FloatsError)> {
+        let mut count = 0usize;
+        let mut whole = true;
+        loop {
+            self.skip_whitespace();
+            let v = match self.b.get(self.i) {
+                Some(b'-' | b'0'..=b'9') => self.float_fast(&mut whole),
+                Some(b'n') if self.b[self.i..].starts_with(b"null") => {
+                    self.i += 4;
+                    Ok(f64::NAN)
+                }
+                _ => Err(""),
+            };
+            let v = match v {
+                Ok(v) => v,
+                Err("") => return Err((count, FloatsError::NotNumber)),
+                Err(what) => return Err((count, FloatsError::Syntax(self.error(what)))),
+            };
+            if let Err(e) = put(v) {
+                return Err((count, FloatsError::Refused(e)));
+            }
+            count += 1;
+            if count > limit {
+                return Ok(count);
+            }
+            self.skip_whitespace();
+            match self.b.get(self.i) {
+                Some(b',') => self.i += 1,
+                Some(b']') => {
+                    self.i += 1;
+                    return Ok(count);
+                }
+                Some(_) => {
+                    return Err((
+                        count,
+                        FloatsError::Syntax(self.error("expected `,` or `]`")),
+                    ))
+                }
+                None => {
+                    return Err((
+                        count,
+                        FloatsError::Syntax(self.error("EOF while parsing a list")),
+                    ))
+                }
+            }
+        }
+    }
+
+    /// A whole number of up to 7 digits, with or without a `.0` (how whole floats are printed:
+    /// intensities, counts): exact in a float64, so converted without the general parser.
+    /// `None` (nothing consumed) for anything else, including what is not valid JSON. The
+    /// digits are found and converted 8 bytes at a time, so that a number it does not take
+    /// (a range's `16.294673919677734`) costs little and few mispredicted branches.
+    #[inline(always)]
     fn whole_float(&mut self) -> Option<f64> {
         let b = self.b;
-        let mut i = self.i;
-        let negative = b.get(i) == Some(&b'-');
-        i += negative as usize;
-        let start = i;
-        let mut n = 0u64;
-        while let Some(&c) = b.get(i) {
-            if !c.is_ascii_digit() {
-                break;
-            }
-            n = n * 10 + (c - b'0') as u64;
-            i += 1;
-            if i - start > 15 {
-                return None;
-            }
-        }
-        let digits = i - start;
-        if digits == 0 || (digits > 1 && b[start] == b'0') {
+        let negative = b.get(self.i) == Some(&b'-');
+        let i = self.i + negative as usize;
+        let chunk: [u8; 8] = b.get(i..i + 8)?.try_into().ok()?;
+        let x = u64::from_le_bytes(chunk);
+        // A byte is a digit if its high nibble is 3 and adding 6 keeps it so. Carries only
+        // run from a non-digit byte to later ones, so the first non-digit is found right.
+        const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+        const ZEROS: u64 = 0x3030_3030_3030_3030;
+        let not_digit =
+            ((x & HIGH) ^ ZEROS) | ((x.wrapping_add(0x0606_0606_0606_0606) & HIGH) ^ ZEROS);
+        let digits = (not_digit.trailing_zeros() / 8) as usize;
+        // One branch for the three ways out (`&`/`|`, not `&&`/`||`): none, more than 7 or a
+        // leading zero.
+        if (digits.wrapping_sub(1) >= 7) | ((digits > 1) & (chunk[0] == b'0')) {
             return None;
         }
-        if b.get(i) == Some(&b'.') && b.get(i + 1) == Some(&b'0') {
-            i += 2;
-        }
-        if matches!(b.get(i), Some(b'.' | b'e' | b'E' | b'0'..=b'9')) {
+        let mut end = i + digits;
+        let point_zero = (b.get(end) == Some(&b'.')) & (b.get(end + 1) == Some(&b'0'));
+        end += 2 * point_zero as usize;
+        if matches!(b.get(end), Some(b'.' | b'e' | b'E' | b'0'..=b'9')) {
             return None;
         }
-        self.i = i;
+        // The digits as one 8-digit number with leading zeros (first character in the
+        // lowest byte, as fast_float's eight-digit conversion takes them).
+        let v = x.wrapping_sub(ZEROS) << (8 * (8 - digits));
+        let v = (v.wrapping_mul(10) + (v >> 8)) & 0x00FF_00FF_00FF_00FF;
+        let v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_FFFF_0000_FFFF;
+        let n = (v.wrapping_mul(10000) + (v >> 32)) & 0xFFFF_FFFF;
+        self.i = end;
         let v = n as f64;
         Some(if negative { -v } else { v })
     }
@@ -476,6 +560,67 @@ impl<'a> Lexer<'a> {
                     }
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What lexical-parse-float (the general path) makes of a number text.
+    fn general(text: &[u8]) -> Option<(u64, usize)> {
+        f64::from_lexical_partial_with_options::<JSON>(text, &FLOAT_OPTIONS)
+            .ok()
+            .map(|(v, n)| (v.to_bits(), n))
+    }
+
+    proptest! {
+        /// The whole-number path takes only what the general parser reads the same way.
+        #[test]
+        fn whole_numbers_read_as_the_general_parser_does(
+            sign in prop::bool::ANY,
+            digits in "[0-9]{1,9}",
+            tail in prop::sample::select(vec!["", ".0", ".00", ".5", ".05", "e1", ".0e1", "E0", "x", "0"]),
+            after in prop::sample::select(vec!["", ",", "]", " ", "}", ",1,2,3,4"]),
+        ) {
+            let text = format!("{}{digits}{tail}{after}        ", if sign { "-" } else { "" });
+            let mut lx = Lexer::new(text.as_bytes());
+            if let Some(v) = lx.whole_float() {
+                prop_assert_eq!(Some((v.to_bits(), lx.pos())), general(text.as_bytes()), "{}", text);
+            } else {
+                prop_assert_eq!(lx.pos(), 0);
+            }
+        }
+    }
+
+    #[test]
+    fn whole_numbers_take_the_exact_path() {
+        for (text, want) in [
+            ("0,", 0.0f64),
+            ("-0]", -0.0),
+            ("7.0,", 7.0),
+            ("1234567.0 ", 1234567.0),
+            ("-42}      ", -42.0),
+        ] {
+            let padded = format!("{text}        ");
+            let mut lx = Lexer::new(padded.as_bytes());
+            let v = lx.whole_float();
+            assert_eq!(v.map(f64::to_bits), Some(want.to_bits()), "{text}");
+        }
+        for text in [
+            "01,",
+            "12345678,",
+            "1.5,",
+            "1.05,",
+            "1e3,",
+            "-,",
+            "1.0e3,",
+            ".5,",
+        ] {
+            let padded = format!("{text}        ");
+            assert_eq!(Lexer::new(padded.as_bytes()).whole_float(), None, "{text}");
         }
     }
 }
