@@ -1,9 +1,10 @@
 //! A JSON tokenizer (RFC 8259) for the type-driven reader in [`super::json`]: the reader asks
 //! for the value it expects next (an object's keys, an array's elements, a string, a number)
 //! and this checks the grammar as it goes. It holds no tree and does not recurse; skipping a
-//! value keeps one byte per open bracket, at most [`MAX_JSON_DEPTH`]. Numbers are parsed by lexical-parse-float with its
-//! JSON grammar (correctly rounded; `01`, `.5`, `1.`, `inf` refused), strings are searched
-//! for their end with memchr. Errors name the line and column, as serde_json's do.
+//! value keeps one byte per open bracket, at most [`MAX_JSON_DEPTH`]. Numbers are parsed by
+//! lexical-parse-float with its JSON grammar (correctly rounded; `01`, `.5`, `1.`, `inf`
+//! refused), whole numbers in float arrays by an exact shortcut; strings are searched for their
+//! end with memchr. Errors name the line and column, as serde_json's do.
 
 use std::ops::Range;
 
@@ -205,17 +206,15 @@ impl<'a> Lexer<'a> {
         loop {
             self.skip_whitespace();
             let v = match self.b.get(self.i) {
-                Some(b'-' | b'0'..=b'9') => self.float_fast(&mut whole),
+                Some(b'-' | b'0'..=b'9') => match self.float_fast(&mut whole) {
+                    Ok(v) => v,
+                    Err(what) => return Err((count, FloatsError::Syntax(self.error(what)))),
+                },
                 Some(b'n') if self.b[self.i..].starts_with(b"null") => {
                     self.i += 4;
-                    Ok(f64::NAN)
+                    f64::NAN
                 }
-                _ => Err(""),
-            };
-            let v = match v {
-                Ok(v) => v,
-                Err("") => return Err((count, FloatsError::NotNumber)),
-                Err(what) => return Err((count, FloatsError::Syntax(self.error(what)))),
+                _ => return Err((count, FloatsError::NotNumber)),
             };
             if let Err(e) = put(v) {
                 return Err((count, FloatsError::Refused(e)));
