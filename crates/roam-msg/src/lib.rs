@@ -56,12 +56,11 @@ pub struct EncodeOptions {
     pub now: Option<(i32, u32)>,
 }
 
-/// Runs a serde-driven input through the type's seed into `out`; restores `out` on error and
-/// turns serde's error into the typed one the seeds recorded.
+/// Runs a serde-driven input (CBOR) through the type's seed into `out`; restores `out` on
+/// error and turns serde's error into the typed one the seeds recorded.
 pub(crate) fn encode_with<E: std::fmt::Display>(
     ty: &MessageType,
     opts: &EncodeOptions,
-    json: bool,
     out: &mut Vec<u8>,
     run: impl FnOnce(StructSeed<'_, '_>) -> Result<(), E>,
 ) -> Result<(), EncodeError> {
@@ -70,7 +69,6 @@ pub(crate) fn encode_with<E: std::fmt::Display>(
         w: Writer::new(out, opts.endian),
         err: None,
         now: opts.now,
-        json,
     };
     let r = run(StructSeed {
         ctx: &mut ctx,

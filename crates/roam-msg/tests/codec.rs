@@ -203,15 +203,174 @@ fn bad_json_is_refused_with_the_path() {
         encode_err(&a, r#"{"times": [{"sec": 1}, {"sec": "x"}]}"#).to_string(),
         "times[1].sec: expected int32, found a string"
     );
-    // Nesting beyond serde_json's recursion limit is refused, not a stack overflow.
+    // Deep nesting in a value the type does not descend into is refused, not a stack overflow.
+    let deep = format!(
+        "{{\"ranges\": {}{}, \"header\": {{}}}}",
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
+    assert_eq!(
+        encode_err(&t, &deep).kind,
+        EncodeErrorKind::TooDeep(roam_msg::json::MAX_JSON_DEPTH)
+    );
     let deep = format!(
         "{{\"names\": {}{}}}",
         "[".repeat(10_000),
         "]".repeat(10_000)
     );
-    assert!(t
-        .json_to_cdr(deep.as_bytes(), &EncodeOptions::default(), &mut Vec::new())
-        .is_err());
+    assert_eq!(
+        encode_err(&a, &deep).to_string(),
+        "<message>: nesting deeper than 128 levels"
+    );
+    // Where the type does descend, the first element of the wrong kind stops it.
+    let deep = format!(
+        "{{\"headers\": {}{}}}",
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
+    assert_eq!(
+        encode_err(&ty("test_msgs/msg/Nested"), &deep).to_string(),
+        "headers[0]: expected an object for std_msgs/msg/Header, found an array"
+    );
+}
+
+fn syntax_err(t: &MessageType, json: &str) -> String {
+    match encode_err(t, json).kind {
+        EncodeErrorKind::Syntax(m) => m,
+        other => panic!("{json}: expected a syntax error, got {other:?}"),
+    }
+}
+
+#[test]
+fn malformed_json_is_refused_with_its_line_and_column() {
+    let t = ty("sensor_msgs/msg/LaserScan");
+    assert_eq!(
+        syntax_err(&t, "{\"ranges\": [1, 2"),
+        "EOF while parsing a list at line 1 column 17"
+    );
+    assert_eq!(
+        syntax_err(&t, "{\n  \"ranges\": [1,\n 2 3]}"),
+        "expected `,` or `]` at line 3 column 4"
+    );
+    assert_eq!(
+        syntax_err(&t, "{} x"),
+        "trailing characters at line 1 column 4"
+    );
+    assert!(syntax_err(&t, "").starts_with("EOF while parsing a value"));
+    assert!(syntax_err(&t, "{\"ranges\": [1,]}").contains("line 1 column 15"));
+    assert!(syntax_err(&t, "{\"ranges\" [1]}").starts_with("expected `:`"));
+    assert!(syntax_err(&t, "{ranges: []}").starts_with("key must be a string"));
+    // Numbers follow JSON's grammar, and must fit a float64.
+    for bad in [
+        "01",
+        "1.",
+        ".5",
+        "+1",
+        "-",
+        "1e",
+        "NaN",
+        "Infinity",
+        "-Infinity",
+        "0x10",
+        "1.e3",
+    ] {
+        syntax_err(&t, &format!("{{\"ranges\": [{bad}]}}"));
+        syntax_err(&t, &format!("{{\"range_min\": {bad}}}"));
+        syntax_err(
+            &t,
+            &format!("{{\"header\": {{\"stamp\": {{\"sec\": {bad}}}}}}}"),
+        );
+    }
+    assert!(syntax_err(&t, r#"{"ranges": [1e400]}"#).starts_with("number out of range"));
+    // Held back for later (given before `header`), and still checked.
+    assert!(
+        syntax_err(&t, r#"{"ranges": [-1e400], "header": {}}"#).starts_with("number out of range")
+    );
+    // Strings: no raw control characters, valid escapes and surrogate pairs, UTF-8.
+    let h = ty("std_msgs/msg/Header");
+    assert!(syntax_err(&h, "{\"frame_id\": \"a\u{1}b\"}").starts_with("control character"));
+    assert!(syntax_err(&h, r#"{"frame_id": "a\qb"}"#).starts_with("invalid escape"));
+    assert!(syntax_err(&h, r#"{"frame_id": "\ud800"}"#).starts_with("lone leading surrogate"));
+    assert!(syntax_err(&h, r#"{"frame_id": "\ud800\u0041"}"#).starts_with("lone leading surrogate"));
+    assert!(syntax_err(&h, r#"{"frame_id": "\u12"}"#).starts_with("invalid escape"));
+    assert!(syntax_err(&h, r#"{"frame_id": "abc"#).starts_with("EOF while parsing a string"));
+    let mut bad_utf8 = br#"{"frame_id": "a"#.to_vec();
+    bad_utf8.extend_from_slice(&[0xff, b'"', b'}']);
+    let e = h
+        .json_to_cdr(&bad_utf8, &EncodeOptions::default(), &mut Vec::new())
+        .unwrap_err();
+    assert!(matches!(e.kind, EncodeErrorKind::Syntax(_)), "{e}");
+}
+
+#[test]
+fn json_values_of_the_wrong_kind_name_the_field() {
+    let t = ty("sensor_msgs/msg/LaserScan");
+    assert_eq!(
+        encode_err(&t, r#"{"header": 5}"#).to_string(),
+        "header: expected an object for std_msgs/msg/Header, found a number"
+    );
+    assert_eq!(
+        encode_err(&t, "[]").to_string(),
+        "<message>: expected an object for sensor_msgs/msg/LaserScan, found an array"
+    );
+    assert_eq!(
+        encode_err(&t, r#"{"header": {"frame_id": ["x"]}}"#).to_string(),
+        "header.frame_id: expected a string, found an array"
+    );
+    assert_eq!(
+        encode_err(&t, r#"{"ranges": {}}"#).to_string(),
+        "ranges: expected an array, found an object"
+    );
+    assert_eq!(
+        encode_err(&t, r#"{"ranges": "AAAA"}"#).to_string(),
+        "ranges: expected an array, found a string"
+    );
+    // A field given early is read when its turn comes, and its errors keep their path.
+    assert_eq!(
+        encode_err(&t, r#"{"intensities": [1, "x"], "ranges": [2]}"#).to_string(),
+        "intensities[1]: expected float32, found a string"
+    );
+    assert_eq!(
+        encode_err(&t, r#"{"ranges": [3.5e38], "header": {}}"#).to_string(),
+        "ranges[0]: 350000000000000000000000000000000000000 is out of range for float32"
+    );
+}
+
+#[test]
+fn json_numbers_and_strings_read_exactly() {
+    let t = ty("test_msgs/msg/All");
+    let read = |json: &[u8]| {
+        let mut cdr = Vec::new();
+        t.json_to_cdr(json, &EncodeOptions::default(), &mut cdr)
+            .unwrap();
+        to_json(&t, &cdr)
+    };
+    // Whole numbers with and without `.0`, long ones, exponents, -0 and subnormals keep
+    // their values; float32 fields take the float64 nearest the text, then round.
+    let v =
+        read(br#"{"v": [-0, 12.0, 123456789012345678], "f32": 0.10000000149011612, "f64": 1E-2}"#);
+    assert_eq!(v["v"], json!([-0.0, 12.0, 123456789012345680.0]));
+    assert_eq!(v["f32"], json!(0.10000000149011612));
+    assert_eq!(v["f64"], json!(0.01));
+    let v = read(br#"{"v": [-0.0, 1.00, 5e-324], "f32": 1e-46}"#);
+    assert_eq!(v["v"], json!([-0.0, 1.0, 5e-324]));
+    assert_eq!(v["f32"], json!(0.0));
+    let v = read(br#"{"s": "\u00e9\ud83d\ude00\n\"\\\/", "w": "\u2713 \ud83d\ude00"}"#);
+    assert_eq!(v["s"], json!("é😀\n\"\\/"));
+    assert_eq!(v["w"], json!("✓ 😀"));
+    // An integer field refuses what is a float in JSON, however whole.
+    for (json, found) in [
+        (r#"{"i64": -0}"#, "the float -0"),
+        (r#"{"i64": 1e3}"#, "the float 1000"),
+        (r#"{"i64": 1.0}"#, "the float 1"),
+        (
+            r#"{"u64": 18446744073709551616}"#,
+            "the float 18446744073709552000",
+        ),
+    ] {
+        let e = encode_err(&t, json);
+        assert!(e.to_string().ends_with(found), "{json}: {e}");
+    }
 }
 
 #[test]
@@ -355,6 +514,16 @@ fn binary_fields_take_base64_lists_and_lenient_padding() {
         );
         assert_eq!(to_json(&t, &cdr)["data"], json!(want), "{input}");
     }
+    // A raw line break inside the base64 text is skipped too (as before; JSON strings may
+    // not hold one, but base64 encoders wrap lines).
+    let mut cdr = Vec::new();
+    t.json_to_cdr(
+        b"{\"data\": \"AQ\nL/\"}",
+        &EncodeOptions::default(),
+        &mut cdr,
+    )
+    .unwrap();
+    assert_eq!(to_json(&t, &cdr)["data"], json!("AQL/"));
     assert!(encode_err(&t, r#"{"data": null}"#)
         .to_string()
         .starts_with("data: "));

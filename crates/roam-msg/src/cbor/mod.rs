@@ -42,5 +42,5 @@ pub fn cbor_to_cdr(
     out: &mut Vec<u8>,
 ) -> Result<(), EncodeError> {
     let value = read::read_item(cbor)?;
-    crate::encode_with(ty, opts, false, out, |seed| seed.deserialize(value))
+    crate::encode_with(ty, opts, out, |seed| seed.deserialize(value))
 }

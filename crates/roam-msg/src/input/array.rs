@@ -1,14 +1,14 @@
-//! Arrays and sequences from JSON or CBOR: element by element, as base64 text (binary
-//! fields), as raw or typed-array bytes (CBOR), with a direct path for float arrays.
+//! Arrays and sequences through the serde seeds (CBOR): element by element, as base64 text
+//! (binary fields), as raw or typed-array bytes, with a direct path for float arrays.
 
 use std::fmt;
 
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::{Ctx, ElemSeed};
-use crate::error::{EncodeError, EncodeErrorKind as K, Segment};
+use super::{rules, Ctx, ElemSeed};
+use crate::error::{EncodeError, Segment};
 use crate::layout::{Elem, FieldLayout};
-use crate::schema::{Multiplicity, Primitive};
+use crate::schema::Primitive;
 
 /// One element of a float array: a number, `null` (NaN), or what else was there.
 enum Num {
@@ -77,25 +77,8 @@ impl ArrayVisitor<'_, '_> {
     }
 
     fn finish<E: de::Error>(self, at: Option<usize>, count: usize) -> Result<(), E> {
-        let r = match self.field.multiplicity {
-            Multiplicity::Fixed(n) if count != n as usize => {
-                Err(EncodeError::new(K::WrongLength {
-                    expected: n,
-                    found: count,
-                }))
-            }
-            Multiplicity::Bounded(bound) if count > bound as usize => {
-                Err(EncodeError::new(K::BoundExceeded {
-                    bound,
-                    found: count,
-                }))
-            }
-            _ => match at {
-                Some(at) => self.ctx.w.patch_len(at, count),
-                None => Ok(()),
-            },
-        };
-        r.map_err(|e| self.ctx.fail(e))
+        rules::finish_array(&mut self.ctx.w, self.field.multiplicity, at, count)
+            .map_err(|e| self.ctx.fail(e))
     }
 
     /// Float arrays (scans, covariances) are the bulk of numeric JSON: read each number
@@ -124,13 +107,8 @@ impl ArrayVisitor<'_, '_> {
             }
             let out = &mut *self.ctx.w.out;
             if p == Primitive::Float32 {
-                if v.is_finite() && v.abs() > f32::MAX as f64 {
-                    let e = EncodeError::new(K::OutOfRange {
-                        value: v.to_string(),
-                        ty: "float32",
-                    })
-                    .at(Segment::Index(count));
-                    return Err(self.ctx.fail(e));
+                if let Err(e) = rules::check_float32(v) {
+                    return Err(self.ctx.fail(e.at(Segment::Index(count))));
                 }
                 let b = v as f32;
                 out.extend_from_slice(&if big {
@@ -159,22 +137,10 @@ impl ArrayVisitor<'_, '_> {
             return Err(self.ctx.fail(EncodeError::mismatch("an array", "a string")));
         }
         let at = self.begin();
-        let start = self.ctx.w.out.len();
-        // Standard alphabet, padded (what every client sends) straight into the output; else
-        // the forgiving form (no padding, ASCII whitespace), as lenient as Python's b64decode
-        // about those.
-        if base64_simd::STANDARD
-            .decode_append(v, self.ctx.w.out)
-            .is_err()
-        {
-            self.ctx.w.out.truncate(start);
-            match base64_simd::forgiving_decode_to_vec(v) {
-                Ok(bytes) => self.ctx.w.out.extend_from_slice(&bytes),
-                Err(e) => return Err(self.ctx.fail(EncodeError::new(K::Base64(e.to_string())))),
-            }
+        match rules::put_base64(&mut self.ctx.w, v) {
+            Ok(count) => self.finish(at, count),
+            Err(e) => Err(self.ctx.fail(e)),
         }
-        let count = self.ctx.w.out.len() - start;
-        self.finish(at, count)
     }
 
     fn raw_bytes<E: de::Error>(mut self, v: &[u8]) -> Result<(), E> {
@@ -208,10 +174,7 @@ impl<'de> Visitor<'de> for ArrayVisitor<'_, '_> {
 
     fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
         let at = self.begin();
-        let limit = match self.field.multiplicity {
-            Multiplicity::Fixed(n) | Multiplicity::Bounded(n) => n as usize,
-            _ => usize::MAX,
-        };
+        let limit = rules::element_limit(self.field.multiplicity);
         if let Elem::Prim(p @ (Primitive::Float32 | Primitive::Float64)) = self.field.elem {
             return self.float_seq(p, seq, at, limit);
         }
@@ -239,11 +202,7 @@ impl<'de> Visitor<'de> for ArrayVisitor<'_, '_> {
     }
 
     fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<(), E> {
-        if self.ctx.json {
-            self.base64(v)
-        } else {
-            self.raw_bytes(v)
-        }
+        self.raw_bytes(v)
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<(), E> {

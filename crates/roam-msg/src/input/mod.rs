@@ -1,6 +1,6 @@
-//! JSON or CBOR -> CDR, driven by the type: serde seeds that write CDR straight into the output
-//! buffer as the input is parsed, with no intermediate tree (only fields given out of
-//! declaration order are held back, see [`captured`]).
+//! JSON or CBOR -> CDR, driven by the type. JSON text goes through [`json`], a one-pass reader
+//! over a tokenizer; CBOR (read into a [`Captured`] tree by `crate::cbor`) through the serde
+//! seeds here, which write CDR straight into the output buffer. Both apply [`rules`].
 //!
 //! rosbridge's rules (`message_conversion.py`, `_to_inst`): missing fields take their defaults;
 //! unknown fields are refused; an integer is accepted for a float, not a float for an integer;
@@ -10,6 +10,11 @@
 
 mod array;
 pub(crate) mod captured;
+pub(crate) mod json;
+pub(crate) mod json_lex;
+#[cfg(test)]
+mod json_tests;
+mod rules;
 
 use std::fmt;
 
@@ -27,10 +32,6 @@ pub(crate) struct Ctx<'o> {
     pub err: Option<EncodeError>,
     /// The time `"now"` stands for in a `builtin_interfaces/Time` field, if allowed.
     pub now: Option<(i32, u32)>,
-    /// The input is JSON text: byte strings the deserializer hands over are base64 text (asked
-    /// for with `deserialize_bytes`, which skips a UTF-8 check base64 does not need), not raw
-    /// bytes as from CBOR.
-    pub json: bool,
 }
 
 impl Ctx<'_> {
@@ -82,6 +83,13 @@ struct StructVisitor<'c, 'o> {
     layout: &'c StructLayout,
 }
 
+impl StructVisitor<'_, '_> {
+    fn not_object<E: de::Error>(self, found: &str) -> E {
+        let expected = format!("an object for {}", self.layout.name);
+        self.ctx.fail(EncodeError::mismatch(expected, found))
+    }
+}
+
 impl<'de> Visitor<'de> for StructVisitor<'_, '_> {
     type Value = ();
 
@@ -90,19 +98,31 @@ impl<'de> Visitor<'de> for StructVisitor<'_, '_> {
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
-        match self.ctx.now {
-            Some((sec, nanosec))
-                if v == "now" && self.layout.time_like && self.layout.name.name == "Time" =>
-            {
-                self.ctx.w.int(Primitive::Int32, sec as i128);
-                self.ctx.w.int(Primitive::UInt32, nanosec as i128);
-                Ok(())
-            }
-            _ => Err(self.ctx.fail(EncodeError::mismatch(
-                format!("an object for {}", self.layout.name),
-                "a string",
-            ))),
+        if rules::put_now(&mut self.ctx.w, self.layout, v, self.ctx.now) {
+            return Ok(());
         }
+        Err(self.not_object("a string"))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        Err(self.not_object("a bool"))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        Err(self.not_object("a number"))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        Err(self.not_object("a number"))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        Err(self.not_object("a number"))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Err(self.not_object("null"))
+    }
+    fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<(), E> {
+        Err(self.not_object("bytes"))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<(), A::Error> {
+        Err(self.not_object("an array"))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
@@ -146,18 +166,9 @@ impl<'de> Visitor<'de> for StructVisitor<'_, '_> {
             let f = &l.fields[next];
             match pending.get_mut(next).and_then(Option::take) {
                 Some(v) => encode_captured(ctx, f, v)?,
-                // rosbridge stamps a std_msgs/Header given without a stamp with its clock.
-                None if f.name == "stamp"
-                    && l.name.package == "std_msgs"
-                    && l.name.name == "Header"
-                    && ctx.now.is_some() =>
-                {
-                    let (sec, nanosec) = ctx.now.unwrap_or_default();
-                    ctx.w.int(Primitive::Int32, sec as i128);
-                    ctx.w.int(Primitive::UInt32, nanosec as i128);
-                }
                 None => {
-                    let r = ctx.w.default_field(f).map_err(|e| ctx.fail::<A::Error>(e));
+                    let r = rules::put_missing(&mut ctx.w, l, f, ctx.now)
+                        .map_err(|e| ctx.fail::<A::Error>(e));
                     ctx.nest(field_seg(f), r)?;
                 }
             }
@@ -197,13 +208,7 @@ impl<'de> Visitor<'de> for KeySeed<'_> {
         f.write_str("a field name")
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
-        let l = self.0;
-        let alias = match v {
-            "secs" if l.time_like => "sec",
-            "nsecs" if l.time_like => "nanosec",
-            other => other,
-        };
-        Ok(match l.fields.iter().position(|f| f.name == alias) {
+        Ok(match rules::field_index(self.0, v) {
             Some(i) => Key::Field(i),
             None => Key::Unknown(v.to_string()),
         })
@@ -224,10 +229,6 @@ impl<'de> DeserializeSeed<'de> for FieldSeed<'_, '_> {
                 elem: &self.field.elem,
             }
             .deserialize(d),
-            _ if self.field.binary && self.ctx.json => d.deserialize_bytes(array::ArrayVisitor {
-                ctx: self.ctx,
-                field: self.field,
-            }),
             _ => d.deserialize_any(array::ArrayVisitor {
                 ctx: self.ctx,
                 field: self.field,
@@ -274,23 +275,7 @@ struct PrimVisitor<'c, 'o> {
 
 impl PrimVisitor<'_, '_> {
     fn int<E: de::Error>(self, v: i128) -> Result<(), E> {
-        if self.p.is_float() {
-            self.ctx.w.float(self.p, v as f64);
-            return Ok(());
-        }
-        match self.p.int_range() {
-            Some((lo, hi)) if v >= lo && v <= hi => {
-                self.ctx.w.int(self.p, v);
-                Ok(())
-            }
-            Some(_) => Err(self.ctx.fail(EncodeError::new(K::OutOfRange {
-                value: v.to_string(),
-                ty: self.p.msg_name(),
-            }))),
-            None => Err(self
-                .ctx
-                .fail(EncodeError::mismatch(self.p.msg_name(), "a number"))),
-        }
+        rules::put_int(&mut self.ctx.w, self.p, v).map_err(|e| self.ctx.fail(e))
     }
 }
 
@@ -316,22 +301,7 @@ impl<'de> Visitor<'de> for PrimVisitor<'_, '_> {
         self.int(v as i128)
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
-        match self.p {
-            Primitive::Float32 if v.is_finite() && v.abs() > f32::MAX as f64 => {
-                Err(self.ctx.fail(EncodeError::new(K::OutOfRange {
-                    value: v.to_string(),
-                    ty: "float32",
-                })))
-            }
-            p if p.is_float() => {
-                self.ctx.w.float(p, v);
-                Ok(())
-            }
-            p => Err(self.ctx.fail(EncodeError::mismatch(
-                p.msg_name(),
-                format!("the float {v}"),
-            ))),
-        }
+        rules::put_float(&mut self.ctx.w, self.p, v).map_err(|e| self.ctx.fail(e))
     }
     /// `null` is how NaN and infinities leave as JSON; it comes back as NaN.
     fn visit_unit<E: de::Error>(self) -> Result<(), E> {
@@ -373,20 +343,7 @@ impl<'de> Visitor<'de> for StrVisitor<'_, '_> {
         f.write_str("a string")
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
-        if let Some(bound) = self.bound {
-            let found = v.chars().count();
-            if found > bound as usize {
-                return Err(self
-                    .ctx
-                    .fail(EncodeError::new(K::StringTooLong { bound, found })));
-            }
-        }
-        let r = if self.wide {
-            self.ctx.w.wstring(v)
-        } else {
-            self.ctx.w.string(v)
-        };
-        r.map_err(|e| self.ctx.fail(e))
+        rules::put_str(&mut self.ctx.w, v, self.bound, self.wide).map_err(|e| self.ctx.fail(e))
     }
     fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
         Err(self.ctx.fail(EncodeError::mismatch("a string", "a bool")))
@@ -402,5 +359,16 @@ impl<'de> Visitor<'de> for StrVisitor<'_, '_> {
     }
     fn visit_unit<E: de::Error>(self) -> Result<(), E> {
         Err(self.ctx.fail(EncodeError::mismatch("a string", "null")))
+    }
+    fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<(), E> {
+        Err(self.ctx.fail(EncodeError::mismatch("a string", "bytes")))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<(), A::Error> {
+        Err(self.ctx.fail(EncodeError::mismatch("a string", "an array")))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<(), A::Error> {
+        Err(self
+            .ctx
+            .fail(EncodeError::mismatch("a string", "an object")))
     }
 }

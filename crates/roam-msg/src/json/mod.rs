@@ -3,10 +3,9 @@
 mod floats;
 pub(crate) mod sink;
 
-use serde::de::DeserializeSeed;
-
 use crate::cdr::read::{read_struct, Cursor};
 use crate::error::{DecodeError, EncodeError};
+pub use crate::input::json_lex::MAX_JSON_DEPTH;
 use crate::layout::MessageType;
 use crate::EncodeOptions;
 use sink::JsonSink;
@@ -33,10 +32,7 @@ pub fn json_to_cdr(
     opts: &EncodeOptions,
     out: &mut Vec<u8>,
 ) -> Result<(), EncodeError> {
-    let mut de = serde_json::Deserializer::from_slice(json);
-    crate::encode_with(ty, opts, true, out, |seed| {
-        seed.deserialize(&mut de).and_then(|()| de.end())
-    })
+    crate::input::json::json_to_cdr(&ty.0, json, opts, out)
 }
 
 /// Decodes CDR into a `serde_json::Value`, for callers that want a tree rather than text.
