@@ -8,9 +8,12 @@ need_apt=()
 # iproute2: network-namespace tests; python3-pip: the Python DDS peers below;
 # cyclonedds-tools: ddsperf, an independent DDS load generator the proxy tests use.
 # prometheus: the real Prometheus server that tests/metrics_prometheus.rs scrapes roam with.
-for pkg in build-essential pkg-config openssl ca-certificates cmake libclang-dev iproute2 python3 python3-pip cyclonedds-tools prometheus; do
+# chromium: the headless browser of tests/gateway_browser.rs (roslibjs over wss://); nodejs and
+# npm: the JavaScript clients of the gateway tests (Debian's, unless a Node.js with npm is there).
+for pkg in build-essential pkg-config openssl ca-certificates cmake libclang-dev iproute2 python3 python3-pip cyclonedds-tools prometheus chromium; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
+command -v npm >/dev/null 2>&1 || need_apt+=(nodejs npm)
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
@@ -54,3 +57,20 @@ if ! python3 -c 'import roslibpy' >/dev/null 2>&1; then
   pip_install() { python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore "$@"; }
   pip_install roslibpy==2.1.0 2>/dev/null || pip_install --break-system-packages roslibpy==2.1.0
 fi
+
+# websockets: the Python client of the gateway's TLS tests (wss://, client certificates).
+if ! python3 -c 'import websockets' >/dev/null 2>&1; then
+  pip_install() { python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore "$@"; }
+  pip_install websockets==15.0.1 2>/dev/null || pip_install --break-system-packages websockets==15.0.1
+fi
+
+# The JavaScript clients of the gateway tests (crates/roam/tests/js/*: roslibjs in Chromium,
+# @foxglove/ws-protocol, ...), each from its committed package-lock.json. Reinstalled when the
+# lock file changes.
+for lock in "$(dirname "$0")"/../crates/roam/tests/js/*/package-lock.json; do
+  [ -f "$lock" ] || continue
+  dir=$(dirname "$lock")
+  if [ ! -f "$dir/node_modules/.package-lock.json" ] || [ "$lock" -nt "$dir/node_modules/.package-lock.json" ]; then
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+done

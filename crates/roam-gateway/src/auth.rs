@@ -158,6 +158,8 @@ pub enum Refused {
     Unauthenticated,
     #[error("unknown token")]
     UnknownToken,
+    #[error("the client certificate of {name:?} is valid but not listed in this gateway's `auth.certificates`")]
+    UnknownCertificate { name: String },
     #[error("the token of {identity} expired at {}", unix_text(*at))]
     Expired { identity: String, at: i64 },
     #[error("{identity} may not {} {name}", action.verb())]
@@ -190,6 +192,8 @@ pub struct TokenEntry {
 #[derive(Debug, Clone, Default)]
 pub struct Tokens {
     entries: Vec<([u8; 32], Arc<Identity>)>,
+    /// Identities admitted by a verified client certificate of that name.
+    certificates: Vec<Arc<Identity>>,
 }
 
 fn sha256(s: &str) -> [u8; 32] {
@@ -205,7 +209,26 @@ impl Tokens {
                 .into_iter()
                 .map(|e| (sha256(&e.token), Arc::new(e.identity)))
                 .collect(),
+            certificates: Vec::new(),
         }
+    }
+
+    /// Also admits clients whose verified certificate names one of `identities`.
+    pub fn with_certificates(mut self, identities: Vec<Identity>) -> Tokens {
+        self.certificates = identities.into_iter().map(Arc::new).collect();
+        self
+    }
+
+    /// The identity a verified client certificate named `name` stands for (the certificate's
+    /// own validity period, checked by the TLS handshake, is its expiry).
+    pub fn certificate(&self, name: &str) -> Result<Arc<Identity>, Refused> {
+        self.certificates
+            .iter()
+            .find(|id| id.name == name)
+            .cloned()
+            .ok_or_else(|| Refused::UnknownCertificate {
+                name: name.to_string(),
+            })
     }
 
     /// The identity a token stands for at `now` (Unix seconds).
@@ -306,5 +329,13 @@ mod tests {
         assert_eq!(t.authenticate("bad", 0).unwrap_err(), Refused::UnknownToken);
         assert!(t.authenticate("forever", i64::MAX).is_ok());
         assert!(parse_expiry("tomorrow").is_err());
+        let t = t.with_certificates(vec![id("robot-7", None)]);
+        assert_eq!(t.certificate("robot-7").unwrap().name, "robot-7");
+        assert_eq!(
+            t.certificate("dash").unwrap_err(),
+            Refused::UnknownCertificate {
+                name: "dash".into()
+            }
+        );
     }
 }

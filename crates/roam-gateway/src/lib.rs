@@ -14,7 +14,9 @@
 //!   independent;
 //! - [`outbox`]: what waits to be sent to one client, bounded (drop oldest, counted),
 //!   `queue_length` and `throttle_rate` honoured;
-//! - [`auth`]: bearer tokens with expiry and allow/deny patterns per identity;
+//! - [`auth`]: bearer tokens and client certificates, with expiry and allow/deny patterns per
+//!   identity;
+//! - [`tls`]: `wss://` and gRPC over TLS, client certificates;
 //! - [`codec`]: a type's CDR <-> JSON/CBOR codec from local or announced definitions;
 //! - [`rosbridge`]: the rosbridge v2 protocol (pure parse and encode) and its WebSocket shell.
 //!
@@ -27,6 +29,7 @@ pub mod listing;
 pub mod outbox;
 pub mod rosbridge;
 pub mod session;
+pub mod tls;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

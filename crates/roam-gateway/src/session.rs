@@ -236,6 +236,27 @@ impl<C: Send + 'static> Session<C> {
         }
     }
 
+    /// Authenticates with a client certificate the TLS handshake verified (counted when
+    /// refused).
+    pub fn authenticate_certificate(&mut self, name: &str) -> Result<Arc<Identity>, Refused> {
+        let Some(tokens) = &self.gw.tokens else {
+            return Ok(self
+                .identity
+                .clone()
+                .unwrap_or_else(|| Arc::new(Identity::anonymous())));
+        };
+        match tokens.certificate(name) {
+            Ok(id) => {
+                self.identity = Some(id.clone());
+                Ok(id)
+            }
+            Err(e) => {
+                Stats::count(&self.gw.stats.refused);
+                Err(e)
+            }
+        }
+    }
+
     /// Whether the client may do `action` on `name` now (counted when refused).
     pub fn check(&self, action: Action, name: &str) -> Result<(), Refused> {
         let r = match &self.identity {

@@ -506,6 +506,14 @@ pub fn cert_identity(der: &CertificateDer<'_>) -> Result<(String, Role), String>
     Ok((name.to_owned(), role))
 }
 
+/// The subject common name of a certificate (for certificates from other CAs, whose holders
+/// are named by it). Does not check the signature: callers verify the certificate first.
+pub fn common_name(der: &CertificateDer<'_>) -> Option<String> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    let cn = cert.subject().iter_common_name().next()?;
+    cn.as_str().ok().map(str::to_owned)
+}
+
 fn rcgen_err(context: &'static str) -> impl Fn(rcgen::Error) -> PkiError {
     move |source| PkiError::Rcgen {
         context: context.to_owned(),

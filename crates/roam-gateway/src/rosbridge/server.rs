@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
@@ -19,13 +19,15 @@ use super::encode::{self, Frame, Level};
 use super::ops::Compression;
 use crate::outbox::Next;
 use crate::session::{Outgoing, Sample};
+use crate::tls::{DoorTls, Stream};
 use crate::{Gateway, Stats};
 
 /// A connection that has not finished its WebSocket handshake by then is closed.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Serves rosbridge clients on `listener` until the task is dropped.
-pub async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
+/// Serves rosbridge clients on `listener` (`wss://` when `tls` has a certificate) until the
+/// task is dropped.
+pub async fn serve(gw: Arc<Gateway>, listener: TcpListener, tls: DoorTls) {
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(c) => c,
@@ -37,8 +39,17 @@ pub async fn serve(gw: Arc<Gateway>, listener: TcpListener) {
         };
         let _ = stream.set_nodelay(true);
         let gw = gw.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
-            if let Err(e) = connection(gw, stream, peer).await {
+            let (stream, cert_name) = match tls.accept(stream).await {
+                Ok(s) => s,
+                Err(e) => {
+                    Stats::count(&gw.stats.refused);
+                    tracing::info!("rosbridge client {peer}: TLS handshake failed: {e}");
+                    return;
+                }
+            };
+            if let Err(e) = connection(gw, stream, peer, cert_name).await {
                 tracing::debug!("rosbridge client {peer}: {e}");
             }
         });
@@ -91,7 +102,12 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-async fn connection(gw: Arc<Gateway>, stream: TcpStream, peer: SocketAddr) -> Result<(), WsError> {
+async fn connection(
+    gw: Arc<Gateway>,
+    stream: Stream,
+    peer: SocketAddr,
+    cert_name: Option<String>,
+) -> Result<(), WsError> {
     let limit = gw.limits.max_frame_bytes;
     let config = WebSocketConfig::default()
         .max_message_size(Some(limit))
@@ -120,6 +136,14 @@ async fn connection(gw: Arc<Gateway>, stream: TcpStream, peer: SocketAddr) -> Re
     let out = Arc::new(Outgoing::new(gw.limits.outbox));
     let shared = Arc::new(ConnShared::new());
     let mut conn = Conn::new(gw.clone(), out.clone(), shared.clone());
+    // A verified client certificate authenticates first; a token on the upgrade request
+    // (or a later `auth` op) can still name another identity.
+    if let Some(name) = &cert_name {
+        match conn.session().authenticate_certificate(name) {
+            Ok(id) => tracing::info!("rosbridge client {peer}: certificate of {}", id.name),
+            Err(e) => send_status(&out, &shared, Level::Error, &e.to_string(), None),
+        }
+    }
     if let Some(t) = token {
         if let Err(e) = conn.session().authenticate(&t) {
             send_status(&out, &shared, Level::Error, &e.to_string(), None);
@@ -166,7 +190,7 @@ async fn connection(gw: Arc<Gateway>, stream: TcpStream, peer: SocketAddr) -> Re
     Ok(())
 }
 
-type Sink = futures_util::stream::SplitSink<tokio_tungstenite::WebSocketStream<TcpStream>, Message>;
+type Sink = futures_util::stream::SplitSink<tokio_tungstenite::WebSocketStream<Stream>, Message>;
 
 /// Sends what the outbox hands out until the connection fails or a close is sent.
 async fn write(mut sink: Sink, out: Arc<Outgoing<Frame>>, shared: Arc<ConnShared>) {

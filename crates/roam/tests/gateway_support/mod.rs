@@ -72,7 +72,10 @@ pub fn gateway(
     let end = Instant::now() + T;
     while Instant::now() < end {
         if let Some(l) = p.line(Duration::from_millis(200)) {
-            if let Some(a) = l.strip_prefix("rosbridge listening ws://") {
+            let addr = l
+                .strip_prefix("rosbridge listening ws://")
+                .or_else(|| l.strip_prefix("rosbridge listening wss://"));
+            if let Some(a) = addr {
                 let port = a.rsplit(':').next().unwrap().parse().unwrap();
                 return (p, port);
             }
@@ -130,4 +133,51 @@ pub fn line_or_seen(p: &Proc, prefix: &str, timeout: Duration) -> Result<String,
 
 pub fn json_after(line: &str, prefix: &str) -> serde_json::Value {
     serde_json::from_str(line.strip_prefix(prefix).unwrap().trim()).unwrap()
+}
+
+/// A self-signed ECDSA P-256 certificate for 127.0.0.1 and localhost (as a site's own or a
+/// public CA would give the gateway), made with openssl; returns (cert, key, the base64
+/// SHA-256 of its public key, which a browser can be told to trust).
+pub fn web_certificate(dir: &Path, name: &str) -> (PathBuf, PathBuf, String) {
+    let cert = dir.join(format!("{name}.crt"));
+    let key = dir.join(format!("{name}.key"));
+    let ok = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+        ])
+        .args(["-nodes", "-days", "2", "-subj", &format!("/CN={name}")])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("openssl")
+        .success();
+    assert!(ok, "openssl req failed");
+    let spki = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "openssl x509 -in '{}' -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64",
+            cert.display()
+        ))
+        .output()
+        .expect("openssl");
+    let spki = String::from_utf8(spki.stdout).unwrap().trim().to_string();
+    assert_eq!(spki.len(), 44, "SPKI hash: {spki:?}");
+    (cert, key, spki)
+}
+
+/// A wss:// rosbridge client of tests/py/gateway_wss.py (Python's OpenSSL, `websockets`).
+pub fn wss_client(name: &str, args: &[&str]) -> Proc {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/gateway_wss.py");
+    let mut a = vec!["-u", script.to_str().unwrap()];
+    a.extend_from_slice(args);
+    Proc::spawn_system(name, "python3", &a)
 }

@@ -39,9 +39,11 @@ use roam_gateway::auth::{parse_expiry, Identity, Permissions, Rule, TokenEntry, 
 use roam_gateway::{Limits, OutboxLimits};
 use serde::Deserialize;
 
+use super::tls_config::{TlsFile, TlsSource};
 use crate::addr::{check_host_port, check_peer, Use};
 use crate::config::LinkFile;
 use crate::config_doc::{ConfigError, Doc, FieldPath};
+use roam_gateway::tls::TlsSettings;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -61,6 +63,7 @@ pub struct GatewayFile {
     #[serde(default)]
     pub limits: LimitsFile,
     pub auth: Option<AuthFile>,
+    pub tls: Option<TlsFile>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -88,6 +91,22 @@ pub struct LimitsFile {
 pub struct AuthFile {
     #[serde(default)]
     pub tokens: Vec<TokenFile>,
+    /// Identities admitted by a verified client certificate (see `tls.client_certs`).
+    #[serde(default)]
+    pub certificates: Vec<CertificateFile>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CertificateFile {
+    /// The certificate's roam identity name, or its subject CN for another CA's certificate.
+    pub identity: String,
+    #[serde(default)]
+    pub subscribe: RuleFile,
+    #[serde(default)]
+    pub publish: RuleFile,
+    #[serde(default)]
+    pub call: RuleFile,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -127,6 +146,7 @@ pub struct GatewayConfig {
     pub listen: SocketAddr,
     pub limits: Limits,
     pub tokens: Option<Tokens>,
+    pub tls: Option<TlsSource>,
 }
 
 /// The shortest token accepted: shorter ones can be guessed.
@@ -210,6 +230,15 @@ impl GatewayFile {
             None => None,
             Some(a) => Some(a.check(doc)?),
         };
+        let tls = self.tls.map(|t| t.check(doc, &pki)).transpose()?;
+        if let (Some(t), None) = (&tls, &tokens) {
+            if t.asks_certificates() {
+                return Err(doc.err(
+                    &FieldPath::new("tls.client_certs"),
+                    "client certificates name identities, listed in `auth.certificates:`; there is no `auth:` section",
+                ));
+            }
+        }
         Ok(GatewayConfig {
             id,
             pki,
@@ -221,6 +250,7 @@ impl GatewayFile {
             listen,
             limits,
             tokens,
+            tls,
         })
     }
 }
@@ -311,10 +341,10 @@ impl LimitsFile {
 
 impl AuthFile {
     fn check(self, doc: &Doc) -> Result<Tokens, ConfigError> {
-        if self.tokens.is_empty() {
+        if self.tokens.is_empty() && self.certificates.is_empty() {
             return Err(doc.err(
                 &FieldPath::new("auth.tokens"),
-                "no token listed: no client could connect (remove `auth:` to let every client in)",
+                "no token or certificate listed: no client could connect (remove `auth:` to let every client in)",
             ));
         }
         let mut entries = Vec::new();
@@ -334,14 +364,7 @@ impl AuthFile {
                 Some(s) => Some(parse_expiry(s).map_err(|e| doc.err(&at("expires"), e))?),
                 None => None,
             };
-            let rule = |name: &str, r: &RuleFile| {
-                Rule::new(&r.allow, &r.deny).map_err(|e| doc.err(&at(name), e.to_string()))
-            };
-            let permissions = Permissions {
-                subscribe: rule("subscribe", &t.subscribe)?,
-                publish: rule("publish", &t.publish)?,
-                call: rule("call", &t.call)?,
-            };
+            let permissions = permissions(doc, &at, [&t.subscribe, &t.publish, &t.call])?;
             entries.push(TokenEntry {
                 token: t.token,
                 identity: Identity {
@@ -351,12 +374,44 @@ impl AuthFile {
                 },
             });
         }
-        Ok(Tokens::new(entries))
+        let mut certificates = Vec::new();
+        for (i, c) in self.certificates.into_iter().enumerate() {
+            let at = |f: &str| FieldPath::new("auth.certificates").index(i).key(f);
+            if certificates
+                .iter()
+                .any(|id: &Identity| id.name == c.identity)
+            {
+                return Err(doc.err(&at("identity"), "the same identity is listed twice"));
+            }
+            let permissions = permissions(doc, &at, [&c.subscribe, &c.publish, &c.call])?;
+            certificates.push(Identity {
+                name: c.identity,
+                permissions,
+                expires: None,
+            });
+        }
+        Ok(Tokens::new(entries).with_certificates(certificates))
     }
 }
 
-/// Reads, parses and checks a gateway's file.
-pub fn load(path: &Path, o: Overrides) -> Result<GatewayConfig, String> {
+/// An identity's subscribe, publish and call rules.
+fn permissions(
+    doc: &Doc,
+    at: &dyn Fn(&str) -> FieldPath,
+    [subscribe, publish, call]: [&RuleFile; 3],
+) -> Result<Permissions, ConfigError> {
+    let rule = |name: &str, r: &RuleFile| {
+        Rule::new(&r.allow, &r.deny).map_err(|e| doc.err(&at(name), e.to_string()))
+    };
+    Ok(Permissions {
+        subscribe: rule("subscribe", subscribe)?,
+        publish: rule("publish", publish)?,
+        call: rule("call", call)?,
+    })
+}
+
+/// Reads, parses and checks a gateway's file, and reads the TLS files it names.
+pub fn load(path: &Path, o: Overrides) -> Result<(GatewayConfig, Option<TlsSettings>), String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let origin = path.display().to_string();
@@ -371,7 +426,12 @@ pub fn load(path: &Path, o: Overrides) -> Result<GatewayConfig, String> {
         roam_edge::definitions::check_msg_path(p)
             .map_err(|e| doc.err(&FieldPath::new("msg_paths").index(i), e.to_string()))?;
     }
-    Ok(cfg)
+    let tls = cfg
+        .tls
+        .as_ref()
+        .map(|t| t.load(&doc, &cfg.pki, &cfg.id))
+        .transpose()?;
+    Ok((cfg, tls))
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! (see docs/gateway.md).
 
 mod config;
+mod tls_config;
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -12,6 +13,7 @@ use std::sync::Arc;
 use clap::Args;
 use roam_edge::definitions::DefinitionSource;
 use roam_edge::{Edge, Port};
+use roam_gateway::tls::DoorTls;
 use roam_gateway::Gateway;
 use roam_net::runtime::PeerAddr;
 
@@ -25,7 +27,7 @@ pub struct GatewayArgs {
     pub config: PathBuf,
     /// The rosbridge WebSocket address to listen on, e.g. 127.0.0.1:9090 (0 as the port picks
     /// a free one) [default: rosbridge.listen in the file, else 0.0.0.0:9090]. The address
-    /// bound is printed on stdout as `rosbridge listening ws://ADDR`.
+    /// bound is printed on stdout as `rosbridge listening ws://ADDR` (`wss://` with `tls:`).
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
     /// A router to join the realm through (quic://HOST:PORT, tcp://HOST:PORT or HOST:PORT);
@@ -36,7 +38,7 @@ pub struct GatewayArgs {
 
 pub async fn run(a: GatewayArgs) -> CmdResult {
     let mut stop = super::signals::Stop::install()?;
-    let cfg = config::load(
+    let (cfg, tls) = config::load(
         &a.config,
         config::Overrides {
             listen: a.listen,
@@ -75,18 +77,26 @@ pub async fn run(a: GatewayArgs) -> CmdResult {
         .local_addr()
         .map_err(|e| format!("rosbridge: {e}"))?;
     let authenticated = cfg.tokens.is_some();
+    let ws_tls = match &tls {
+        Some(t) => DoorTls::new(
+            t.server_config(&[b"http/1.1"])
+                .map_err(|e| format!("tls: {e}"))?,
+        ),
+        None => DoorTls::plain(),
+    };
+    let scheme = if ws_tls.is_tls() { "wss" } else { "ws" };
     let gw = Gateway::new(edge, realm.clone(), definitions, cfg.tokens, cfg.limits).await;
-    println!("rosbridge listening ws://{bound}");
+    println!("rosbridge listening {scheme}://{bound}");
     tracing::info!(
-        "rosbridge v2 on ws://{bound} for realm {} ({})",
+        "rosbridge v2 on {scheme}://{bound} for realm {} ({})",
         realm.label,
         if authenticated {
-            "clients authenticate with a token"
+            "clients authenticate with a token or a client certificate"
         } else {
             "no authentication: every client may do everything"
         }
     );
-    let server = tokio::spawn(roam_gateway::rosbridge::serve(gw.clone(), listener));
+    let server = tokio::spawn(roam_gateway::rosbridge::serve(gw.clone(), listener, ws_tls));
     let sig = stop.wait().await;
     eprintln!("{sig}: stopping");
     server.abort();
