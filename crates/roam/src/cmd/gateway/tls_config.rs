@@ -120,3 +120,55 @@ impl TlsSource {
         Ok(settings)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(text: &str) -> Result<TlsSource, String> {
+        #[derive(Deserialize)]
+        struct File {
+            tls: TlsFile,
+        }
+        let doc = Doc::new(text, "gw.yaml");
+        let f: File = doc.parse()?;
+        Ok(f.tls.check(&doc, Path::new("/pki"))?)
+    }
+
+    #[test]
+    fn a_certificate_comes_from_files_or_the_pki_and_mistakes_are_located() {
+        let t = check("tls:\n  cert: a.pem\n  key: a.key\n").unwrap();
+        assert!(!t.asks_certificates());
+        let t = check("tls:\n  pki: true\n  client_certs: required\n").unwrap();
+        assert!(t.asks_certificates());
+        assert_eq!(t.client_ca, Path::new("/pki/ca.pem"));
+        for (text, want) in [
+            (
+                "tls:\n  cert: a.pem\n",
+                "gw.yaml: line 2: tls.cert: missing `key:`",
+            ),
+            (
+                "tls:\n  key: a.key\n",
+                "gw.yaml: line 2: tls.key: missing `cert:`",
+            ),
+            (
+                "tls:\n  client_certs: optional\n",
+                "gw.yaml: line 2: tls: no certificate",
+            ),
+            (
+                "tls:\n  pki: true\n  client_certs: maybe\n",
+                "gw.yaml: line 3: tls.client_certs: \"maybe\" is not one of",
+            ),
+            (
+                "tls:\n  pki: true\n  cert: a\n  key: b\n",
+                "gw.yaml: line 2: tls.pki: give either",
+            ),
+            ("tls:\n  pki: true\n  ca: x\n", "gw.yaml"),
+        ] {
+            let e = check(text)
+                .err()
+                .unwrap_or_else(|| panic!("accepted {text}"));
+            assert!(e.starts_with(want), "{text}\n got  {e}\n want {want}");
+        }
+    }
+}
