@@ -74,3 +74,10 @@ for lock in "$(dirname "$0")"/../crates/roam/tests/js/*/package-lock.json; do
     (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
   fi
 done
+
+# mcap + mcap-ros2-support: an independent reader of the MCAP files `roam record` writes
+# (tests/record_mcap.rs; rosbags, above, is the other).
+if ! python3 -c 'import mcap_ros2' >/dev/null 2>&1; then
+  pip_install() { python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore "$@"; }
+  pip_install mcap==1.3.0 mcap-ros2-support==0.5.5 2>/dev/null || pip_install --break-system-packages mcap==1.3.0 mcap-ros2-support==0.5.5
+fi

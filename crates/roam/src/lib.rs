@@ -9,4 +9,5 @@ pub mod config_doc;
 pub mod host_check;
 pub mod payload;
 pub mod proxy;
+pub mod recording;
 pub mod stats;

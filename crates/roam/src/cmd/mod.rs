@@ -15,6 +15,7 @@ pub mod name;
 pub mod pki;
 pub mod proxy;
 pub mod realm;
+pub mod record;
 pub mod router;
 pub mod signals;
 pub mod topics;
@@ -52,6 +53,9 @@ pub enum Command {
     /// List a realm's topics with their types (like `ros2 topic list -t`), services and
     /// actions, and who offers and imports each, from its directory.
     Topics(topics::TopicsArgs),
+    /// Record realm topics to an MCAP file (ros2msg schemas, CDR messages), readable by
+    /// Foxglove, the mcap tools and rosbags; no ROS install needed.
+    Record(record::RecordArgs),
     /// Run a gateway: programs outside ROS (roslibpy, roslibjs, any rosbridge v2 client)
     /// reach the realm's topics and services over WebSocket, with tokens and allow lists.
     Gateway(gateway::GatewayArgs),
@@ -195,6 +199,7 @@ pub async fn run(cli: Cli) -> CmdResult {
         Command::Name(a) => name::run(a),
         Command::Pub(a) => endpoint::run_pub(a).await,
         Command::Sub(a) => endpoint::run_sub(a).await,
+        Command::Record(a) => record::run(a).await,
         Command::Topics(a) => topics::run(a).await,
         Command::Gateway(a) => gateway::run(a).await,
         Command::Demo(a) => demo::run(a).await,
