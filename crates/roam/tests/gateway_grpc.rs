@@ -388,6 +388,37 @@ fn grpc_clients_reach_dds_nodes_rosbridge_clients_services_and_actions() {
     let l = expect(&goal4, "feedback ", &gw);
     assert!(l.starts_with(r#"feedback {"sequence": [0, 1"#), "{l}");
     expect(&goal4, "result GOAL_STATUS_SUCCEEDED ", &gw);
+    // The same in CDR: the goal, the feedback and the result (an X_Result of its own), and
+    // the goal's status as it executes.
+    let cdr4 = grpc(
+        "goal4-cdr",
+        g,
+        full,
+        &["goal", "/fibonacci", fib, r#"{"order": 4}"#, "--cdr"],
+    );
+    let mut events = Vec::new();
+    while !events
+        .last()
+        .is_some_and(|l: &String| l.starts_with("result "))
+    {
+        let l = first_of(&cdr4, &["accepted ", "status ", "feedback ", "result "]);
+        events.push(l.unwrap_or_else(|| panic!("{events:?}\n{}", cdr4.logs())));
+    }
+    assert!(events[0].starts_with("accepted "), "{events:?}");
+    assert!(
+        events.iter().any(|l| l == "status GOAL_STATUS_EXECUTING"),
+        "{events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|l| l.starts_with(r#"feedback {"sequence": [0, 1, 1"#)),
+        "{events:?}"
+    );
+    assert_eq!(
+        events.last().unwrap(),
+        r#"result GOAL_STATUS_SUCCEEDED {"sequence": [0, 1, 1, 2, 3]}"#
+    );
     let goal10 = grpc(
         "goal10",
         g,

@@ -18,10 +18,11 @@ usage: gateway_grpc_client.py ADDR [--token T] COMMAND ...
         calls until answered (UNAVAILABLE and DEADLINE_EXCEEDED are retried); prints
         "result JSON" (with --cdr, an AddTwoInts request and reply written and read as CDR here:
         "result {"sum": N}")
-  goal ACTION TYPE JSON [--cancel]
+  goal ACTION TYPE JSON [--cancel] [--cdr]
         prints "accepted ID", "status N", "feedback JSON", then "result STATUS_NAME JSON" (or
         "rejected REASON"); with --cancel, calls CancelGoal after the first feedback and prints
-        "cancel CODE_NAME"
+        "cancel CODE_NAME"; with --cdr, a Fibonacci goal, feedback and result are written and
+        read as CDR here (and printed as JSON)
   list [--want NAME ...]
         ListTopics until every wanted name is listed (30 s); prints "list JSON"
   def TYPE
@@ -183,9 +184,23 @@ def cmd_call(a, stub, md):
             time.sleep(0.3)
 
 
+def sequence_cdr(p):
+    """example_interfaces/action/Fibonacci_Feedback or _Result as CDR: int32[] sequence."""
+    assert p[:4] == b"\x00\x01\x00\x00", p[:4].hex()
+    (n,) = struct.unpack_from("<I", p, 4)
+    return {"sequence": list(struct.unpack_from(f"<{n}i", p, 8))}
+
+
 def cmd_goal(a, stub, md):
-    call = stub.SendGoal(pb.SendGoalRequest(action=a.action, type=a.type, encoding=pb.ENCODING_JSON,
-                                            goal=a.json.encode()), metadata=md)
+    if a.cdr:
+        # example_interfaces/action/Fibonacci_Goal: int32 order.
+        goal, enc = b"\x00\x01\x00\x00" + struct.pack("<i", json.loads(a.json)["order"]), pb.ENCODING_CDR
+        decode = sequence_cdr
+    else:
+        goal, enc = a.json.encode(), pb.ENCODING_JSON
+        decode = json.loads
+    call = stub.SendGoal(pb.SendGoalRequest(action=a.action, type=a.type, encoding=enc, goal=goal),
+                         metadata=md)
     goal_id = None
     cancelled = False
     try:
@@ -199,7 +214,7 @@ def cmd_goal(a, stub, md):
             elif kind == "status":
                 out("status", pb.GoalStatus.Name(ev.status))
             elif kind == "feedback":
-                out("feedback", json.dumps(json.loads(ev.feedback), sort_keys=True))
+                out("feedback", json.dumps(decode(ev.feedback), sort_keys=True))
                 if a.cancel and not cancelled:
                     cancelled = True
                     r = stub.CancelGoal(pb.CancelGoalRequest(action=a.action, type=a.type, goal_id=goal_id),
@@ -207,7 +222,7 @@ def cmd_goal(a, stub, md):
                     out("cancel", f"{pb.CancelCode.Name(r.code)} {list(r.goals_canceling)}")
             elif kind == "result":
                 name = pb.GoalStatus.Name(ev.result.status)
-                out("result", f"{name} {json.dumps(json.loads(ev.result.result), sort_keys=True)}")
+                out("result", f"{name} {json.dumps(decode(ev.result.result), sort_keys=True)}")
     except grpc.RpcError as e:
         fail(e)
 
@@ -270,6 +285,7 @@ s.add_argument("action")
 s.add_argument("type")
 s.add_argument("json")
 s.add_argument("--cancel", action="store_true")
+s.add_argument("--cdr", action="store_true")
 s = sub.add_parser("list")
 s.add_argument("--want", nargs="*", default=[])
 s = sub.add_parser("def")
