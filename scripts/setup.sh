@@ -81,3 +81,13 @@ if ! python3 -c 'import mcap_ros2' >/dev/null 2>&1; then
   pip_install() { python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore "$@"; }
   pip_install mcap==1.3.0 mcap-ros2-support==0.5.5 2>/dev/null || pip_install --break-system-packages mcap==1.3.0 mcap-ros2-support==0.5.5
 fi
+
+# grpcio + grpcio-tools: a real gRPC client (its own C-core HTTP/2 stack, not tonic) for the
+# gateway's gRPC door; the tests generate its stubs from proto/roam/gateway/v1/gateway.proto at
+# test time with grpcio-tools. Pinned with the protobuf runtime the generated code checks.
+# (roam's own build needs no protoc: protox compiles the .proto in pure Rust.)
+if ! python3 -c 'import grpc, grpc_tools; assert grpc.__version__ == "1.85.1"' >/dev/null 2>&1; then
+  pip_install() { python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore "$@"; }
+  pip_install grpcio==1.85.1 grpcio-tools==1.85.1 protobuf==7.36.2 2>/dev/null \
+    || pip_install --break-system-packages grpcio==1.85.1 grpcio-tools==1.85.1 protobuf==7.36.2
+fi

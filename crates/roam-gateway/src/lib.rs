@@ -18,13 +18,15 @@
 //!   identity;
 //! - [`tls`]: `wss://` and gRPC over TLS, client certificates;
 //! - [`codec`]: a type's CDR <-> JSON/CBOR codec from local or announced definitions;
-//! - [`rosbridge`]: the rosbridge v2 protocol (pure parse and encode) and its WebSocket shell.
+//! - [`rosbridge`]: the rosbridge v2 protocol (pure parse and encode) and its WebSocket shell;
+//! - [`grpc`]: the `roam.gateway.v1` gRPC service (proto/roam/gateway/v1/gateway.proto) on tonic.
 //!
 //! Names, sealing, links and reconnection belong to the edge layer and the client link; a
 //! door only translates.
 
 pub mod auth;
 pub mod codec;
+pub mod grpc;
 pub mod listing;
 pub mod outbox;
 pub mod rosbridge;

@@ -116,6 +116,9 @@ pub enum SessionError {
 pub enum Input<'a> {
     Json(&'a [u8]),
     Cbor(&'a [u8]),
+    /// CDR with its encapsulation header, as a ROS 2 node writes it (the gRPC door's CDR
+    /// encoding): checked against the type, then taken as is.
+    Cdr(&'a [u8]),
 }
 
 impl Input<'_> {
@@ -127,6 +130,20 @@ impl Input<'_> {
         match self {
             Input::Json(j) => ty.json_to_cdr(j, &opts, out),
             Input::Cbor(c) => ty.cbor_to_cdr(c, &opts, out),
+            Input::Cdr(c) => {
+                // Decoded once (into a scratch buffer) so malformed CDR never enters the
+                // realm: ROS 2 nodes trust what their DDS reader hands them.
+                ty.cdr_to_cbor(c, &mut Vec::new())
+                    .map_err(|e| EncodeError {
+                        path: e.path,
+                        kind: roam_msg::EncodeErrorKind::Syntax(format!(
+                            "malformed CDR: {}",
+                            e.kind
+                        )),
+                    })?;
+                out.extend_from_slice(c);
+                Ok(())
+            }
         }
     }
 }
@@ -620,21 +637,30 @@ impl ServiceTarget {
         args: Option<Input<'_>>,
         timeout: Duration,
     ) -> Result<Vec<u8>, SessionError> {
-        let mut cdr = Vec::new();
+        let reply = self.call_cdr(args, timeout).await?;
         let service = self.client.service().service.clone();
-        let args = args.unwrap_or(Input::Json(b"{}"));
-        args.to_cdr(&self.request, &mut cdr)
-            .map_err(|source| SessionError::Encode {
-                topic: service.clone(),
-                type_name: self.request.name().full(),
-                source,
-            })?;
-        let reply = self.client.call(&cdr, timeout).await?;
         let mut json = Vec::new();
         self.reply
             .cdr_to_json(&reply, &mut json)
             .map_err(|source| SessionError::BadReply { service, source })?;
         Ok(json)
+    }
+
+    /// Calls the service with a request body; the reply's CDR as the server sent it.
+    pub async fn call_cdr(
+        &self,
+        args: Option<Input<'_>>,
+        timeout: Duration,
+    ) -> Result<Vec<u8>, SessionError> {
+        let mut cdr = Vec::new();
+        let args = args.unwrap_or(Input::Json(b"{}"));
+        args.to_cdr(&self.request, &mut cdr)
+            .map_err(|source| SessionError::Encode {
+                topic: self.client.service().service.clone(),
+                type_name: self.request.name().full(),
+                source,
+            })?;
+        Ok(self.client.call(&cdr, timeout).await?)
     }
 
     /// The request type's field names in order (for args given as a list).

@@ -228,3 +228,106 @@ fn with_client_certificates_required_a_token_alone_does_not_get_in() {
         alice.logs()
     );
 }
+
+/// A grpcio (PyPI) client of tests/py/gateway_grpc_client.py.
+fn grpc_client(name: &str, args: &[&str]) -> Proc {
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/gateway_grpc_client.py");
+    let mut a = vec!["-u", script.to_str().unwrap()];
+    a.extend_from_slice(args);
+    Proc::spawn_system(name, "python3", &a)
+}
+
+#[test]
+fn grpc_over_tls_with_a_given_certificate_and_client_certificates() {
+    let net = Net::new("gw-tls-grpc");
+    let defs = definitions(&net.dir);
+    let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
+    net.issue("alice", "client");
+    let (cert, key, _) = web_certificate(&net.dir, "gateway-web");
+    let extra = format!(
+        "grpc:\n  listen: 127.0.0.1:0\ntls:\n  cert: {}\n  key: {}\n  client_certs: optional\nauth:\n  tokens:\n    - identity: operator\n      token: {TOKEN}\n      subscribe: {{allow: ['**']}}\n  certificates:\n    - identity: alice\n      subscribe: {{allow: ['/chatter']}}\n      publish: {{allow: ['/chatter']}}\n",
+        cert.display(),
+        key.display()
+    );
+    let (gw, _) = gateway(&net, "gw", &addr, Some(&defs), &extra);
+    let l = wait_line(&gw, "grpc listening ", T).unwrap_or_else(|| panic!("{}", gw.logs()));
+    assert!(l.ends_with(" (TLS)"), "{l}");
+    let g = l["grpc listening ".len()..]
+        .trim_end_matches(" (TLS)")
+        .to_string();
+    let ca = cert.display().to_string();
+    let (ac, ak) = pem(&net, "alice");
+    let alice = |name: &str, more: &[&str]| {
+        let mut a = vec![g.as_str(), "--ca", &ca, "--cert", &ac, "--key", &ak];
+        a.extend_from_slice(more);
+        grpc_client(name, &a)
+    };
+
+    // Alice's certificate (Ed25519, from the deployment's PKI) over grpcio's BoringSSL.
+    let sub = alice(
+        "alice-sub",
+        &[
+            "sub",
+            "/chatter",
+            "--type",
+            "std_msgs/String",
+            "--count",
+            "2",
+        ],
+    );
+    assert!(
+        wait_line(&sub, "subscribed", T).is_some(),
+        "{}\ngateway: {}",
+        sub.logs(),
+        gw.logs()
+    );
+    let _pub = alice(
+        "alice-pub",
+        &[
+            "pub",
+            "/chatter",
+            "std_msgs/String",
+            r#"{"data": "tls $N"}"#,
+        ],
+    );
+    let m = line_or_seen(&sub, "msg ", T);
+    assert!(
+        m.as_ref().is_ok_and(|l| l.contains("\"tls ")),
+        "{m:?}\ngateway: {}",
+        gw.logs()
+    );
+    // What her identity does not allow.
+    let call = alice(
+        "alice-call",
+        &[
+            "call",
+            "/add_two_ints",
+            "example_interfaces/srv/AddTwoInts",
+            r#"{"a": 1, "b": 2}"#,
+            "--retry-for",
+            "0",
+        ],
+    );
+    let e = line_or_seen(&call, "error ", T);
+    assert!(
+        e.as_ref()
+            .is_ok_and(|l| l.starts_with("error PERMISSION_DENIED alice may not call")),
+        "{e:?}"
+    );
+    // TLS but no credentials: nothing.
+    let nobody = grpc_client("nobody", &[&g, "--ca", &ca, "list"]);
+    let e = line_or_seen(&nobody, "error ", T);
+    assert!(
+        e.as_ref()
+            .is_ok_and(|l| l.starts_with("error UNAUTHENTICATED")),
+        "{e:?}"
+    );
+    // A plaintext channel to the TLS port gets no answer.
+    let plain = grpc_client("plain", &[&g, "--token", TOKEN, "list"]);
+    let e = line_or_seen(&plain, "error ", T);
+    assert!(
+        e.as_ref().is_ok_and(|l| l.starts_with("error UNAVAILABLE")),
+        "{e:?}"
+    );
+}

@@ -271,7 +271,7 @@ impl Actions {
         // The response is `{status, result}`: the client's values are the result.
         let result = match values {
             Some(Input::Json(j)) => String::from_utf8_lossy(j).into_owned(),
-            Some(Input::Cbor(_)) | None => "{}".into(),
+            Some(Input::Cbor(_) | Input::Cdr(_)) | None => "{}".into(),
         };
         let response = format!(r#"{{"status":{},"result":{result}}}"#, status.code());
         let mut cdr = Vec::new();

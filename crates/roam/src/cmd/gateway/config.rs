@@ -11,6 +11,8 @@
 //! msg_paths: [/opt/ws/src/my_msgs]   # definitions besides AMENT_PREFIX_PATH (optional)
 //! rosbridge:
 //!   listen: 0.0.0.0:9090       # rosbridge v2 WebSocket (default 0.0.0.0:9090)
+//! grpc:                        # optional: the gRPC door (proto/roam/gateway/v1/gateway.proto)
+//!   listen: 0.0.0.0:50051      # (default 0.0.0.0:50051 when the section is there)
 //! limits:
 //!   max_frame_bytes: 33554432  # a larger client frame is refused and its connection closed
 //!   max_clients: 256
@@ -60,6 +62,7 @@ pub struct GatewayFile {
     pub msg_paths: Vec<PathBuf>,
     #[serde(default)]
     pub rosbridge: RosbridgeFile,
+    pub grpc: Option<GrpcFile>,
     #[serde(default)]
     pub limits: LimitsFile,
     pub auth: Option<AuthFile>,
@@ -69,6 +72,12 @@ pub struct GatewayFile {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RosbridgeFile {
+    pub listen: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrpcFile {
     pub listen: Option<String>,
 }
 
@@ -144,6 +153,8 @@ pub struct GatewayConfig {
     pub realm: PathBuf,
     pub msg_paths: Vec<PathBuf>,
     pub listen: SocketAddr,
+    /// Where the gRPC door listens; None: no gRPC door.
+    pub grpc_listen: Option<SocketAddr>,
     pub limits: Limits,
     pub tokens: Option<Tokens>,
     pub tls: Option<TlsSource>,
@@ -155,6 +166,8 @@ const MIN_TOKEN_LEN: usize = 16;
 /// Where a value came from when it is missing: the file, or a flag.
 pub struct Overrides {
     pub listen: Option<String>,
+    /// `--grpc-listen`: replaces `grpc.listen` (and turns the gRPC door on).
+    pub grpc_listen: Option<String>,
     /// `--connect`: replaces `upstream:`.
     pub upstream: Vec<String>,
 }
@@ -225,6 +238,7 @@ impl GatewayFile {
                 "{listen_text:?} is not an IP address and port (e.g. 0.0.0.0:9090)"
             ))
         })?;
+        let grpc_listen = grpc_listen(doc, self.grpc.as_ref(), o.grpc_listen.as_deref())?;
         let limits = self.limits.check(doc)?;
         let tokens = match self.auth {
             None => None,
@@ -248,11 +262,36 @@ impl GatewayFile {
             realm,
             msg_paths: self.msg_paths,
             listen,
+            grpc_listen,
             limits,
             tokens,
             tls,
         })
     }
+}
+
+/// The gRPC door's address: `--grpc-listen`, else `grpc.listen`, else the default port when
+/// the file has a `grpc:` section; None: no gRPC door.
+fn grpc_listen(
+    doc: &Doc,
+    file: Option<&GrpcFile>,
+    flag: Option<&str>,
+) -> Result<Option<SocketAddr>, ConfigError> {
+    let field = FieldPath::new("grpc.listen");
+    let (text, bad): (String, &dyn Fn(String) -> ConfigError) = match (flag, file) {
+        (Some(f), _) => (f.to_string(), &|e| doc.whole(format!("--grpc-listen: {e}"))),
+        (None, Some(g)) => (
+            g.listen.clone().unwrap_or_else(|| "0.0.0.0:50051".into()),
+            &|e| doc.err(&field, e),
+        ),
+        (None, None) => return Ok(None),
+    };
+    check_host_port(&text, Use::Listen).map_err(|e| bad(e.to_string()))?;
+    text.parse().map(Some).map_err(|_| {
+        bad(format!(
+            "{text:?} is not an IP address and port (e.g. 0.0.0.0:50051)"
+        ))
+    })
 }
 
 impl LimitsFile {
@@ -453,6 +492,8 @@ auth:
       token: 0123456789abcdef0123
       expires: 2027-01-01T00:00:00Z
       subscribe: {allow: ['/chatter']}
+grpc:
+  listen: 127.0.0.1:50051
 ";
 
     fn check(text: &str) -> Result<GatewayConfig, String> {
@@ -462,6 +503,7 @@ auth:
             &doc,
             Overrides {
                 listen: None,
+                grpc_listen: None,
                 upstream: Vec::new(),
             },
         )?)
@@ -472,10 +514,14 @@ auth:
         let c = check(GOOD).unwrap();
         assert_eq!(c.listen.to_string(), "127.0.0.1:9191");
         assert_eq!(c.limits.max_clients, 10);
+        assert_eq!(c.grpc_listen.unwrap().to_string(), "127.0.0.1:50051");
         assert!(c.tokens.is_some());
         let c = check("id: gw\npki: p\nupstream: [127.0.0.1:1]\nrealm: r\n").unwrap();
         assert_eq!(c.listen.to_string(), "0.0.0.0:9090");
         assert!(c.tokens.is_none());
+        assert!(c.grpc_listen.is_none(), "no gRPC door unless asked");
+        let c = check("id: gw\npki: p\nupstream: [127.0.0.1:1]\nrealm: r\ngrpc: {}\n").unwrap();
+        assert_eq!(c.grpc_listen.unwrap().to_string(), "0.0.0.0:50051");
     }
 
     #[test]
@@ -518,6 +564,11 @@ auth:
                 "gw.yaml: line 1: id: invalid identity name",
             ),
             ("limits:", "limitz:", "gw.yaml: line 7"),
+            (
+                "listen: 127.0.0.1:50051",
+                "listen: 127.0.0.1:none",
+                "gw.yaml: line 16: grpc.listen:",
+            ),
         ] {
             let text = GOOD.replace(from, to);
             let e = match check(&text) {

@@ -1,7 +1,7 @@
 //! `roam gateway`: programs outside ROS join a realm. The gateway runs its own edge router
 //! (as a proxy does: started by `boot.rs`, linked to its upstream routers), so its clients
 //! reach each other in-process as well as the realm; it serves rosbridge v2 over WebSocket
-//! (see docs/gateway.md).
+//! and, when configured, gRPC (see docs/gateway.md).
 
 mod config;
 mod tls_config;
@@ -30,6 +30,12 @@ pub struct GatewayArgs {
     /// bound is printed on stdout as `rosbridge listening ws://ADDR` (`wss://` with `tls:`).
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
+    /// Serve the gRPC door (roam.gateway.v1, proto/roam/gateway/v1/gateway.proto) on this
+    /// address, e.g. 127.0.0.1:50051 (0 as the port picks a free one) [default: grpc.listen in
+    /// the file; without either, no gRPC door]. The address bound is printed on stdout as
+    /// `grpc listening ADDR`.
+    #[arg(long, value_name = "ADDR")]
+    pub grpc_listen: Option<String>,
     /// A router to join the realm through (quic://HOST:PORT, tcp://HOST:PORT or HOST:PORT);
     /// repeatable; replaces `upstream:` in the file.
     #[arg(long, value_name = "ADDR")]
@@ -42,6 +48,7 @@ pub async fn run(a: GatewayArgs) -> CmdResult {
         &a.config,
         config::Overrides {
             listen: a.listen,
+            grpc_listen: a.grpc_listen,
             upstream: a.connect,
         },
     )?;
@@ -97,9 +104,16 @@ pub async fn run(a: GatewayArgs) -> CmdResult {
         }
     );
     let server = tokio::spawn(roam_gateway::rosbridge::serve(gw.clone(), listener, ws_tls));
+    let grpc = match cfg.grpc_listen {
+        Some(addr) => Some(start_grpc(gw.clone(), addr, tls.as_ref()).await?),
+        None => None,
+    };
     let sig = stop.wait().await;
     eprintln!("{sig}: stopping");
     server.abort();
+    if let Some(g) = grpc {
+        g.abort();
+    }
     let s = &gw.stats;
     eprintln!(
         "served {} clients; refused {} ops (authentication, permissions), {} bad frames; dropped {} messages for slow clients",
@@ -109,4 +123,30 @@ pub async fn run(a: GatewayArgs) -> CmdResult {
         s.dropped.load(Ordering::Relaxed),
     );
     Ok(())
+}
+
+/// Binds the gRPC door's address and serves it; prints `grpc listening ADDR`.
+async fn start_grpc(
+    gw: Arc<Gateway>,
+    addr: std::net::SocketAddr,
+    tls: Option<&roam_gateway::tls::TlsSettings>,
+) -> Result<tokio::task::JoinHandle<()>, String> {
+    // gRPC is HTTP/2: ALPN `h2`.
+    let door_tls = match tls {
+        Some(t) => DoorTls::new(t.server_config(&[b"h2"]).map_err(|e| format!("tls: {e}"))?),
+        None => DoorTls::plain(),
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("grpc: cannot listen on {addr}: {e}"))?;
+    let bound = listener.local_addr().map_err(|e| format!("grpc: {e}"))?;
+    let scheme = if door_tls.is_tls() { " (TLS)" } else { "" };
+    println!("grpc listening {bound}{scheme}");
+    tracing::info!("gRPC (roam.gateway.v1) on {bound}{scheme}");
+    let incoming = roam_gateway::grpc::door_incoming(gw.clone(), listener, door_tls);
+    Ok(tokio::spawn(async move {
+        if let Err(e) = roam_gateway::grpc::serve(gw, incoming).await {
+            tracing::error!("grpc: the server stopped: {e}");
+        }
+    }))
 }
