@@ -8,7 +8,6 @@ mod common;
 mod gateway_support;
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 use common::*;
 use gateway_support::*;
@@ -63,25 +62,10 @@ fn record_writes_realm_topics_that_mcap_and_rosbags_read_back_exactly() {
         rec.logs()
     );
 
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/read_mcap.py");
-    let reader = Proc::spawn_system(
-        "read-mcap",
-        "python3",
-        &["-u", script.to_str().unwrap(), out.to_str().unwrap()],
-    );
-    let mut lines = Vec::new();
-    let end = std::time::Instant::now() + T;
-    while std::time::Instant::now() < end {
-        match reader.line(Duration::from_millis(100)) {
-            Some(l) if l == "done" => break,
-            Some(l) => lines.push(l),
-            None => {}
-        }
-    }
+    let lines = read_mcap(&out);
     assert!(
         lines.iter().any(|l| l.starts_with("rosbags ")),
-        "the readers did not finish: {lines:?}\n{}",
-        reader.logs()
+        "rosbags read nothing: {lines:?}"
     );
     let with = |p: &str| -> Vec<&String> { lines.iter().filter(|l| l.starts_with(p)).collect() };
     // Both channels, with ros2msg schemas and cdr messages, 40 messages between them.

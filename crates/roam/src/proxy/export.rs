@@ -570,8 +570,8 @@ fn judge(t: &RouteTable, k: &StreamKey, p: &Publisher, s: &Sample) -> Option<Vec
     let node = ctx.nodes.node_of(&s.writer_guid);
     // The writer's participant (its GUID prefix): the DDS peer it came from.
     let peer = hex::encode(&s.writer_guid[..12]);
-    let (ty, schema) = match t.types.get(&k.class.dds_type) {
-        Some((ty, d)) => (ty.as_str(), d.as_ref().map(|d| d.schema())),
+    let (ty, d) = match t.types.get(&k.class.dds_type) {
+        Some((ty, d)) => (ty.as_str(), d.as_deref()),
         None => (k.class.dds_type.as_str(), None),
     };
     let m = roam_rules::Message {
@@ -582,7 +582,9 @@ fn judge(t: &RouteTable, k: &StreamKey, p: &Publisher, s: &Sample) -> Option<Vec
         peer: Some(&peer),
         size: s.cdr.len(),
     };
-    let v = ctx.rules.evaluate(&m, schema, &s.cdr);
+    let v = ctx
+        .rules
+        .evaluate(&m, d.map(|d| d.schema()), d.map(|d| d.ros2msg()), &s.cdr);
     if !v.passes() {
         TopicStats::count(&p.stats().ruled);
         return None;

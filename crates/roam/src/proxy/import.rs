@@ -42,9 +42,13 @@ pub struct ImportLeg {
 
 /// What the rules see of the topic: its local ROS name, and per DDS type the ROS type name
 /// and the resolved definition (this machine's, else the announced one).
+/// A type's definition: resolved, and its ros2msg text.
+type Known = (Arc<MessageType>, Arc<str>);
+
 struct Judge {
     topic: String,
-    types: HashMap<String, (String, Option<Arc<MessageType>>)>,
+    /// Per DDS type: its ROS name, and its definition (resolved, and its ros2msg text).
+    types: HashMap<String, (String, Option<Known>)>,
 }
 
 /// Runs the import of one topic until the edge goes.
@@ -116,12 +120,13 @@ impl Judge {
             let name = ty.clone();
             let local = tokio::task::spawn_blocking(move || source.lookup(&name)).await;
             let schema = match local {
-                Ok(Ok(d)) => Some(Arc::new(d.schema().clone())),
+                Ok(Ok(d)) => Some((Arc::new(d.schema().clone()), Arc::from(d.ros2msg()))),
                 _ => sub.definition(&ty).and_then(|text| {
                     let root = ros_type(&ty);
                     let mut reg = TypeRegistry::new();
                     reg.add_ros2msg(&root, text).ok()?;
-                    reg.resolve(&root).ok().map(Arc::new)
+                    let resolved = reg.resolve(&root).ok().map(Arc::new)?;
+                    Some((resolved, Arc::from(text)))
                 }),
             };
             self.types.insert(ty.clone(), (ros_type(&ty), schema));
@@ -144,9 +149,10 @@ impl Judge {
         let Some((info, _)) = r.stream.and_then(|id| writers.get(&id)) else {
             return true;
         };
-        let (ty, schema) = match self.types.get(&info.dds_type) {
-            Some((ty, s)) => (ty.as_str(), s.as_deref()),
-            None => (info.dds_type.as_str(), None),
+        let (ty, schema, text) = match self.types.get(&info.dds_type) {
+            Some((ty, Some((s, t)))) => (ty.as_str(), Some(&**s), Some(&**t)),
+            Some((ty, None)) => (ty.as_str(), None, None),
+            None => (info.dds_type.as_str(), None, None),
         };
         let m = roam_rules::Message {
             topic: &self.topic,
@@ -156,7 +162,7 @@ impl Judge {
             peer: Some(&info.announcer),
             size: cdr.len(),
         };
-        let v = leg.rules.evaluate(&m, schema, cdr);
+        let v = leg.rules.evaluate(&m, schema, text, cdr);
         if !v.passes() {
             TopicStats::count(&sub.stats().ruled);
         }

@@ -24,5 +24,6 @@ pub mod export_plan;
 pub mod import;
 pub mod nodes;
 pub mod rules;
+pub mod rules_log;
 pub mod run;
 pub mod write;

@@ -18,6 +18,8 @@ use roam_rules::{Content, Engine, Message, Module, ParseError, Rules, Verdict};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
+use super::rules_log::LogFiles;
+
 /// Messages larger than this are not decoded for FIELD or MESSAGE (those conditions then do
 /// not hold): rules must not turn an image into megabytes of JSON per frame.
 pub const MAX_DECODED: usize = 1 << 20;
@@ -32,37 +34,19 @@ pub enum RulesFileError {
     },
     #[error("{path}:{}:{}: {}", .source.line, .source.column, .source.kind)]
     Parse { path: String, source: ParseError },
-    #[error(
-        "{path}:{line}:{column}: {action} is not carried out by this roam yet (see docs/rules.md)"
-    )]
-    Unsupported {
-        path: String,
-        line: usize,
-        column: usize,
-        action: &'static str,
-    },
 }
 
-/// Reads and parses a rules file, refusing what the proxy cannot carry out.
+/// Reads and parses a rules file.
 pub fn load_file(path: &Path) -> Result<Rules, RulesFileError> {
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| RulesFileError::Read {
         path: shown.clone(),
         source,
     })?;
-    let rules = Rules::parse(&text).map_err(|source| RulesFileError::Parse {
+    Rules::parse(&text).map_err(|source| RulesFileError::Parse {
         path: shown.clone(),
         source,
-    })?;
-    if let Some(r) = rules.find_action("Log") {
-        return Err(RulesFileError::Unsupported {
-            path: shown,
-            line: r.line,
-            column: r.column,
-            action: "Log (MCAP recording)",
-        });
-    }
-    Ok(rules)
+    })
 }
 
 /// The proxy's rules and their state, shared by every export and import.
@@ -73,6 +57,21 @@ pub struct ProxyRules {
     active: AtomicBool,
     /// Bumped on every reload, so exports prepare the publishers of new Copy targets.
     generation: watch::Sender<u64>,
+    /// The files of `Log` actions.
+    logs: LogFiles,
+}
+
+/// The files the `Log` actions of `rules` name.
+fn log_files(rules: &Rules) -> Vec<String> {
+    rules
+        .rules()
+        .iter()
+        .flat_map(|r| r.actions.iter())
+        .filter_map(|a| match a {
+            roam_rules::Action::Log(f) => Some(f.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 impl ProxyRules {
@@ -91,6 +90,11 @@ impl ProxyRules {
             engine: Mutex::new(Engine::new(Arc::new(rules))),
             active: AtomicBool::new(active),
             generation: watch::Sender::new(0),
+            logs: LogFiles::new(
+                path.and_then(Path::parent)
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .unwrap_or(Path::new(".")),
+            ),
         }))
     }
 
@@ -121,6 +125,7 @@ impl ProxyRules {
             Ok(rules) => {
                 self.log_figures(true);
                 let n = rules.rules().len();
+                self.logs.retain(&log_files(&rules));
                 let mut e = self.engine();
                 *e = Engine::new(Arc::new(rules));
                 self.active.store(n > 0, Ordering::Relaxed);
@@ -147,9 +152,16 @@ impl ProxyRules {
         self.engine().copy_targets(topic)
     }
 
-    /// Evaluates the rules on one message. `schema`: the type's definition, if known, for
-    /// FIELD and MESSAGE.
-    pub fn evaluate(&self, m: &Message, schema: Option<&MessageType>, cdr: &[u8]) -> Verdict {
+    /// Evaluates the rules on one message, and hands it to the files of matching `Log`
+    /// actions. `schema`: the type's definition, if known, for FIELD and MESSAGE; `definition`
+    /// its ros2msg text (the schema of a Log file).
+    pub fn evaluate(
+        &self,
+        m: &Message,
+        schema: Option<&MessageType>,
+        definition: Option<&str>,
+        cdr: &[u8],
+    ) -> Verdict {
         if !self.active.load(Ordering::Relaxed) {
             return Verdict::default();
         }
@@ -158,7 +170,17 @@ impl ProxyRules {
             cdr,
             value: None,
         };
-        self.engine().evaluate(m, &mut content, Instant::now())
+        let v = self.engine().evaluate(m, &mut content, Instant::now());
+        if !v.logs.is_empty() {
+            self.logs
+                .write(&v.logs, m.topic, m.type_name, definition, cdr);
+        }
+        v
+    }
+
+    /// Finishes the Log files (the proxy stops).
+    pub fn finish_logs(&self) {
+        self.logs.finish_all();
     }
 
     /// Logs drops by cause and the figures of Display rules (and, with `all`, of Monitor

@@ -194,6 +194,7 @@ pub async fn run(
     directory.stop().await;
     display.abort();
     rules.log_figures(true);
+    rules.finish_logs();
     ticker.stop().await;
     status.report().await;
     router.shutdown().await;

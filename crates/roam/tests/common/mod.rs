@@ -422,3 +422,24 @@ impl Net {
         )
     }
 }
+
+/// What tests/py/read_mcap.py prints for an MCAP file (the `mcap` package and `rosbags`
+/// reading it back), all lines up to its "done".
+pub fn read_mcap(path: &Path) -> Vec<String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/read_mcap.py");
+    let reader = Proc::spawn_system(
+        "read-mcap",
+        "python3",
+        &["-u", script.to_str().unwrap(), path.to_str().unwrap()],
+    );
+    let mut lines = Vec::new();
+    let end = std::time::Instant::now() + Duration::from_secs(40);
+    while std::time::Instant::now() < end {
+        match reader.line(Duration::from_millis(100)) {
+            Some(l) if l == "done" => return lines,
+            Some(l) => lines.push(l),
+            None => {}
+        }
+    }
+    panic!("read_mcap.py did not finish: {lines:?}\n{}", reader.logs());
+}

@@ -2,7 +2,8 @@
 each found, for tests/record_mcap.rs.
 
 usage: read_mcap.py FILE
-Lines: "mcap TOPIC SCHEMA ENCODING COUNT" per channel (the `mcap` package, messages decoded
+Lines: "mcap TOPIC SCHEMA ENCODING COUNT" per channel (SCHEMA "-" for a channel without one,
+whose messages are "mcap-raw TOPIC LENGTH") (the `mcap` package, messages decoded
 with mcap-ros2-support from the file's own schemas), "mcap-msg TOPIC JSON" for each decoded
 message, then "rosbags TOPIC TYPE COUNT" per connection and "rosbags-msg TOPIC JSON" per
 message (rosbags' AnyReader, types from the file).
@@ -28,11 +29,18 @@ def plain(m):
 path = sys.argv[1]
 counts = Counter()
 channels = {}
+factory = DecoderFactory()
 with open(path, "rb") as f:
-    reader = make_reader(f, decoder_factories=[DecoderFactory()])
-    for schema, channel, message, decoded in reader.iter_decoded_messages():
+    reader = make_reader(f)
+    for schema, channel, message in reader.iter_messages():
         counts[channel.topic] += 1
+        if schema is None:
+            # Recorded before (or without) a definition: the bytes only.
+            channels[channel.topic] = ("-", "-", channel.message_encoding)
+            print("mcap-raw", channel.topic, len(message.data), flush=True)
+            continue
         channels[channel.topic] = (schema.name, schema.encoding, channel.message_encoding)
+        decoded = factory.decoder_for(channel.message_encoding, schema)(message.data)
         print("mcap-msg", channel.topic, json.dumps(plain(decoded), sort_keys=True), flush=True)
 for topic, (name, enc, menc) in sorted(channels.items()):
     print("mcap", topic, name, f"{enc}/{menc}", counts[topic], flush=True)
@@ -41,7 +49,8 @@ from rosbags.highlevel import AnyReader  # noqa: E402
 
 with AnyReader([Path(path)]) as r:
     counts = Counter()
-    for conn, _t, raw in r.messages():
+    typed = [c for c in r.connections if c.msgdef.data]
+    for conn, _t, raw in r.messages(connections=typed):
         msg = r.deserialize(raw, conn.msgtype)
         counts[(conn.topic, conn.msgtype)] += 1
         print("rosbags-msg", conn.topic, json.dumps(plain(msg), sort_keys=True, default=str), flush=True)
