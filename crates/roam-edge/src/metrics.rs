@@ -21,6 +21,8 @@ mod endpoint;
 mod file;
 mod process;
 pub mod prometheus;
+pub mod rates;
+pub mod realm;
 mod source;
 #[cfg(test)]
 mod tests;

@@ -92,6 +92,15 @@ pub async fn run(
         false => None,
     };
     let (status, ticker) = Status::start_proxy(&cfg, &router, &edge).await?;
+    let realm_list: Vec<Arc<roam_edge::Realm>> = realms.values().cloned().collect();
+    let _metrics_to_realms = Status::announce(
+        &cfg.id,
+        roam_edge::metrics::ProcessKind::Proxy,
+        &router,
+        &edge,
+        &realm_list,
+    )
+    .await;
     let metrics_listen = cfg
         .metrics_listen
         .as_deref()

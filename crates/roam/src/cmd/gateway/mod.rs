@@ -75,7 +75,15 @@ pub async fn run(a: GatewayArgs) -> CmdResult {
         what: "the gateway (its edge router)",
     })
     .await?;
-    let edge = Edge::new(Port::Router(router), cfg.id.clone());
+    let edge = Edge::new(Port::Router(router.clone()), cfg.id.clone());
+    let _metrics_to_realm = crate::stats::Status::announce(
+        &cfg.id,
+        roam_edge::metrics::ProcessKind::Gateway,
+        &router,
+        &edge,
+        std::slice::from_ref(&realm),
+    )
+    .await;
     let doors = doors::start(edge, realm, definitions, cfg.doors, tls).await?;
     let sig = stop.wait().await;
     eprintln!("{sig}: stopping");
