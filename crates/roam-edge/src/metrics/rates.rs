@@ -2,9 +2,11 @@
 //! and bytes per second, mean and largest size, age percentiles over the interval, drops in
 //! it). Pure: two snapshots in, rows out.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
-use super::{Ages, Bucket, Direction, Link, Snapshot, Topic};
+use super::{Ages, Bucket, Direction, Link, ProcessKind, Snapshot, Topic};
 
 /// One topic of one member over an interval.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -149,6 +151,95 @@ pub fn link_rates(before: Option<&Snapshot>, now: &Snapshot) -> Vec<LinkRate> {
             }
         })
         .collect()
+}
+
+/// One member now: what it is, its CPU (% of one core over the interval) and memory.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MemberRate {
+    pub id: String,
+    pub kind: ProcessKind,
+    pub cpu_percent: Option<f64>,
+    pub rss_bytes: Option<u64>,
+    /// µs since the Unix epoch of its latest snapshot.
+    pub snapshot_time_us: u64,
+}
+
+/// A realm's figures over the last interval: every member, topic and open link.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RealmRates {
+    pub members: Vec<MemberRate>,
+    /// By topic, then member; the realm's own machinery (`roam/...` names) left out.
+    pub topics: Vec<TopicRate>,
+    pub links: Vec<LinkRate>,
+}
+
+/// The two latest snapshots of each member, to take rates between.
+#[derive(Debug, Default)]
+pub struct History {
+    members: BTreeMap<String, (Option<Snapshot>, Snapshot)>,
+}
+
+impl History {
+    /// Takes the members' latest snapshots (members not among them are forgotten).
+    pub fn update(&mut self, latest: Vec<Snapshot>) {
+        let names: Vec<String> = latest.iter().map(|s| s.process.id.clone()).collect();
+        self.members.retain(|m, _| names.contains(m));
+        for s in latest {
+            match self.members.get_mut(&s.process.id) {
+                Some((before, now))
+                    if s.process.snapshot_time_us > now.process.snapshot_time_us =>
+                {
+                    *before = Some(std::mem::replace(now, s));
+                }
+                Some(_) => {}
+                None => {
+                    self.members.insert(s.process.id.clone(), (None, s));
+                }
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// Whether every member has been heard twice (rates over one interval for all).
+    pub fn all_twice(&self) -> bool {
+        !self.members.is_empty() && self.members.values().all(|(b, _)| b.is_some())
+    }
+
+    /// The figures now.
+    pub fn rates(&self) -> RealmRates {
+        let mut r = RealmRates::default();
+        for (before, now) in self.members.values() {
+            let before = before.as_ref();
+            let cpu = before.and_then(|b| {
+                let dt = now
+                    .process
+                    .snapshot_time_us
+                    .saturating_sub(b.process.snapshot_time_us);
+                let c = now.process.cpu_time_us?;
+                let dc = c.saturating_sub(b.process.cpu_time_us?);
+                (dt > 0).then(|| 100.0 * dc as f64 / dt as f64)
+            });
+            r.members.push(MemberRate {
+                id: now.process.id.clone(),
+                kind: now.process.kind,
+                cpu_percent: cpu,
+                rss_bytes: now.process.rss_bytes,
+                snapshot_time_us: now.process.snapshot_time_us,
+            });
+            r.topics.extend(
+                topic_rates(before, now)
+                    .into_iter()
+                    .filter(|t| !t.topic.starts_with("roam/")),
+            );
+            r.links.extend(link_rates(before, now));
+        }
+        r.topics
+            .sort_by(|a, b| (&a.topic, &a.member).cmp(&(&b.topic, &b.member)));
+        r
+    }
 }
 
 #[cfg(test)]

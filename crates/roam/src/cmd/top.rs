@@ -4,7 +4,6 @@
 //! bandwidth, mean and largest size, age percentiles at that hop and drops; per member its CPU
 //! and memory and its links' round-trip times.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -12,8 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use roam_edge::metrics::rates::{link_rates, topic_rates, LinkRate, TopicRate};
-use roam_edge::metrics::{Direction, Snapshot};
+use roam_edge::metrics::rates::{History, RealmRates};
+use roam_edge::metrics::Direction;
 
 use super::connect::{client_config, client_edge, ClientEdge};
 use super::{CmdResult, ConnectArgs};
@@ -37,25 +36,6 @@ pub struct TopArgs {
     pub wait: f64,
 }
 
-/// Two snapshots of a member: the one before and the latest.
-#[derive(Default)]
-struct Pair {
-    before: Option<Snapshot>,
-    now: Option<Snapshot>,
-}
-
-impl Pair {
-    fn update(&mut self, s: Snapshot) {
-        let newer = self
-            .now
-            .as_ref()
-            .is_none_or(|n| s.process.snapshot_time_us > n.process.snapshot_time_us);
-        if newer {
-            self.before = self.now.replace(s);
-        }
-    }
-}
-
 pub async fn run(a: TopArgs) -> CmdResult {
     let mut stop = super::signals::Stop::install()?;
     let interval = Duration::try_from_secs_f64(a.interval)
@@ -72,7 +52,7 @@ pub async fn run(a: TopArgs) -> CmdResult {
         None,
     )?;
     let view = edge.realm_metrics(realm.clone()).await;
-    let mut members: BTreeMap<String, Pair> = BTreeMap::new();
+    let mut history = History::default();
     let started = tokio::time::Instant::now();
     let mut tick = tokio::time::interval(interval);
     let tty = std::io::stdout().is_terminal() && !a.once;
@@ -84,23 +64,17 @@ pub async fn run(a: TopArgs) -> CmdResult {
                 return Ok(());
             }
         }
-        let heard = view.snapshots();
-        let names: Vec<String> = heard.iter().map(|s| s.process.id.clone()).collect();
-        members.retain(|m, _| names.contains(m));
-        for s in heard {
-            members.entry(s.process.id.clone()).or_default().update(s);
-        }
-        if members.is_empty() && started.elapsed() > wait {
+        history.update(view.snapshots());
+        if history.is_empty() && started.elapsed() > wait {
             return Err(format!(
                 "no member of realm {} was heard within {} s (members send their metrics while someone listens; is a proxy or gateway of the realm linked to this router's network?)",
                 realm.label, a.wait
             ));
         }
-        let ready = !members.is_empty() && members.values().all(|p| p.before.is_some());
-        if a.once && !ready {
+        if a.once && !history.all_twice() {
             continue;
         }
-        let text = render(&realm.label, &members);
+        let text = render(&realm.label, &history.rates());
         let mut out = std::io::stdout().lock();
         if tty {
             // Home and clear: redraw in place, as top does.
@@ -137,55 +111,35 @@ fn age(us: Option<u64>) -> String {
 }
 
 /// The table: members (CPU, memory, links), then every topic.
-fn render(realm: &str, members: &BTreeMap<String, Pair>) -> String {
+fn render(realm: &str, r: &RealmRates) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "roam top: realm {realm}, {} members", members.len());
+    let _ = writeln!(s, "roam top: realm {realm}, {} members", r.members.len());
     let _ = writeln!(
         s,
         "{:<20} {:<8} {:>6} {:>9}  LINKS (peer rtt)",
         "MEMBER", "KIND", "CPU%", "RSS"
     );
-    let mut topics: Vec<TopicRate> = Vec::new();
-    for (name, p) in members {
-        let Some(now) = &p.now else { continue };
-        let cpu = match (&p.before, now.process.cpu_time_us) {
-            (Some(b), Some(c)) => {
-                let dt = now
-                    .process
-                    .snapshot_time_us
-                    .saturating_sub(b.process.snapshot_time_us);
-                let dc = c.saturating_sub(b.process.cpu_time_us.unwrap_or(c));
-                (dt > 0).then(|| format!("{:.1}", 100.0 * dc as f64 / dt as f64))
-            }
-            _ => None,
-        };
-        let rss = now
-            .process
-            .rss_bytes
-            .map(|b| si(b as f64, "B"))
-            .unwrap_or_else(|| "-".into());
-        let links: Vec<String> = link_rates(p.before.as_ref(), now)
+    for m in &r.members {
+        let links: Vec<String> = r
+            .links
             .iter()
-            .map(|l: &LinkRate| format!("{} {}", l.peer, age(l.rtt_us)))
+            .filter(|l| l.member == m.id)
+            .map(|l| format!("{} {}", l.peer, age(l.rtt_us)))
             .collect();
-        let kind = format!("{:?}", now.process.kind).to_lowercase();
         let _ = writeln!(
             s,
             "{:<20} {:<8} {:>6} {:>9}  {}",
-            name,
-            kind,
-            cpu.unwrap_or_else(|| "-".into()),
-            rss,
+            m.id,
+            format!("{:?}", m.kind).to_lowercase(),
+            m.cpu_percent
+                .map(|c| format!("{c:.1}"))
+                .unwrap_or_else(|| "-".into()),
+            m.rss_bytes
+                .map(|b| si(b as f64, "B"))
+                .unwrap_or_else(|| "-".into()),
             links.join(", ")
         );
-        // The realm's own machinery (its directory, these metrics) is not a user's topic.
-        topics.extend(
-            topic_rates(p.before.as_ref(), now)
-                .into_iter()
-                .filter(|t| !t.topic.starts_with("roam/")),
-        );
     }
-    topics.sort_by(|a, b| (&a.topic, &a.member).cmp(&(&b.topic, &b.member)));
     let _ = writeln!(s);
     let _ = writeln!(
         s,
@@ -201,7 +155,7 @@ fn render(realm: &str, members: &BTreeMap<String, Pair>) -> String {
         "AGE P99",
         "DROPS"
     );
-    for t in &topics {
+    for t in &r.topics {
         let dir = match t.direction {
             Direction::Export => "out",
             Direction::Import => "in",
@@ -240,10 +194,8 @@ mod tests {
         assert_eq!(age(Some(850)), "850 us");
         assert_eq!(age(Some(1500)), "1.5 ms");
         assert_eq!(age(None), "-");
-        let mut m = BTreeMap::new();
-        m.insert("robot".to_string(), Pair::default());
-        let t = render("test", &m);
-        assert!(t.starts_with("roam top: realm test, 1 members\n"), "{t}");
+        let t = render("test", &RealmRates::default());
+        assert!(t.starts_with("roam top: realm test, 0 members\n"), "{t}");
         assert!(t.contains("TOPIC"), "{t}");
     }
 }
