@@ -6,6 +6,7 @@ pub mod boot;
 pub mod cmd;
 pub mod config;
 pub mod config_doc;
+pub mod dashboard;
 pub mod host_check;
 pub mod payload;
 pub mod proxy;

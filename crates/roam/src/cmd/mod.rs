@@ -6,6 +6,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub mod child;
 pub mod connect;
+pub mod dashboard;
 pub mod demo;
 pub mod demo_ros;
 pub mod endpoint;
@@ -60,6 +61,9 @@ pub enum Command {
     /// Show every topic of a realm live (rate, bandwidth, sizes, ages, drops per member),
     /// and each member's CPU, memory and links, from the metrics members seal to the realm.
     Top(top::TopArgs),
+    /// Serve a realm's live dashboard (topology, links, every topic with sparklines) to a
+    /// browser, from the metrics members seal to the realm.
+    Dashboard(dashboard::DashboardArgs),
     /// Run a gateway: programs outside ROS (roslibpy, roslibjs, any rosbridge v2 client)
     /// reach the realm's topics and services over WebSocket, with tokens and allow lists.
     Gateway(gateway::GatewayArgs),
@@ -204,6 +208,7 @@ pub async fn run(cli: Cli) -> CmdResult {
         Command::Pub(a) => endpoint::run_pub(a).await,
         Command::Sub(a) => endpoint::run_sub(a).await,
         Command::Record(a) => record::run(a).await,
+        Command::Dashboard(a) => dashboard::run(a).await,
         Command::Top(a) => top::run(a).await,
         Command::Topics(a) => topics::run(a).await,
         Command::Gateway(a) => gateway::run(a).await,

@@ -45,6 +45,9 @@
 //!     realm: warehouse
 //! link:                          # the edge router's links (fields as in a router's `link:`)
 //!   congestion: bbr              # QUIC: cubic (default), new_reno, bbr
+//! dashboard:                     # optional: the realm's live dashboard, served here (HTTP,
+//!   listen: 127.0.0.1:8080       #   no authentication: loopback or a trusted network)
+//!   realm: warehouse
 //! gateway:                       # optional: doors for programs outside ROS, on this proxy
 //!   realm: warehouse             #   into this realm (sections as in `roam gateway`'s file,
 //!   rosbridge: {listen: 0.0.0.0:9090}  # docs/gateway.md; only the doors listed open)
@@ -109,6 +112,17 @@ pub struct ProxyFile {
     pub rules: Option<PathBuf>,
     /// Gateway doors (rosbridge, gRPC) into one realm, on this proxy's edge.
     pub gateway: Option<EmbeddedFile>,
+    /// The live dashboard of one of its realms, served by this proxy.
+    pub dashboard: Option<DashboardFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DashboardFile {
+    /// Where to serve it (HTTP, no authentication: loopback or a trusted network).
+    pub listen: String,
+    /// One of `realms:`.
+    pub realm: String,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -242,6 +256,8 @@ pub struct ProxyConfig {
     pub rules: Option<PathBuf>,
     /// Gateway doors on this proxy's edge, if any.
     pub gateway: Option<EmbeddedGateway>,
+    /// The dashboard: its address and realm, if any.
+    pub dashboard: Option<(std::net::SocketAddr, String)>,
 }
 
 /// A proxy's gateway doors: into which realm, and how (see `roam gateway`).
@@ -406,6 +422,25 @@ impl ProxyConfig {
             }
             None => None,
         };
+        let dashboard = match &f.dashboard {
+            Some(d) => {
+                let at = field("dashboard");
+                realm_ok(&d.realm, &at.clone().key("realm"))?;
+                check_host_port(&d.listen, Use::Listen)
+                    .map_err(|e| doc.err(&at.clone().key("listen"), e.to_string()))?;
+                let addr = d.listen.parse().map_err(|_| {
+                    doc.err(
+                        &at.key("listen"),
+                        format!(
+                            "{:?} is not an IP address and port (e.g. 127.0.0.1:8080)",
+                            d.listen
+                        ),
+                    )
+                })?;
+                Some((addr, d.realm.clone()))
+            }
+            None => None,
+        };
         if f.exports.is_empty() && f.imports.is_empty() && gateway.is_none() {
             return Err(doc.whole("nothing to do: add `exports`, `imports` or `gateway`"));
         }
@@ -427,6 +462,7 @@ impl ProxyConfig {
             msg_paths: f.msg_paths,
             rules: f.rules,
             gateway,
+            dashboard,
         })
     }
 

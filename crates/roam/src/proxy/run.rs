@@ -57,6 +57,24 @@ pub async fn run(
     );
 
     let rules = super::rules::ProxyRules::load(cfg.rules.as_deref()).map_err(|e| e.to_string())?;
+    let dashboard = match &cfg.dashboard {
+        Some((addr, realm)) => {
+            let (listener, bound) = crate::dashboard::bind(*addr).await?;
+            let view = edge.realm_metrics(realms[realm].clone()).await;
+            let (latest, follow) = crate::dashboard::follow(
+                realms[realm].label.clone(),
+                view,
+                std::time::Duration::from_secs(1),
+            );
+            println!("dashboard listening http://{bound}");
+            info!("dashboard of realm {realm} on http://{bound}");
+            Some((
+                tokio::spawn(crate::dashboard::serve(listener, latest)),
+                follow,
+            ))
+        }
+        None => None,
+    };
     // Gateway doors on this proxy's edge: its clients reach the local DDS topics the proxy
     // exports and imports in-process, and the realm.
     let doors = match cfg.gateway.take() {
@@ -219,6 +237,10 @@ pub async fn run(
     display.abort();
     if let Some(d) = doors {
         d.stop();
+    }
+    if let Some((server, follow)) = dashboard {
+        server.abort();
+        follow.abort();
     }
     rules.log_figures(true);
     rules.finish_logs();
