@@ -488,3 +488,95 @@ fn a_bad_rules_file_stops_the_proxy_at_start_with_its_line_and_column() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn import_side_rules_read_type_realm_message_and_fields_with_every_operator() {
+    let net = Net::new("rules-import");
+    let dir = the_dir(&net, "import");
+    let defs = definitions(&dir);
+    // Evaluated by the importing proxy, on what arrives from the realm.
+    let rules = write_rules(
+        &dir,
+        "Filter: TOPIC == \"/a\" && MESSAGE CONTAINS \"keep\";\n\
+         Filter: TOPIC == \"/b\" && TYPE == \"std_msgs/msg/String\" && REALM == \"test\";\n\
+         Filter: TOPIC == \"/c\" && TYPE != \"std_msgs/msg/String\";\n\
+         Filter: TOPIC IN [\"/d\", \"/e\"] && FIELD(data) MATCHES \"^d [0-9]*[02468]$\";\n\
+         Display: TOPIC == \"/b\" && Count && Max;\n",
+    );
+    let topics = ["/a", "/b", "/c", "/d"];
+    let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
+    let robot = net.proxy(
+        "robot",
+        78,
+        &addr,
+        &format!("msg_paths: [{}]\n{}", defs.display(), exports(&topics)),
+    );
+    let base = net.proxy(
+        "base",
+        79,
+        &addr,
+        &format!(
+            "rules: {}\nmsg_paths: [{}]\nstatus_interval_s: 1\n{}",
+            rules.display(),
+            defs.display(),
+            imports(&topics)
+        ),
+    );
+    let _keep = peer("keep", &["talk", "78", "rt/a", "keep"]);
+    let _toss = peer("toss", &["talk", "78", "rt/a", "toss"]);
+    let _b = peer("b", &["talk", "78", "rt/b", "b"]);
+    let _c = peer("c", &["talk", "78", "rt/c", "c"]);
+    let _d = peer("d", &["talk", "78", "rt/d", "d"]);
+    let la = peer("la", &["listen", "79", "rt/a"]);
+    let lb = peer("lb", &["listen", "79", "rt/b"]);
+    let lc = peer("lc", &["listen", "79", "rt/c"]);
+    let ld = peer("ld", &["listen", "79", "rt/d"]);
+
+    // TYPE and REALM hold: /b passes.
+    let got = lines(&lb, "data: b", 10, T);
+    assert!(
+        got.iter().filter(|l| l.starts_with("data: b")).count() >= 10,
+        "/b did not pass: {got:?}\nbase: {}\nrobot: {}",
+        base.logs(),
+        robot.logs()
+    );
+    // MESSAGE CONTAINS: only the keep talker's messages.
+    let got = lines(&la, "data: keep", 10, T);
+    assert!(
+        got.iter().filter(|l| l.starts_with("data: keep")).count() >= 10,
+        "{got:?}"
+    );
+    assert!(!got.iter().any(|l| l.contains("toss")), "{got:?}");
+    // IN and FIELD MATCHES: even numbers only.
+    let got = lines(&ld, "data: d", 10, T);
+    let n: Vec<u64> = got
+        .iter()
+        .filter_map(|l| l.strip_prefix("data: d "))
+        .map(|n| n.trim().parse().unwrap())
+        .collect();
+    assert!(n.len() >= 10, "{got:?}");
+    assert!(n.iter().all(|n| n % 2 == 0), "an odd one passed: {n:?}");
+    // TYPE != on the right type: no rule allows /c, so nothing passes (default-deny).
+    assert!(
+        wait_count(&base, &["import", "/c"], "ruled", 20),
+        "{}",
+        base.logs()
+    );
+    assert!(
+        drain(&lc, Duration::from_millis(300)).is_empty(),
+        "/c leaked"
+    );
+    let more = drain(&la, Duration::from_millis(300));
+    assert!(!more.iter().any(|l| l.contains("toss")), "{more:?}");
+    // Display: its figures in the status lines (count=Some(N), max_bytes=Some(M)).
+    assert!(
+        base.wait_log("count=Some(", T)
+            && base
+                .logs()
+                .lines()
+                .any(|l| l.contains("display line=5") && l.contains("max_bytes=Some(")),
+        "{}",
+        base.logs()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
