@@ -13,6 +13,8 @@
 //!   listen: 0.0.0.0:9090       # rosbridge v2 WebSocket (default 0.0.0.0:9090)
 //! grpc:                        # optional: the gRPC door (proto/roam/gateway/v1/gateway.proto)
 //!   listen: 0.0.0.0:50051      # (default 0.0.0.0:50051 when the section is there)
+//! foxglove:                    # optional: the Foxglove WebSocket door (Foxglove, Lichtblick)
+//!   listen: 0.0.0.0:8765       # (default 0.0.0.0:8765 when the section is there)
 //! limits:
 //!   max_frame_bytes: 33554432  # a larger client frame is refused and its connection closed
 //!   max_clients: 256
@@ -63,6 +65,7 @@ pub struct GatewayFile {
     #[serde(default)]
     pub rosbridge: RosbridgeFile,
     pub grpc: Option<GrpcFile>,
+    pub foxglove: Option<FoxgloveFile>,
     #[serde(default)]
     pub limits: LimitsFile,
     pub auth: Option<AuthFile>,
@@ -78,6 +81,12 @@ pub struct RosbridgeFile {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GrpcFile {
+    pub listen: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FoxgloveFile {
     pub listen: Option<String>,
 }
 
@@ -155,6 +164,8 @@ pub struct GatewayConfig {
     pub listen: SocketAddr,
     /// Where the gRPC door listens; None: no gRPC door.
     pub grpc_listen: Option<SocketAddr>,
+    /// Where the Foxglove WebSocket door listens; None: no Foxglove door.
+    pub foxglove_listen: Option<SocketAddr>,
     pub limits: Limits,
     pub tokens: Option<Tokens>,
     pub tls: Option<TlsSource>,
@@ -168,6 +179,8 @@ pub struct Overrides {
     pub listen: Option<String>,
     /// `--grpc-listen`: replaces `grpc.listen` (and turns the gRPC door on).
     pub grpc_listen: Option<String>,
+    /// `--foxglove-listen`: replaces `foxglove.listen` (and turns the Foxglove door on).
+    pub foxglove_listen: Option<String>,
     /// `--connect`: replaces `upstream:`.
     pub upstream: Vec<String>,
 }
@@ -238,7 +251,20 @@ impl GatewayFile {
                 "{listen_text:?} is not an IP address and port (e.g. 0.0.0.0:9090)"
             ))
         })?;
-        let grpc_listen = grpc_listen(doc, self.grpc.as_ref(), o.grpc_listen.as_deref())?;
+        let grpc_listen = door_listen(
+            doc,
+            "grpc",
+            self.grpc.as_ref().map(|g| g.listen.as_deref()),
+            o.grpc_listen.as_deref(),
+            "0.0.0.0:50051",
+        )?;
+        let foxglove_listen = door_listen(
+            doc,
+            "foxglove",
+            self.foxglove.as_ref().map(|f| f.listen.as_deref()),
+            o.foxglove_listen.as_deref(),
+            "0.0.0.0:8765",
+        )?;
         let limits = self.limits.check(doc)?;
         let tokens = match self.auth {
             None => None,
@@ -263,6 +289,7 @@ impl GatewayFile {
             msg_paths: self.msg_paths,
             listen,
             grpc_listen,
+            foxglove_listen,
             limits,
             tokens,
             tls,
@@ -270,26 +297,28 @@ impl GatewayFile {
     }
 }
 
-/// The gRPC door's address: `--grpc-listen`, else `grpc.listen`, else the default port when
-/// the file has a `grpc:` section; None: no gRPC door.
-fn grpc_listen(
+/// An optional door's address (`door` is `grpc` or `foxglove`): `--DOOR-listen`, else
+/// `DOOR.listen` (`file` is the section's, when the section is there), else `default` when the
+/// file has the section; None: no such door.
+fn door_listen(
     doc: &Doc,
-    file: Option<&GrpcFile>,
+    door: &str,
+    file: Option<Option<&str>>,
     flag: Option<&str>,
+    default: &str,
 ) -> Result<Option<SocketAddr>, ConfigError> {
-    let field = FieldPath::new("grpc.listen");
+    let field = FieldPath::new(&format!("{door}.listen"));
     let (text, bad): (String, &dyn Fn(String) -> ConfigError) = match (flag, file) {
-        (Some(f), _) => (f.to_string(), &|e| doc.whole(format!("--grpc-listen: {e}"))),
-        (None, Some(g)) => (
-            g.listen.clone().unwrap_or_else(|| "0.0.0.0:50051".into()),
-            &|e| doc.err(&field, e),
-        ),
+        (Some(f), _) => (f.to_string(), &|e| {
+            doc.whole(format!("--{door}-listen: {e}"))
+        }),
+        (None, Some(l)) => (l.unwrap_or(default).to_string(), &|e| doc.err(&field, e)),
         (None, None) => return Ok(None),
     };
     check_host_port(&text, Use::Listen).map_err(|e| bad(e.to_string()))?;
     text.parse().map(Some).map_err(|_| {
         bad(format!(
-            "{text:?} is not an IP address and port (e.g. 0.0.0.0:50051)"
+            "{text:?} is not an IP address and port (e.g. {default})"
         ))
     })
 }
@@ -494,6 +523,8 @@ auth:
       subscribe: {allow: ['/chatter']}
 grpc:
   listen: 127.0.0.1:50051
+foxglove:
+  listen: 127.0.0.1:8766
 ";
 
     fn check(text: &str) -> Result<GatewayConfig, String> {
@@ -504,6 +535,7 @@ grpc:
             Overrides {
                 listen: None,
                 grpc_listen: None,
+                foxglove_listen: None,
                 upstream: Vec::new(),
             },
         )?)
@@ -522,6 +554,11 @@ grpc:
         assert!(c.grpc_listen.is_none(), "no gRPC door unless asked");
         let c = check("id: gw\npki: p\nupstream: [127.0.0.1:1]\nrealm: r\ngrpc: {}\n").unwrap();
         assert_eq!(c.grpc_listen.unwrap().to_string(), "0.0.0.0:50051");
+        assert!(c.foxglove_listen.is_none(), "no Foxglove door unless asked");
+        let c = check(GOOD).unwrap();
+        assert_eq!(c.foxglove_listen.unwrap().to_string(), "127.0.0.1:8766");
+        let c = check("id: gw\npki: p\nupstream: [127.0.0.1:1]\nrealm: r\nfoxglove: {}\n").unwrap();
+        assert_eq!(c.foxglove_listen.unwrap().to_string(), "0.0.0.0:8765");
     }
 
     #[test]
@@ -568,6 +605,11 @@ grpc:
                 "listen: 127.0.0.1:50051",
                 "listen: 127.0.0.1:none",
                 "gw.yaml: line 16: grpc.listen:",
+            ),
+            (
+                "listen: 127.0.0.1:8766",
+                "listen: nowhere:8766",
+                "gw.yaml: line 18: foxglove.listen:",
             ),
         ] {
             let text = GOOD.replace(from, to);

@@ -1,7 +1,7 @@
 //! `roam gateway`: programs outside ROS join a realm. The gateway runs its own edge router
 //! (as a proxy does: started by `boot.rs`, linked to its upstream routers), so its clients
 //! reach each other in-process as well as the realm; it serves rosbridge v2 over WebSocket
-//! and, when configured, gRPC (see docs/gateway.md).
+//! and, when configured, gRPC and the Foxglove WebSocket protocol (see docs/gateway.md).
 
 mod config;
 mod tls_config;
@@ -36,6 +36,12 @@ pub struct GatewayArgs {
     /// `grpc listening ADDR`.
     #[arg(long, value_name = "ADDR")]
     pub grpc_listen: Option<String>,
+    /// Serve the Foxglove WebSocket door (Foxglove, Lichtblick, @foxglove/ws-protocol
+    /// clients) on this address, e.g. 127.0.0.1:8765 (0 as the port picks a free one)
+    /// [default: foxglove.listen in the file; without either, no Foxglove door]. The address
+    /// bound is printed on stdout as `foxglove listening ws://ADDR` (`wss://` with `tls:`).
+    #[arg(long, value_name = "ADDR")]
+    pub foxglove_listen: Option<String>,
     /// A router to join the realm through (quic://HOST:PORT, tcp://HOST:PORT or HOST:PORT);
     /// repeatable; replaces `upstream:` in the file.
     #[arg(long, value_name = "ADDR")]
@@ -49,6 +55,7 @@ pub async fn run(a: GatewayArgs) -> CmdResult {
         config::Overrides {
             listen: a.listen,
             grpc_listen: a.grpc_listen,
+            foxglove_listen: a.foxglove_listen,
             upstream: a.connect,
         },
     )?;
@@ -108,11 +115,15 @@ pub async fn run(a: GatewayArgs) -> CmdResult {
         Some(addr) => Some(start_grpc(gw.clone(), addr, tls.as_ref()).await?),
         None => None,
     };
+    let foxglove = match cfg.foxglove_listen {
+        Some(addr) => Some(start_foxglove(gw.clone(), addr, tls.as_ref()).await?),
+        None => None,
+    };
     let sig = stop.wait().await;
     eprintln!("{sig}: stopping");
     server.abort();
-    if let Some(g) = grpc {
-        g.abort();
+    for door in [grpc, foxglove].into_iter().flatten() {
+        door.abort();
     }
     let s = &gw.stats;
     eprintln!(
@@ -149,4 +160,32 @@ async fn start_grpc(
             tracing::error!("grpc: the server stopped: {e}");
         }
     }))
+}
+
+/// Binds the Foxglove door's address and serves it; prints `foxglove listening ws://ADDR`.
+async fn start_foxglove(
+    gw: Arc<Gateway>,
+    addr: std::net::SocketAddr,
+    tls: Option<&roam_gateway::tls::TlsSettings>,
+) -> Result<tokio::task::JoinHandle<()>, String> {
+    // WebSocket is HTTP/1.1 until the upgrade.
+    let door_tls = match tls {
+        Some(t) => DoorTls::new(
+            t.server_config(&[b"http/1.1"])
+                .map_err(|e| format!("tls: {e}"))?,
+        ),
+        None => DoorTls::plain(),
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("foxglove: cannot listen on {addr}: {e}"))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| format!("foxglove: {e}"))?;
+    let scheme = if door_tls.is_tls() { "wss" } else { "ws" };
+    println!("foxglove listening {scheme}://{bound}");
+    tracing::info!("Foxglove WebSocket on {scheme}://{bound}");
+    Ok(tokio::spawn(roam_gateway::foxglove::serve(
+        gw, listener, door_tls,
+    )))
 }
