@@ -221,6 +221,7 @@ fn foxglove_clients_read_publish_and_call_across_the_realm() {
             "--advertise",
             "/from_fox",
             "std_msgs/msg/String",
+            "json",
         ],
     );
     let l = expect(&anon, "status 2 ", &gw);
@@ -237,7 +238,13 @@ fn foxglove_clients_read_publish_and_call_across_the_realm() {
         "fox-limited",
         &url,
         Some(LIMITED),
-        &["watch", "--advertise", "/from_fox", "std_msgs/msg/String"],
+        &[
+            "watch",
+            "--advertise",
+            "/from_fox",
+            "std_msgs/msg/String",
+            "json",
+        ],
     );
     assert_eq!(
         expect(&limited, "advertise ", &gw),
@@ -250,8 +257,49 @@ fn foxglove_clients_read_publish_and_call_across_the_realm() {
     let l = expect(&bad, "status 2 ", &gw);
     assert!(l.contains("unknown token"), "{l}");
 
+    // Frames that are not ops, and CDR that does not fit its type, are refused with the
+    // reason; the connection stays usable (the last op is still answered).
+    let odd = fox(
+        "fox-odd",
+        &url,
+        Some(FULL),
+        &[
+            "watch",
+            "--text",
+            "{nope",
+            "--text",
+            r#"{"op": "launch"}"#,
+            "--binary",
+            "09",
+            "--binary",
+            "0201",
+            "--text",
+            r#"{"op": "getParameters", "parameterNames": []}"#,
+            "--advertise",
+            "/from_fox",
+            "std_msgs/msg/String",
+            "cdr",
+            "--publish",
+            "1",
+            "--subscribe",
+            "999",
+        ],
+    );
+    for want in [
+        "refused a frame: malformed JSON",
+        "refused a frame: unknown op \"launch\"",
+        "refused a frame: unknown binary opcode 0x09",
+        "refused a frame: a binary service call request of 2 bytes is too short",
+        "op getParameters is not supported",
+        "/from_fox: the message does not fit std_msgs/msg/String: ",
+        "subscribe 0 (channel 999): no such channel was advertised to this client",
+    ] {
+        let l = expect(&odd, "status 2 ", &gw);
+        assert!(l.contains(want), "want {want:?}: {l}");
+    }
+
     // The refusals are counted in the gateway's summary.
-    drop((anon, limited, bad));
+    drop((anon, limited, bad, odd));
     gw.terminate();
     let summary = gw
         .stderr

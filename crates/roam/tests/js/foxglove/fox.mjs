@@ -11,8 +11,11 @@
 //                    the server advertised with that schemaName, else SCHEMA (ros2msg text)
 //   call SERVICE ENCODING REQUEST
 //                    call SERVICE once with REQUEST (JSON text), print the decoded reply
-//   watch [--subscribe CHANNEL] [--advertise TOPIC TYPE] [--publish CHANNEL]
-//                    print what the server says; after its first advertise, try the ops
+//   watch [--subscribe CHANNEL] [--advertise TOPIC TYPE ENCODING] [--publish CHANNEL]
+//         [--text TEXT] [--binary HEX]
+//                    print what the server says; after its first advertise, try the ops in
+//                    order (--publish sends the 2 bytes `{}`; --text and --binary send a raw
+//                    frame)
 //
 // Every mode prints `protocol P`, `status LEVEL MESSAGE`, `advertise [TOPICS]` and
 // `services [NAMES]` as they come.
@@ -158,12 +161,18 @@ if (mode === "sub") {
         client.subscribe(Number(args[++i]));
         say("tried subscribe");
       } else if (args[i] === "--advertise") {
-        const [topic, schemaName] = [args[++i], args[++i]];
-        client.advertise({ topic, encoding: "json", schemaName });
+        const [topic, schemaName, encoding] = [args[++i], args[++i], args[++i]];
+        client.advertise({ topic, encoding, schemaName });
         say("tried advertise");
       } else if (args[i] === "--publish") {
         client.sendMessage(Number(args[++i]), new TextEncoder().encode("{}"));
         say("tried publish");
+      } else if (args[i] === "--text") {
+        ws.send(args[++i]);
+        say("tried text");
+      } else if (args[i] === "--binary") {
+        ws.send(Buffer.from(args[++i], "hex"));
+        say("tried binary");
       }
     }
   };
