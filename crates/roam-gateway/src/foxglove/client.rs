@@ -104,11 +104,14 @@ impl Conn {
 
     /// The first messages: what the server offers, why the client reaches nothing when it
     /// did not authenticate, and the channels and services it may use (an `advertise`
-    /// always, even an empty one, as the protocol says).
-    pub fn greet(&mut self, server_info: Frame, snap: &Snapshot) {
+    /// always, even an empty one, as the protocol says). `counted`: a credential the client
+    /// gave was already refused (and counted).
+    pub fn greet(&mut self, server_info: Frame, snap: &Snapshot, counted: bool) {
         self.send(server_info);
         if !self.session.authenticated() {
-            Stats::count(&self.gw().stats.refused);
+            if !counted {
+                Stats::count(&self.gw().stats.refused);
+            }
             self.status(Level::Error, UNAUTHENTICATED);
         }
         self.catalog(snap, true);

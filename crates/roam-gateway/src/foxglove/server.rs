@@ -163,16 +163,23 @@ where
     let mut conn = Conn::new(gw.clone(), out.clone(), shared.clone());
     // A verified client certificate authenticates first; a token on the upgrade request can
     // still name another identity.
+    let mut counted = false;
     if let Some(name) = &cert_name {
         match conn.session().authenticate_certificate(name) {
             Ok(id) => tracing::info!("foxglove client {peer}: certificate of {}", id.name),
-            Err(e) => send_status(&out, Level::Error, &e.to_string(), None),
+            Err(e) => {
+                counted = true;
+                send_status(&out, Level::Error, &e.to_string(), None);
+            }
         }
     }
     if let Some(t) = token {
         match conn.session().authenticate(&t) {
             Ok(id) => tracing::info!("foxglove client {peer}: authenticated as {}", id.name),
-            Err(e) => send_status(&out, Level::Error, &e.to_string(), None),
+            Err(e) => {
+                counted = true;
+                send_status(&out, Level::Error, &e.to_string(), None);
+            }
         }
     }
     let mut catalog = door.catalog.watch();
@@ -182,7 +189,7 @@ where
         &door.session_id,
     );
     let snap = catalog.borrow_and_update().clone();
-    conn.greet(info, &snap);
+    conn.greet(info, &snap, counted);
     let (sink, mut frames) = ws.split();
     let mut writer = tokio::spawn(write(sink, out.clone(), shared.clone()));
     let mut following = true;
