@@ -10,7 +10,8 @@ need_apt=()
 # prometheus: the real Prometheus server that tests/metrics_prometheus.rs scrapes roam with.
 # chromium: the headless browser of tests/gateway_browser.rs (roslibjs over wss://); nodejs and
 # npm: the JavaScript clients of the gateway tests (Debian's, unless a Node.js with npm is there).
-for pkg in build-essential pkg-config openssl ca-certificates cmake libclang-dev iproute2 python3 python3-pip cyclonedds-tools prometheus chromium; do
+# tmux: tests/top_tmux.rs reads `roam top`'s live screen with capture-pane.
+for pkg in build-essential pkg-config openssl ca-certificates cmake libclang-dev iproute2 python3 python3-pip cyclonedds-tools prometheus chromium tmux; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 command -v npm >/dev/null 2>&1 || need_apt+=(nodejs npm)

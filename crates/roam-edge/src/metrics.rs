@@ -21,6 +21,8 @@ mod endpoint;
 mod file;
 mod process;
 pub mod prometheus;
+pub mod rates;
+pub mod realm;
 mod source;
 #[cfg(test)]
 mod tests;
@@ -386,6 +388,14 @@ pub struct Topic {
     pub name: String,
     pub direction: Direction,
     pub samples: u64,
+    /// Payload bytes of those samples (absent in snapshots from before it was counted).
+    #[serde(default)]
+    pub bytes: u64,
+    /// The largest and smallest payload, bytes (none before the first sample).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_size: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_size: Option<u64>,
     pub drops: TopicDrops,
     pub age_in: Ages,
     #[serde(default, skip_serializing_if = "Option::is_none")]

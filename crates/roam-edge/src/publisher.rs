@@ -178,7 +178,7 @@ impl Publisher {
         };
         match sealed {
             Ok(()) => {
-                TopicStats::count(&self.inner.stats.samples);
+                self.inner.stats.carried(payload.len());
                 Ok(Bytes::from(out))
             }
             Err(e) => {

@@ -20,6 +20,12 @@ use crate::metrics::{Ages, Topic, TopicDrops, TopicSource};
 #[derive(Debug, Default)]
 pub struct TopicStats {
     pub samples: AtomicU64,
+    /// Payload bytes of the samples counted in `samples`.
+    pub bytes: AtomicU64,
+    /// The largest payload, and `u64::MAX` less the smallest (0 before the first: a
+    /// `fetch_max` keeps both without a lock).
+    pub max_size: AtomicU64,
+    pub inv_min_size: AtomicU64,
     pub refused: AtomicU64,
     pub failed: AtomicU64,
     pub unattributed: AtomicU64,
@@ -35,6 +41,16 @@ impl TopicStats {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// One sample of `len` payload bytes carried: counted in `samples`, `bytes` and the sizes.
+    pub fn carried(&self, len: usize) {
+        let len = len as u64;
+        self.samples.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(len, Ordering::Relaxed);
+        self.max_size.fetch_max(len, Ordering::Relaxed);
+        self.inv_min_size
+            .fetch_max(u64::MAX - len, Ordering::Relaxed);
+    }
+
     /// The snapshot's view of this topic (relaxed loads: each counter is exact, the set is
     /// as of about now).
     pub fn snapshot(&self, direction: Direction, name: &str) -> Topic {
@@ -43,6 +59,12 @@ impl TopicStats {
             name: name.to_string(),
             direction,
             samples: n(&self.samples),
+            bytes: n(&self.bytes),
+            max_size: (n(&self.inv_min_size) > 0).then(|| n(&self.max_size)),
+            min_size: match n(&self.inv_min_size) {
+                0 => None,
+                inv => Some(u64::MAX - inv),
+            },
             drops: TopicDrops {
                 refused: n(&self.refused),
                 failed: n(&self.failed),
@@ -86,5 +108,26 @@ impl TopicSource for TopicRegistry {
             .into_iter()
             .map(|(dir, name, s)| s.snapshot(dir, &name))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod carried_tests {
+    use super::*;
+
+    #[test]
+    fn carried_samples_count_their_bytes_and_the_extreme_sizes() {
+        let t = TopicStats::default();
+        let s = t.snapshot(Direction::Export, "rt/a");
+        assert_eq!(
+            (s.samples, s.bytes, s.max_size, s.min_size),
+            (0, 0, None, None)
+        );
+        for len in [10, 3, 0, 7] {
+            t.carried(len);
+        }
+        let s = t.snapshot(Direction::Export, "rt/a");
+        assert_eq!((s.samples, s.bytes), (4, 20));
+        assert_eq!((s.max_size, s.min_size), (Some(10), Some(0)));
     }
 }

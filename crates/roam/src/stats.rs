@@ -185,6 +185,33 @@ impl Status {
         Ok((status, ticker))
     }
 
+    /// Sends a process's snapshot to each of its realms (while anyone there listens: `roam
+    /// top`, a dashboard). A process in one realm sends everything; in several, each realm
+    /// gets the process, its router and its links but not the topics, which would tell one
+    /// realm the names another carries.
+    pub async fn announce(
+        id: &str,
+        kind: ProcessKind,
+        router: &RouterHandle,
+        edge: &roam_edge::Edge,
+        realms: &[Arc<roam_edge::Realm>],
+    ) -> Vec<roam_edge::metrics::realm::MetricsAnnouncer> {
+        let mut out = Vec::new();
+        for realm in realms {
+            let mut m = Metrics::new(id, kind).with_router(router.clone());
+            if realms.len() == 1 {
+                m = m.with_topics(Arc::new(edge.clone()));
+            }
+            match edge.metrics_announcer(realm.clone(), m).await {
+                Ok(a) => out.push(a),
+                Err(e) => {
+                    warn!(realm = %realm.label, "this process's metrics are not sent to the realm: {e}")
+                }
+            }
+        }
+        out
+    }
+
     /// Reports every `secs` seconds (none when 0) until [`Ticker::stop`].
     pub fn every(&self, secs: u64) -> Ticker {
         if secs == 0 {

@@ -6,7 +6,8 @@
 //! gateway's rosbridge door: a channel decoded with its schema, publishing in CDR (read by a
 //! DDS node) and JSON (read by the rosbridge client), AddTwoInts served by a DDS node and by a
 //! rosbridge client, called in CDR and JSON; refusals without a token and outside an allow
-//! list; and a second gateway without definitions offering what the robot announced.
+//! list; a second gateway without definitions offering what the robot announced, and the same
+//! door inside the robot's proxy.
 
 mod common;
 mod gateway_support;
@@ -335,13 +336,19 @@ fn a_gateway_without_definitions_offers_what_the_realm_announces() {
     let defs = definitions(&net.dir);
     let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
     let _points = dds("points", &["talk", "97", "rt/point_out"]);
-    let _robot = net.proxy(
+    // The robot's proxy has a Foxglove door of its own too (the robot's own UI case).
+    let robot = net.proxy(
         "robot",
         97,
         &addr,
         &(format!("msg_paths: [{}]\n", defs.display())
-            + "exports:\n  - topic: /point_out\n    realm: test\n"),
+            + "exports:\n  - topic: /point_out\n    realm: test\n"
+            + "gateway:\n  realm: test\n  foxglove: {listen: 127.0.0.1:0}\n"),
     );
+    let on_robot = format!("ws://127.0.0.1:{}/", foxglove_port(&robot));
+    let local = fox("fox-robot", &on_robot, None, &["sub", "/point_out", "1"]);
+    let l = expect(&local, "msg ", &robot);
+    assert!(l.contains(r#""frame_id":"map""#), "{l}");
     // No msg_paths and no ROS install: the schema is the definition the robot announced.
     let (gw, _) = gateway(
         &net,

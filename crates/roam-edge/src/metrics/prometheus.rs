@@ -215,6 +215,7 @@ struct TopicRow {
     topic: String,
     direction: Direction,
     messages: u64,
+    bytes: u64,
     drops: Vec<(&'static str, u64)>,
     /// (stage, histogram)
     ages: Vec<(&'static str, Hist)>,
@@ -232,6 +233,7 @@ impl TopicRow {
             topic: t.name.clone(),
             direction: t.direction,
             messages: t.samples,
+            bytes: t.bytes,
             drops: t.drops_by_cause(),
             ages,
         }
@@ -239,6 +241,7 @@ impl TopicRow {
 
     fn add(&mut self, o: &TopicRow) {
         self.messages += o.messages;
+        self.bytes += o.bytes;
         for (cause, n) in &o.drops {
             match self.drops.iter_mut().find(|(c, _)| c == cause) {
                 Some(d) => d.1 += n,
@@ -525,6 +528,7 @@ fn topic_labels(r: &TopicRow) -> Labels<'_> {
 fn encode_topics(enc: &mut DescriptorEncoder, rows: &[TopicRow]) -> Fmt {
     let base = topic_labels;
     let messages: Vec<(Labels, u64)> = rows.iter().map(|r| (base(r), r.messages)).collect();
+    let bytes: Vec<(Labels, u64)> = rows.iter().map(|r| (base(r), r.bytes)).collect();
     let mut drops = Vec::new();
     let mut ages = Vec::new();
     for r in rows {
@@ -540,6 +544,12 @@ fn encode_topics(enc: &mut DescriptorEncoder, rows: &[TopicRow]) -> Fmt {
         }
     }
     counters(enc, "topic_messages", "Messages of a topic: exported (sealed and sent) or imported (written to the local network).", &messages)?;
+    counters(
+        enc,
+        "topic_bytes",
+        "Payload bytes of a topic's messages (CDR, as published).",
+        &bytes,
+    )?;
     counters(
         enc,
         "topic_dropped",

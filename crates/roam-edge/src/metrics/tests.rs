@@ -104,6 +104,9 @@ fn topic(name: &str, direction: Direction) -> Topic {
         name: name.into(),
         direction,
         samples: 3,
+        bytes: 0,
+        max_size: None,
+        min_size: None,
         drops: TopicDrops {
             refused: 1,
             failed: 2,

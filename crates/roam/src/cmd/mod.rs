@@ -18,6 +18,7 @@ pub mod realm;
 pub mod record;
 pub mod router;
 pub mod signals;
+pub mod top;
 pub mod topics;
 
 /// roam: secure global connectivity for ROS 2.
@@ -56,6 +57,9 @@ pub enum Command {
     /// Record realm topics to an MCAP file (ros2msg schemas, CDR messages), readable by
     /// Foxglove, the mcap tools and rosbags; no ROS install needed.
     Record(record::RecordArgs),
+    /// Show every topic of a realm live (rate, bandwidth, sizes, ages, drops per member),
+    /// and each member's CPU, memory and links, from the metrics members seal to the realm.
+    Top(top::TopArgs),
     /// Run a gateway: programs outside ROS (roslibpy, roslibjs, any rosbridge v2 client)
     /// reach the realm's topics and services over WebSocket, with tokens and allow lists.
     Gateway(gateway::GatewayArgs),
@@ -200,6 +204,7 @@ pub async fn run(cli: Cli) -> CmdResult {
         Command::Pub(a) => endpoint::run_pub(a).await,
         Command::Sub(a) => endpoint::run_sub(a).await,
         Command::Record(a) => record::run(a).await,
+        Command::Top(a) => top::run(a).await,
         Command::Topics(a) => topics::run(a).await,
         Command::Gateway(a) => gateway::run(a).await,
         Command::Demo(a) => demo::run(a).await,

@@ -45,6 +45,13 @@
 //!     realm: warehouse
 //! link:                          # the edge router's links (fields as in a router's `link:`)
 //!   congestion: bbr              # QUIC: cubic (default), new_reno, bbr
+//! gateway:                       # optional: doors for programs outside ROS, on this proxy
+//!   realm: warehouse             #   into this realm (sections as in `roam gateway`'s file,
+//!   rosbridge: {listen: 0.0.0.0:9090}  # docs/gateway.md; only the doors listed open)
+//!   grpc: {listen: 0.0.0.0:50051}
+//!   foxglove: {listen: 0.0.0.0:8765}
+//!   auth: {tokens: [...]}
+//!   tls: {cert: web.pem, key: web.key}
 //! ```
 //!
 //! Everything not exported stays private. Every mistake names the file, the line and the
@@ -62,8 +69,10 @@ use serde::Deserialize;
 
 use super::dds_config::{check_xml, MAX_DOMAIN, RECEIVE_BUFFER_BYTES};
 use crate::addr::{check_host_port, check_peer, Use};
+use crate::cmd::gateway::doors_config::{Doors, EmbeddedFile};
 use crate::config_doc::{ConfigError, Doc, FieldPath};
 use roam_edge::ros_names::full_name;
+use roam_gateway::tls::TlsSettings;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -99,6 +108,8 @@ pub struct ProxyFile {
     pub msg_paths: Vec<PathBuf>,
     /// A rules file (docs/rules.md), evaluated on every message exported and imported.
     pub rules: Option<PathBuf>,
+    /// Gateway doors (rosbridge, gRPC) into one realm, on this proxy's edge.
+    pub gateway: Option<EmbeddedFile>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -230,6 +241,18 @@ pub struct ProxyConfig {
     pub msg_paths: Vec<PathBuf>,
     /// The rules file, if any.
     pub rules: Option<PathBuf>,
+    /// Gateway doors on this proxy's edge, if any.
+    pub gateway: Option<EmbeddedGateway>,
+}
+
+/// A proxy's gateway doors: into which realm, and how (see `roam gateway`).
+#[derive(Debug)]
+pub struct EmbeddedGateway {
+    /// The key of `realms:` the doors lead into.
+    pub realm: String,
+    pub doors: Doors,
+    /// The TLS files `doors.tls` names, read by [`ProxyConfig::load`].
+    pub tls: Option<TlsSettings>,
 }
 
 fn yes() -> bool {
@@ -244,8 +267,16 @@ impl ProxyConfig {
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let origin = path.display().to_string();
         let doc = Doc::new(&text, &origin);
-        let cfg = Self::parse_doc(&doc)?;
+        let mut cfg = Self::parse_doc(&doc)?;
         cfg.check_machine(&doc)?;
+        if let Some(g) = &mut cfg.gateway {
+            g.tls = g
+                .doors
+                .tls
+                .as_ref()
+                .map(|t| t.load(&doc, &cfg.pki, &cfg.id))
+                .transpose()?;
+        }
         Ok(cfg)
     }
 
@@ -364,8 +395,20 @@ impl ProxyConfig {
             }
             imports.push((i, mapping));
         }
-        if f.exports.is_empty() && f.imports.is_empty() {
-            return Err(doc.whole("nothing to do: add `exports` or `imports`"));
+        let gateway = match f.gateway {
+            Some(g) => {
+                realm_ok(&g.realm, &field("gateway").key("realm"))?;
+                let (realm, doors) = g.check(doc, &f.pki)?;
+                Some(EmbeddedGateway {
+                    realm,
+                    doors,
+                    tls: None,
+                })
+            }
+            None => None,
+        };
+        if f.exports.is_empty() && f.imports.is_empty() && gateway.is_none() {
+            return Err(doc.whole("nothing to do: add `exports`, `imports` or `gateway`"));
         }
         Ok(Self {
             id: f.id,
@@ -384,6 +427,7 @@ impl ProxyConfig {
             metrics_listen: f.metrics_listen,
             msg_paths: f.msg_paths,
             rules: f.rules,
+            gateway,
         })
     }
 
@@ -607,6 +651,38 @@ imports:
     realm: warehouse
     as: /plan
 ";
+
+    #[test]
+    fn a_gateway_section_opens_only_the_doors_it_lists_in_a_known_realm() {
+        let with = |g: &str| format!("{GOOD}gateway:\n{g}");
+        let c = ProxyConfig::parse(
+            &with("  realm: warehouse\n  rosbridge: {listen: 127.0.0.1:9090}\n"),
+            "robot.yaml",
+        )
+        .unwrap();
+        let g = c.gateway.unwrap();
+        assert_eq!(g.realm, "warehouse");
+        assert_eq!(g.doors.rosbridge.unwrap().to_string(), "127.0.0.1:9090");
+        assert!(g.doors.grpc.is_none() && g.doors.tokens.is_none());
+        for (g, want) in [
+            (
+                "  realm: nowhere\n  grpc: {}\n",
+                "r.yaml: line 20: gateway.realm: unknown realm \"nowhere\"",
+            ),
+            ("  realm: warehouse\n", "r.yaml: line 20: gateway: no door"),
+            (
+                "  realm: warehouse\n  grpc: {}\n  limits: {max_clients: 0}\n",
+                "r.yaml: line 22: gateway.limits.max_clients: 0 allows nothing",
+            ),
+            (
+                "  realm: warehouse\n  grpc: {}\n  tls: {pki: true, client_certs: required}\n",
+                "r.yaml: line 22: gateway.tls.client_certs: client certificates name identities",
+            ),
+        ] {
+            let e = err(&with(g));
+            assert!(e.starts_with(want), "{g}\n got  {e}\n want {want}");
+        }
+    }
 
     #[test]
     fn a_full_file_parses_and_maps() {

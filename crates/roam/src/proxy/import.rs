@@ -289,7 +289,7 @@ async fn write(
         stats
             .age_out
             .record(now_us().saturating_sub(r.header.send_time_us));
-        TopicStats::count(&stats.samples);
+        stats.carried(plain.len());
         dirty.insert(id);
     } else {
         TopicStats::count(&stats.failed);

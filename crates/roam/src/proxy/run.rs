@@ -25,7 +25,7 @@ use crate::stats::Status;
 
 /// Runs a proxy until `stop` resolves.
 pub async fn run(
-    cfg: ProxyConfig,
+    mut cfg: ProxyConfig,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<(), String> {
     let mut realms = BTreeMap::new();
@@ -57,6 +57,21 @@ pub async fn run(
     );
 
     let rules = super::rules::ProxyRules::load(cfg.rules.as_deref()).map_err(|e| e.to_string())?;
+    // Gateway doors on this proxy's edge: its clients reach the local DDS topics the proxy
+    // exports and imports in-process, and the realm.
+    let doors = match cfg.gateway.take() {
+        Some(g) => Some(
+            crate::cmd::gateway::doors::start(
+                edge.clone(),
+                realms[&g.realm].clone(),
+                definitions.clone(),
+                g.doors,
+                g.tls,
+            )
+            .await?,
+        ),
+        None => None,
+    };
     let nodes = super::nodes::NodeNames::default();
 
     let xml = super::dds_config::xml(&cfg.dds);
@@ -77,6 +92,15 @@ pub async fn run(
         false => None,
     };
     let (status, ticker) = Status::start_proxy(&cfg, &router, &edge).await?;
+    let realm_list: Vec<Arc<roam_edge::Realm>> = realms.values().cloned().collect();
+    let _metrics_to_realms = Status::announce(
+        &cfg.id,
+        roam_edge::metrics::ProcessKind::Proxy,
+        &router,
+        &edge,
+        &realm_list,
+    )
+    .await;
     let metrics_listen = cfg
         .metrics_listen
         .as_deref()
@@ -193,6 +217,9 @@ pub async fn run(
     }
     directory.stop().await;
     display.abort();
+    if let Some(d) = doors {
+        d.stop();
+    }
     rules.log_figures(true);
     rules.finish_logs();
     ticker.stop().await;

@@ -49,6 +49,9 @@ fn topic(name: &str, direction: Direction, samples: u64) -> Topic {
         name: name.into(),
         direction,
         samples,
+        bytes: 0,
+        max_size: None,
+        min_size: None,
         drops: TopicDrops {
             refused: 1,
             failed: 2,

@@ -35,15 +35,14 @@
 //!       call: {allow: ["/add_two_ints"]}
 //! ```
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use roam_gateway::auth::{parse_expiry, Identity, Permissions, Rule, TokenEntry, Tokens};
-use roam_gateway::{Limits, OutboxLimits};
 use serde::Deserialize;
 
-use super::tls_config::{TlsFile, TlsSource};
+use super::doors_config::{
+    AuthFile, DoorFlags, Doors, DoorsFile, FoxgloveFile, GrpcFile, LimitsFile, RosbridgeFile,
+};
+use super::tls_config::TlsFile;
 use crate::addr::{check_host_port, check_peer, Use};
 use crate::config::LinkFile;
 use crate::config_doc::{ConfigError, Doc, FieldPath};
@@ -62,92 +61,13 @@ pub struct GatewayFile {
     pub link: LinkFile,
     #[serde(default)]
     pub msg_paths: Vec<PathBuf>,
-    #[serde(default)]
-    pub rosbridge: RosbridgeFile,
+    pub rosbridge: Option<RosbridgeFile>,
     pub grpc: Option<GrpcFile>,
     pub foxglove: Option<FoxgloveFile>,
     #[serde(default)]
     pub limits: LimitsFile,
     pub auth: Option<AuthFile>,
     pub tls: Option<TlsFile>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RosbridgeFile {
-    pub listen: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GrpcFile {
-    pub listen: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FoxgloveFile {
-    pub listen: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LimitsFile {
-    pub max_frame_bytes: Option<usize>,
-    pub max_clients: Option<usize>,
-    pub client_queue_bytes: Option<usize>,
-    pub default_queue_length: Option<usize>,
-    pub max_queue_length: Option<usize>,
-    pub max_topics_per_client: Option<usize>,
-    pub max_calls_per_client: Option<usize>,
-    pub call_timeout_s: Option<f64>,
-    pub definition_wait_s: Option<f64>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AuthFile {
-    #[serde(default)]
-    pub tokens: Vec<TokenFile>,
-    /// Identities admitted by a verified client certificate (see `tls.client_certs`).
-    #[serde(default)]
-    pub certificates: Vec<CertificateFile>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CertificateFile {
-    /// The certificate's roam identity name, or its subject CN for another CA's certificate.
-    pub identity: String,
-    #[serde(default)]
-    pub subscribe: RuleFile,
-    #[serde(default)]
-    pub publish: RuleFile,
-    #[serde(default)]
-    pub call: RuleFile,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TokenFile {
-    pub identity: String,
-    pub token: String,
-    pub expires: Option<String>,
-    #[serde(default)]
-    pub subscribe: RuleFile,
-    #[serde(default)]
-    pub publish: RuleFile,
-    #[serde(default)]
-    pub call: RuleFile,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RuleFile {
-    #[serde(default)]
-    pub allow: Vec<String>,
-    #[serde(default)]
-    pub deny: Vec<String>,
 }
 
 /// A gateway's settings, checked.
@@ -161,18 +81,8 @@ pub struct GatewayConfig {
     pub link: LinkFile,
     pub realm: PathBuf,
     pub msg_paths: Vec<PathBuf>,
-    pub listen: SocketAddr,
-    /// Where the gRPC door listens; None: no gRPC door.
-    pub grpc_listen: Option<SocketAddr>,
-    /// Where the Foxglove WebSocket door listens; None: no Foxglove door.
-    pub foxglove_listen: Option<SocketAddr>,
-    pub limits: Limits,
-    pub tokens: Option<Tokens>,
-    pub tls: Option<TlsSource>,
+    pub doors: Doors,
 }
-
-/// The shortest token accepted: shorter ones can be guessed.
-const MIN_TOKEN_LEN: usize = 16;
 
 /// Where a value came from when it is missing: the file, or a flag.
 pub struct Overrides {
@@ -235,50 +145,25 @@ impl GatewayFile {
             "realm",
             "the realm file, from `roam realm new`",
         )?;
-        let listen_text = o
-            .listen
-            .clone()
-            .or(self.rosbridge.listen.clone())
-            .unwrap_or_else(|| "0.0.0.0:9090".into());
-        let listen_field = FieldPath::new("rosbridge.listen");
-        let bad_listen = |e: String| match &o.listen {
-            Some(_) => doc.whole(format!("--listen: {e}")),
-            None => doc.err(&listen_field, e),
-        };
-        check_host_port(&listen_text, Use::Listen).map_err(|e| bad_listen(e.to_string()))?;
-        let listen: SocketAddr = listen_text.parse().map_err(|_| {
-            bad_listen(format!(
-                "{listen_text:?} is not an IP address and port (e.g. 0.0.0.0:9090)"
-            ))
-        })?;
-        let grpc_listen = door_listen(
-            doc,
-            "grpc",
-            self.grpc.as_ref().map(|g| g.listen.as_deref()),
-            o.grpc_listen.as_deref(),
-            "0.0.0.0:50051",
-        )?;
-        let foxglove_listen = door_listen(
-            doc,
-            "foxglove",
-            self.foxglove.as_ref().map(|f| f.listen.as_deref()),
-            o.foxglove_listen.as_deref(),
-            "0.0.0.0:8765",
-        )?;
-        let limits = self.limits.check(doc)?;
-        let tokens = match self.auth {
-            None => None,
-            Some(a) => Some(a.check(doc)?),
-        };
-        let tls = self.tls.map(|t| t.check(doc, &pki)).transpose()?;
-        if let (Some(t), None) = (&tls, &tokens) {
-            if t.asks_certificates() {
-                return Err(doc.err(
-                    &FieldPath::new("tls.client_certs"),
-                    "client certificates name identities, listed in `auth.certificates:`; there is no `auth:` section",
-                ));
-            }
+        let doors = DoorsFile {
+            rosbridge: self.rosbridge,
+            grpc: self.grpc,
+            foxglove: self.foxglove,
+            limits: self.limits,
+            auth: self.auth,
+            tls: self.tls,
         }
+        .check(
+            doc,
+            "",
+            &pki,
+            &DoorFlags {
+                rosbridge: o.listen.clone(),
+                grpc: o.grpc_listen.clone(),
+                foxglove: o.foxglove_listen.clone(),
+            },
+            true,
+        )?;
         Ok(GatewayConfig {
             id,
             pki,
@@ -287,195 +172,9 @@ impl GatewayFile {
             link: self.link,
             realm,
             msg_paths: self.msg_paths,
-            listen,
-            grpc_listen,
-            foxglove_listen,
-            limits,
-            tokens,
-            tls,
+            doors,
         })
     }
-}
-
-/// An optional door's address (`door` is `grpc` or `foxglove`): `--DOOR-listen`, else
-/// `DOOR.listen` (`file` is the section's, when the section is there), else `default` when the
-/// file has the section; None: no such door.
-fn door_listen(
-    doc: &Doc,
-    door: &str,
-    file: Option<Option<&str>>,
-    flag: Option<&str>,
-    default: &str,
-) -> Result<Option<SocketAddr>, ConfigError> {
-    let field = FieldPath::new(&format!("{door}.listen"));
-    let (text, bad): (String, &dyn Fn(String) -> ConfigError) = match (flag, file) {
-        (Some(f), _) => (f.to_string(), &|e| {
-            doc.whole(format!("--{door}-listen: {e}"))
-        }),
-        (None, Some(l)) => (l.unwrap_or(default).to_string(), &|e| doc.err(&field, e)),
-        (None, None) => return Ok(None),
-    };
-    check_host_port(&text, Use::Listen).map_err(|e| bad(e.to_string()))?;
-    text.parse().map(Some).map_err(|_| {
-        bad(format!(
-            "{text:?} is not an IP address and port (e.g. {default})"
-        ))
-    })
-}
-
-impl LimitsFile {
-    fn check(&self, doc: &Doc) -> Result<Limits, ConfigError> {
-        let field = |f: &str| FieldPath::new("limits").key(f);
-        let positive = |f: &str, v: Option<usize>, default: usize| match v {
-            Some(0) => Err(doc.err(
-                &field(f),
-                format!("0 allows nothing; give at least 1 (default {default})"),
-            )),
-            Some(n) => Ok(n),
-            None => Ok(default),
-        };
-        let seconds = |f: &str, v: Option<f64>, default: Duration| match v {
-            Some(s) if !(s.is_finite() && s > 0.0 && s <= 86_400.0) => Err(doc.err(
-                &field(f),
-                format!(
-                    "{s} is not a number of seconds from over 0 to 86400 (default {})",
-                    default.as_secs()
-                ),
-            )),
-            Some(s) => Ok(Duration::from_secs_f64(s)),
-            None => Ok(default),
-        };
-        let d = Limits::default();
-        let max_frame_bytes = positive("max_frame_bytes", self.max_frame_bytes, d.max_frame_bytes)?;
-        if max_frame_bytes < 1024 {
-            return Err(doc.err(
-                &field("max_frame_bytes"),
-                format!(
-                    "{max_frame_bytes} bytes holds no useful op; give at least 1024 (default {})",
-                    d.max_frame_bytes
-                ),
-            ));
-        }
-        let default_queue_length = positive(
-            "default_queue_length",
-            self.default_queue_length,
-            d.default_queue_length,
-        )?;
-        let max_queue_length = positive(
-            "max_queue_length",
-            self.max_queue_length,
-            d.max_queue_length,
-        )?;
-        if default_queue_length > max_queue_length {
-            return Err(doc.err(
-                &field("default_queue_length"),
-                format!(
-                    "{default_queue_length} is over limits.max_queue_length ({max_queue_length})"
-                ),
-            ));
-        }
-        Ok(Limits {
-            max_frame_bytes,
-            max_clients: positive("max_clients", self.max_clients, d.max_clients)?,
-            outbox: OutboxLimits {
-                max_bytes: positive(
-                    "client_queue_bytes",
-                    self.client_queue_bytes,
-                    d.outbox.max_bytes,
-                )?,
-                ..OutboxLimits::default()
-            },
-            default_queue_length,
-            max_queue_length,
-            max_topics_per_client: positive(
-                "max_topics_per_client",
-                self.max_topics_per_client,
-                d.max_topics_per_client,
-            )?,
-            max_calls_per_client: positive(
-                "max_calls_per_client",
-                self.max_calls_per_client,
-                d.max_calls_per_client,
-            )?,
-            call_timeout: seconds("call_timeout_s", self.call_timeout_s, d.call_timeout)?,
-            definition_wait: seconds(
-                "definition_wait_s",
-                self.definition_wait_s,
-                d.definition_wait,
-            )?,
-        })
-    }
-}
-
-impl AuthFile {
-    fn check(self, doc: &Doc) -> Result<Tokens, ConfigError> {
-        if self.tokens.is_empty() && self.certificates.is_empty() {
-            return Err(doc.err(
-                &FieldPath::new("auth.tokens"),
-                "no token or certificate listed: no client could connect (remove `auth:` to let every client in)",
-            ));
-        }
-        let mut entries = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        for (i, t) in self.tokens.into_iter().enumerate() {
-            let at = |f: &str| FieldPath::new("auth.tokens").index(i).key(f);
-            if t.token.len() < MIN_TOKEN_LEN {
-                return Err(doc.err(
-                    &at("token"),
-                    format!("a token of {} characters can be guessed; give at least {MIN_TOKEN_LEN} (e.g. `openssl rand -hex 32`)", t.token.len()),
-                ));
-            }
-            if !seen.insert(t.token.clone()) {
-                return Err(doc.err(&at("token"), "the same token is listed twice"));
-            }
-            let expires = match &t.expires {
-                Some(s) => Some(parse_expiry(s).map_err(|e| doc.err(&at("expires"), e))?),
-                None => None,
-            };
-            let permissions = permissions(doc, &at, [&t.subscribe, &t.publish, &t.call])?;
-            entries.push(TokenEntry {
-                token: t.token,
-                identity: Identity {
-                    name: t.identity,
-                    permissions,
-                    expires,
-                },
-            });
-        }
-        let mut certificates = Vec::new();
-        for (i, c) in self.certificates.into_iter().enumerate() {
-            let at = |f: &str| FieldPath::new("auth.certificates").index(i).key(f);
-            if certificates
-                .iter()
-                .any(|id: &Identity| id.name == c.identity)
-            {
-                return Err(doc.err(&at("identity"), "the same identity is listed twice"));
-            }
-            let permissions = permissions(doc, &at, [&c.subscribe, &c.publish, &c.call])?;
-            certificates.push(Identity {
-                name: c.identity,
-                permissions,
-                expires: None,
-            });
-        }
-        Ok(Tokens::new(entries).with_certificates(certificates))
-    }
-}
-
-/// An identity's subscribe, publish and call rules.
-fn permissions(
-    doc: &Doc,
-    at: &dyn Fn(&str) -> FieldPath,
-    [subscribe, publish, call]: [&RuleFile; 3],
-) -> Result<Permissions, ConfigError> {
-    let rule = |name: &str, r: &RuleFile| {
-        Rule::new(&r.allow, &r.deny).map_err(|e| doc.err(&at(name), e.to_string()))
-    };
-    Ok(Permissions {
-        subscribe: rule("subscribe", subscribe)?,
-        publish: rule("publish", publish)?,
-        call: rule("call", call)?,
-    })
 }
 
 /// Reads, parses and checks a gateway's file, and reads the TLS files it names.
@@ -495,6 +194,7 @@ pub fn load(path: &Path, o: Overrides) -> Result<(GatewayConfig, Option<TlsSetti
             .map_err(|e| doc.err(&FieldPath::new("msg_paths").index(i), e.to_string()))?;
     }
     let tls = cfg
+        .doors
         .tls
         .as_ref()
         .map(|t| t.load(&doc, &cfg.pki, &cfg.id))
@@ -544,21 +244,21 @@ foxglove:
     #[test]
     fn a_good_file_gives_the_settings() {
         let c = check(GOOD).unwrap();
-        assert_eq!(c.listen.to_string(), "127.0.0.1:9191");
-        assert_eq!(c.limits.max_clients, 10);
-        assert_eq!(c.grpc_listen.unwrap().to_string(), "127.0.0.1:50051");
-        assert!(c.tokens.is_some());
+        assert_eq!(c.doors.rosbridge.unwrap().to_string(), "127.0.0.1:9191");
+        assert_eq!(c.doors.limits.max_clients, 10);
+        assert_eq!(c.doors.grpc.unwrap().to_string(), "127.0.0.1:50051");
+        assert!(c.doors.tokens.is_some());
         let c = check("id: gw\npki: p\nupstream: [127.0.0.1:1]\nrealm: r\n").unwrap();
-        assert_eq!(c.listen.to_string(), "0.0.0.0:9090");
-        assert!(c.tokens.is_none());
-        assert!(c.grpc_listen.is_none(), "no gRPC door unless asked");
+        assert_eq!(c.doors.rosbridge.unwrap().to_string(), "0.0.0.0:9090");
+        assert!(c.doors.tokens.is_none());
+        assert!(c.doors.grpc.is_none(), "no gRPC door unless asked");
         let c = check("id: gw\npki: p\nupstream: [127.0.0.1:1]\nrealm: r\ngrpc: {}\n").unwrap();
-        assert_eq!(c.grpc_listen.unwrap().to_string(), "0.0.0.0:50051");
-        assert!(c.foxglove_listen.is_none(), "no Foxglove door unless asked");
+        assert_eq!(c.doors.grpc.unwrap().to_string(), "0.0.0.0:50051");
+        assert!(c.doors.foxglove.is_none(), "no Foxglove door unless asked");
         let c = check(GOOD).unwrap();
-        assert_eq!(c.foxglove_listen.unwrap().to_string(), "127.0.0.1:8766");
+        assert_eq!(c.doors.foxglove.unwrap().to_string(), "127.0.0.1:8766");
         let c = check("id: gw\npki: p\nupstream: [127.0.0.1:1]\nrealm: r\nfoxglove: {}\n").unwrap();
-        assert_eq!(c.foxglove_listen.unwrap().to_string(), "0.0.0.0:8765");
+        assert_eq!(c.doors.foxglove.unwrap().to_string(), "0.0.0.0:8765");
     }
 
     #[test]

@@ -4,17 +4,16 @@
 //! and, when configured, gRPC and the Foxglove WebSocket protocol (see docs/gateway.md).
 
 mod config;
+pub mod doors;
+pub mod doors_config;
 mod tls_config;
 
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use clap::Args;
 use roam_edge::definitions::DefinitionSource;
 use roam_edge::{Edge, Port};
-use roam_gateway::tls::DoorTls;
-use roam_gateway::Gateway;
 use roam_net::runtime::PeerAddr;
 
 use super::CmdResult;
@@ -83,109 +82,18 @@ pub async fn run(a: GatewayArgs) -> CmdResult {
         what: "the gateway (its edge router)",
     })
     .await?;
-    let edge = Edge::new(Port::Router(router), cfg.id.clone());
-    let listener = tokio::net::TcpListener::bind(cfg.listen)
-        .await
-        .map_err(|e| format!("rosbridge: cannot listen on {}: {e}", cfg.listen))?;
-    let bound = listener
-        .local_addr()
-        .map_err(|e| format!("rosbridge: {e}"))?;
-    let authenticated = cfg.tokens.is_some();
-    let ws_tls = match &tls {
-        Some(t) => DoorTls::new(
-            t.server_config(&[b"http/1.1"])
-                .map_err(|e| format!("tls: {e}"))?,
-        ),
-        None => DoorTls::plain(),
-    };
-    let scheme = if ws_tls.is_tls() { "wss" } else { "ws" };
-    let gw = Gateway::new(edge, realm.clone(), definitions, cfg.tokens, cfg.limits).await;
-    println!("rosbridge listening {scheme}://{bound}");
-    tracing::info!(
-        "rosbridge v2 on {scheme}://{bound} for realm {} ({})",
-        realm.label,
-        if authenticated {
-            "clients authenticate with a token or a client certificate"
-        } else {
-            "no authentication: every client may do everything"
-        }
-    );
-    let server = tokio::spawn(roam_gateway::rosbridge::serve(gw.clone(), listener, ws_tls));
-    let grpc = match cfg.grpc_listen {
-        Some(addr) => Some(start_grpc(gw.clone(), addr, tls.as_ref()).await?),
-        None => None,
-    };
-    let foxglove = match cfg.foxglove_listen {
-        Some(addr) => Some(start_foxglove(gw.clone(), addr, tls.as_ref()).await?),
-        None => None,
-    };
+    let edge = Edge::new(Port::Router(router.clone()), cfg.id.clone());
+    let _metrics_to_realm = crate::stats::Status::announce(
+        &cfg.id,
+        roam_edge::metrics::ProcessKind::Gateway,
+        &router,
+        &edge,
+        std::slice::from_ref(&realm),
+    )
+    .await;
+    let doors = doors::start(edge, realm, definitions, cfg.doors, tls).await?;
     let sig = stop.wait().await;
     eprintln!("{sig}: stopping");
-    server.abort();
-    for door in [grpc, foxglove].into_iter().flatten() {
-        door.abort();
-    }
-    let s = &gw.stats;
-    eprintln!(
-        "served {} clients; refused {} ops (authentication, permissions), {} bad frames; dropped {} messages for slow clients",
-        s.clients_total.load(Ordering::Relaxed),
-        s.refused.load(Ordering::Relaxed),
-        s.bad_frames.load(Ordering::Relaxed),
-        s.dropped.load(Ordering::Relaxed),
-    );
+    doors.stop();
     Ok(())
-}
-
-/// Binds the gRPC door's address and serves it; prints `grpc listening ADDR`.
-async fn start_grpc(
-    gw: Arc<Gateway>,
-    addr: std::net::SocketAddr,
-    tls: Option<&roam_gateway::tls::TlsSettings>,
-) -> Result<tokio::task::JoinHandle<()>, String> {
-    // gRPC is HTTP/2: ALPN `h2`.
-    let door_tls = match tls {
-        Some(t) => DoorTls::new(t.server_config(&[b"h2"]).map_err(|e| format!("tls: {e}"))?),
-        None => DoorTls::plain(),
-    };
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| format!("grpc: cannot listen on {addr}: {e}"))?;
-    let bound = listener.local_addr().map_err(|e| format!("grpc: {e}"))?;
-    let scheme = if door_tls.is_tls() { " (TLS)" } else { "" };
-    println!("grpc listening {bound}{scheme}");
-    tracing::info!("gRPC (roam.gateway.v1) on {bound}{scheme}");
-    let incoming = roam_gateway::grpc::door_incoming(gw.clone(), listener, door_tls);
-    Ok(tokio::spawn(async move {
-        if let Err(e) = roam_gateway::grpc::serve(gw, incoming).await {
-            tracing::error!("grpc: the server stopped: {e}");
-        }
-    }))
-}
-
-/// Binds the Foxglove door's address and serves it; prints `foxglove listening ws://ADDR`.
-async fn start_foxglove(
-    gw: Arc<Gateway>,
-    addr: std::net::SocketAddr,
-    tls: Option<&roam_gateway::tls::TlsSettings>,
-) -> Result<tokio::task::JoinHandle<()>, String> {
-    // WebSocket is HTTP/1.1 until the upgrade.
-    let door_tls = match tls {
-        Some(t) => DoorTls::new(
-            t.server_config(&[b"http/1.1"])
-                .map_err(|e| format!("tls: {e}"))?,
-        ),
-        None => DoorTls::plain(),
-    };
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| format!("foxglove: cannot listen on {addr}: {e}"))?;
-    let bound = listener
-        .local_addr()
-        .map_err(|e| format!("foxglove: {e}"))?;
-    let scheme = if door_tls.is_tls() { "wss" } else { "ws" };
-    println!("foxglove listening {scheme}://{bound}");
-    tracing::info!("Foxglove WebSocket on {scheme}://{bound}");
-    Ok(tokio::spawn(roam_gateway::foxglove::serve(
-        gw, listener, door_tls,
-    )))
 }

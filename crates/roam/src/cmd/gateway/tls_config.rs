@@ -32,6 +32,8 @@ pub struct TlsFile {
 /// Where the gateway's TLS certificate comes from, checked but not yet read.
 #[derive(Debug)]
 pub struct TlsSource {
+    /// Where the section is in the file (`tls`, `gateway.tls`), for errors found on reading.
+    at: FieldPath,
     server: Server,
     client_certs: ClientCerts,
     client_ca: PathBuf,
@@ -44,8 +46,14 @@ enum Server {
 }
 
 impl TlsFile {
-    pub fn check(self, doc: &Doc, pki: &Path) -> Result<TlsSource, ConfigError> {
-        let at = |f: &str| FieldPath::new("tls").key(f);
+    /// `section`: where the `tls:` section is (`tls`, `gateway.tls`).
+    pub fn check(
+        self,
+        doc: &Doc,
+        pki: &Path,
+        section: &FieldPath,
+    ) -> Result<TlsSource, ConfigError> {
+        let at = |f: &str| section.clone().key(f);
         let server = match (self.cert, self.key, self.pki) {
             (Some(cert), Some(key), false) => Server::Files { cert, key },
             (None, None, true) => Server::Pki,
@@ -56,7 +64,7 @@ impl TlsFile {
             (None, Some(_), _) => return Err(doc.err(&at("key"), "missing `cert:` beside `key:`")),
             (None, None, false) => {
                 return Err(doc.err(
-                    &FieldPath::new("tls"),
+                    section,
                     "no certificate: give `cert:` and `key:` (PEM files), or `pki: true` for the gateway's identity in `pki:`",
                 ))
             }
@@ -73,6 +81,7 @@ impl TlsFile {
             }
         };
         Ok(TlsSource {
+            at: section.clone(),
             server,
             client_certs,
             client_ca: self
@@ -89,7 +98,7 @@ impl TlsSource {
 
     /// Reads the files; a mistake names the field whose file it is.
     pub fn load(&self, doc: &Doc, pki: &Path, id: &str) -> Result<TlsSettings, ConfigError> {
-        let at = |f: &str| FieldPath::new("tls").key(f);
+        let at = |f: &str| self.at.clone().key(f);
         let client_roots = match self.client_certs {
             ClientCerts::Off => Vec::new(),
             _ => roam_gateway::tls::read_certs(&self.client_ca)
@@ -116,7 +125,7 @@ impl TlsSource {
         // Build once now, so a key that does not match its certificate is a start-up error.
         settings
             .server_config(&[b"http/1.1"])
-            .map_err(|e| doc.err(&FieldPath::new("tls"), e.to_string()))?;
+            .map_err(|e| doc.err(&self.at, e.to_string()))?;
         Ok(settings)
     }
 }
@@ -132,7 +141,8 @@ mod tests {
         }
         let doc = Doc::new(text, "gw.yaml");
         let f: File = doc.parse()?;
-        Ok(f.tls.check(&doc, Path::new("/pki"))?)
+        Ok(f.tls
+            .check(&doc, Path::new("/pki"), &FieldPath::new("tls"))?)
     }
 
     #[test]

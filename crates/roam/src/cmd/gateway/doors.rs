@@ -1,0 +1,133 @@
+//! Opening a gateway's doors on an edge: what `roam gateway` does with its own edge router and
+//! what `roam proxy` does with its own when its file has a `gateway:` section. Each door prints
+//! the address it bound on stdout (`rosbridge listening ws://ADDR`, `grpc listening ADDR`,
+//! `foxglove listening ws://ADDR`), which scripts and tests wait for.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use roam_edge::definitions::DefinitionSource;
+use roam_edge::{Edge, Realm};
+use roam_gateway::tls::{DoorTls, TlsSettings};
+use roam_gateway::Gateway;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+use super::doors_config::Doors;
+
+/// The open doors of one gateway.
+pub struct Running {
+    pub gw: Arc<Gateway>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+async fn bind(what: &str, addr: SocketAddr) -> Result<(TcpListener, SocketAddr), String> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("{what}: cannot listen on {addr}: {e}"))?;
+    let bound = listener.local_addr().map_err(|e| format!("{what}: {e}"))?;
+    Ok((listener, bound))
+}
+
+/// The door's TLS layer offering `alpn`, or plain TCP without a certificate.
+fn door_tls(tls: Option<&TlsSettings>, alpn: &[u8]) -> Result<DoorTls, String> {
+    Ok(match tls {
+        Some(t) => DoorTls::new(t.server_config(&[alpn]).map_err(|e| format!("tls: {e}"))?),
+        None => DoorTls::plain(),
+    })
+}
+
+/// Opens the doors `doors` lists on `edge`, for `realm`.
+pub async fn start(
+    edge: Edge,
+    realm: Arc<Realm>,
+    definitions: Arc<DefinitionSource>,
+    doors: Doors,
+    tls: Option<TlsSettings>,
+) -> Result<Running, String> {
+    // Bind first: a taken port is a start-up error before anything is announced.
+    let ws = match doors.rosbridge {
+        Some(a) => Some(bind("rosbridge", a).await?),
+        None => None,
+    };
+    let grpc = match doors.grpc {
+        Some(a) => Some(bind("grpc", a).await?),
+        None => None,
+    };
+    let foxglove = match doors.foxglove {
+        Some(a) => Some(bind("foxglove", a).await?),
+        None => None,
+    };
+    let who = if doors.tokens.is_some() {
+        "clients authenticate with a token or a client certificate"
+    } else {
+        "no authentication: every client may do everything"
+    };
+    let gw = Gateway::new(edge, realm.clone(), definitions, doors.tokens, doors.limits).await;
+    let mut tasks = Vec::new();
+    if let Some((listener, bound)) = ws {
+        // WebSocket is HTTP/1.1 until the upgrade.
+        let t = door_tls(tls.as_ref(), b"http/1.1")?;
+        let scheme = if t.is_tls() { "wss" } else { "ws" };
+        println!("rosbridge listening {scheme}://{bound}");
+        tracing::info!(
+            "rosbridge v2 on {scheme}://{bound} for realm {} ({who})",
+            realm.label
+        );
+        tasks.push(tokio::spawn(roam_gateway::rosbridge::serve(
+            gw.clone(),
+            listener,
+            t,
+        )));
+    }
+    if let Some((listener, bound)) = grpc {
+        // gRPC is HTTP/2: ALPN `h2`.
+        let t = door_tls(tls.as_ref(), b"h2")?;
+        let suffix = if t.is_tls() { " (TLS)" } else { "" };
+        println!("grpc listening {bound}{suffix}");
+        tracing::info!(
+            "gRPC (roam.gateway.v1) on {bound}{suffix} for realm {} ({who})",
+            realm.label
+        );
+        let incoming = roam_gateway::grpc::door_incoming(gw.clone(), listener, t);
+        let g = gw.clone();
+        tasks.push(tokio::spawn(async move {
+            if let Err(e) = roam_gateway::grpc::serve(g, incoming).await {
+                tracing::error!("grpc: the server stopped: {e}");
+            }
+        }));
+    }
+    if let Some((listener, bound)) = foxglove {
+        let t = door_tls(tls.as_ref(), b"http/1.1")?;
+        let scheme = if t.is_tls() { "wss" } else { "ws" };
+        println!("foxglove listening {scheme}://{bound}");
+        tracing::info!(
+            "Foxglove WebSocket on {scheme}://{bound} for realm {} ({who})",
+            realm.label
+        );
+        tasks.push(tokio::spawn(roam_gateway::foxglove::serve(
+            gw.clone(),
+            listener,
+            t,
+        )));
+    }
+    Ok(Running { gw, tasks })
+}
+
+impl Running {
+    /// Closes the doors and says what they served.
+    pub fn stop(self) {
+        for t in self.tasks {
+            t.abort();
+        }
+        let s = &self.gw.stats;
+        eprintln!(
+            "served {} clients; refused {} ops (authentication, permissions), {} bad frames; dropped {} messages for slow clients",
+            s.clients_total.load(Ordering::Relaxed),
+            s.refused.load(Ordering::Relaxed),
+            s.bad_frames.load(Ordering::Relaxed),
+            s.dropped.load(Ordering::Relaxed),
+        );
+    }
+}
