@@ -6,8 +6,8 @@
 //! gateway's rosbridge door: a channel decoded with its schema, publishing in CDR (read by a
 //! DDS node) and JSON (read by the rosbridge client), AddTwoInts served by a DDS node and by a
 //! rosbridge client, called in CDR and JSON; refusals without a token and outside an allow
-//! list; a second gateway without definitions offering what the robot announced, and the same
-//! door inside the robot's proxy.
+//! list; a second gateway without definitions offering what the robot announced over wss://,
+//! and the same door inside the robot's proxy.
 
 mod common;
 mod gateway_support;
@@ -50,9 +50,10 @@ fn expect(p: &Proc, prefix: &str, gw: &Proc) -> String {
     })
 }
 
-/// The Foxglove door's port, from the gateway's `foxglove listening ws://ADDR` line.
+/// The Foxglove door's port, from the gateway's `foxglove listening ws://ADDR` line
+/// (`wss://` with TLS).
 fn foxglove_port(gw: &Proc) -> u16 {
-    let l = wait_line(gw, "foxglove listening ws://", T)
+    let l = wait_line(gw, "foxglove listening ", T)
         .unwrap_or_else(|| panic!("no Foxglove door: {}", gw.logs()));
     l.rsplit(':').next().unwrap().parse().unwrap()
 }
@@ -349,16 +350,23 @@ fn a_gateway_without_definitions_offers_what_the_realm_announces() {
     let local = fox("fox-robot", &on_robot, None, &["sub", "/point_out", "1"]);
     let l = expect(&local, "msg ", &robot);
     assert!(l.contains(r#""frame_id":"map""#), "{l}");
-    // No msg_paths and no ROS install: the schema is the definition the robot announced.
-    let (gw, _) = gateway(
-        &net,
-        "cloud-gw",
-        &addr,
-        None,
-        "foxglove:\n  listen: 127.0.0.1:0\n",
+    // No msg_paths and no ROS install: the schema is the definition the robot announced. Over
+    // TLS (wss://, a given certificate the client trusts).
+    let (cert, key, _) = web_certificate(&net.dir, "cloud-web");
+    let tls = format!(
+        "foxglove:\n  listen: 127.0.0.1:0\ntls:\n  cert: {}\n  key: {}\n",
+        cert.display(),
+        key.display()
     );
-    let url = format!("ws://127.0.0.1:{}/", foxglove_port(&gw));
-    let sub = fox("fox-cloud", &url, None, &["sub", "/point_out", "1"]);
+    let (gw, _) = gateway(&net, "cloud-gw", &addr, None, &tls);
+    let url = format!("wss://127.0.0.1:{}/", foxglove_port(&gw));
+    let ca = cert.to_str().unwrap();
+    let sub = fox(
+        "fox-cloud",
+        &url,
+        None,
+        &["--ca", ca, "sub", "/point_out", "1"],
+    );
     let ch = json_after(&expect(&sub, "channel ", &gw), "channel ");
     assert_eq!(ch["schemaName"], "geometry_msgs/msg/PointStamped", "{ch}");
     let l = expect(&sub, "msg ", &gw);
@@ -370,9 +378,9 @@ fn a_gateway_without_definitions_offers_what_the_realm_announces() {
         .env_remove("LD_LIBRARY_PATH")
         .args([
             "-e",
-            "const W=require('ws');const w=new W(process.argv[1]);w.on('open',()=>{console.log('opened');process.exit(0)});w.on('unexpected-response',(_,r)=>{console.log('status',r.statusCode);process.exit(0)});w.on('error',e=>{console.log('error',e.message);process.exit(0)})",
+            "const W=require('ws');const w=new W(process.argv[1],{ca:require('fs').readFileSync(process.argv[2])});w.on('open',()=>{console.log('opened');process.exit(0)});w.on('unexpected-response',(_,r)=>{console.log('status',r.statusCode);process.exit(0)});w.on('error',e=>{console.log('error',e.message);process.exit(0)})",
         ])
-        .arg(&url)
+        .args([&url, ca])
         .output()
         .expect("node");
     let said = String::from_utf8_lossy(&plain.stdout);

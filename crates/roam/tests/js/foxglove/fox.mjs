@@ -2,8 +2,9 @@
 // FoxgloveClient over the `ws` package, schemas parsed with @foxglove/rosmsg, CDR read and
 // written with @foxglove/rosmsg2-serialization (none of it ours).
 //
-// usage: node fox.mjs URL [--token T] MODE ARGS...
+// usage: node fox.mjs URL [--token T] [--ca FILE] MODE ARGS...
 //   --token T        sent as `Authorization: Bearer T` on the upgrade request
+//   --ca FILE        for wss://: trust the server certificates this PEM file holds
 //   sub TOPIC N      subscribe to TOPIC's channel; print N messages decoded with its schema
 //   pub TOPIC TYPE ENCODING TEMPLATE [SCHEMA]
 //                    advertise TOPIC (cdr or json) and publish TEMPLATE every 100 ms, `$N`
@@ -25,6 +26,7 @@ import wsProtocol from "@foxglove/ws-protocol";
 import rosmsg from "@foxglove/rosmsg";
 import serialization from "@foxglove/rosmsg2-serialization";
 import WebSocket from "ws";
+import { readFileSync } from "node:fs";
 
 const { FoxgloveClient } = wsProtocol;
 const { parse } = rosmsg;
@@ -33,9 +35,11 @@ const { MessageReader, MessageWriter } = serialization;
 const args = process.argv.slice(2);
 const url = args.shift();
 let token;
-if (args[0] === "--token") {
-  args.shift();
-  token = args.shift();
+let ca;
+while (args[0] === "--token" || args[0] === "--ca") {
+  const flag = args.shift();
+  if (flag === "--token") token = args.shift();
+  else ca = readFileSync(args.shift());
 }
 const mode = args.shift();
 
@@ -44,6 +48,7 @@ const say = (...parts) => console.log(parts.join(" "));
 
 const ws = new WebSocket(url, [FoxgloveClient.SUPPORTED_SUBPROTOCOL], {
   headers: token ? { Authorization: `Bearer ${token}` } : {},
+  ...(ca ? { ca } : {}),
 });
 const client = new FoxgloveClient({ ws });
 const channels = new Map();
