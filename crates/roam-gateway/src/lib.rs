@@ -19,13 +19,15 @@
 //! - [`tls`]: `wss://` and gRPC over TLS, client certificates;
 //! - [`codec`]: a type's CDR <-> JSON/CBOR codec from local or announced definitions;
 //! - [`rosbridge`]: the rosbridge v2 protocol (pure parse and encode) and its WebSocket shell;
-//! - [`grpc`]: the `roam.gateway.v1` gRPC service (proto/roam/gateway/v1/gateway.proto) on tonic.
+//! - [`grpc`]: the `roam.gateway.v1` gRPC service (proto/roam/gateway/v1/gateway.proto) on tonic;
+//! - [`foxglove`]: the Foxglove WebSocket protocol (raw CDR, `ros2msg` schemas) and its shell.
 //!
 //! Names, sealing, links and reconnection belong to the edge layer and the client link; a
 //! door only translates.
 
 pub mod auth;
 pub mod codec;
+pub mod foxglove;
 pub mod grpc;
 pub mod listing;
 pub mod outbox;

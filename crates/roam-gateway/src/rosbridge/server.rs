@@ -57,7 +57,7 @@ pub async fn serve(gw: Arc<Gateway>, listener: TcpListener, tls: DoorTls) {
 }
 
 /// The token a client gave on the upgrade request: `Authorization: Bearer T` or `?token=T`.
-fn upgrade_token(req: &Request) -> Option<String> {
+pub(crate) fn upgrade_token(req: &Request) -> Option<String> {
     if let Some(v) = req
         .headers()
         .get("authorization")

@@ -52,6 +52,7 @@
 //!   realm: warehouse             #   into this realm (sections as in `roam gateway`'s file,
 //!   rosbridge: {listen: 0.0.0.0:9090}  # docs/gateway.md; only the doors listed open)
 //!   grpc: {listen: 0.0.0.0:50051}
+//!   foxglove: {listen: 0.0.0.0:8765}
 //!   auth: {tokens: [...]}
 //!   tls: {cert: web.pem, key: web.key}
 //! ```

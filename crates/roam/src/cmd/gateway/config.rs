@@ -13,6 +13,8 @@
 //!   listen: 0.0.0.0:9090       # rosbridge v2 WebSocket (default 0.0.0.0:9090)
 //! grpc:                        # optional: the gRPC door (proto/roam/gateway/v1/gateway.proto)
 //!   listen: 0.0.0.0:50051      # (default 0.0.0.0:50051 when the section is there)
+//! foxglove:                    # optional: the Foxglove WebSocket door (Foxglove, Lichtblick)
+//!   listen: 0.0.0.0:8765       # (default 0.0.0.0:8765 when the section is there)
 //! limits:
 //!   max_frame_bytes: 33554432  # a larger client frame is refused and its connection closed
 //!   max_clients: 256
@@ -38,7 +40,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::doors_config::{
-    AuthFile, DoorFlags, Doors, DoorsFile, GrpcFile, LimitsFile, RosbridgeFile,
+    AuthFile, DoorFlags, Doors, DoorsFile, FoxgloveFile, GrpcFile, LimitsFile, RosbridgeFile,
 };
 use super::tls_config::TlsFile;
 use crate::addr::{check_host_port, check_peer, Use};
@@ -61,6 +63,7 @@ pub struct GatewayFile {
     pub msg_paths: Vec<PathBuf>,
     pub rosbridge: Option<RosbridgeFile>,
     pub grpc: Option<GrpcFile>,
+    pub foxglove: Option<FoxgloveFile>,
     #[serde(default)]
     pub limits: LimitsFile,
     pub auth: Option<AuthFile>,
@@ -86,6 +89,8 @@ pub struct Overrides {
     pub listen: Option<String>,
     /// `--grpc-listen`: replaces `grpc.listen` (and turns the gRPC door on).
     pub grpc_listen: Option<String>,
+    /// `--foxglove-listen`: replaces `foxglove.listen` (and turns the Foxglove door on).
+    pub foxglove_listen: Option<String>,
     /// `--connect`: replaces `upstream:`.
     pub upstream: Vec<String>,
 }
@@ -143,6 +148,7 @@ impl GatewayFile {
         let doors = DoorsFile {
             rosbridge: self.rosbridge,
             grpc: self.grpc,
+            foxglove: self.foxglove,
             limits: self.limits,
             auth: self.auth,
             tls: self.tls,
@@ -154,6 +160,7 @@ impl GatewayFile {
             &DoorFlags {
                 rosbridge: o.listen.clone(),
                 grpc: o.grpc_listen.clone(),
+                foxglove: o.foxglove_listen.clone(),
             },
             true,
         )?;
@@ -216,6 +223,8 @@ auth:
       subscribe: {allow: ['/chatter']}
 grpc:
   listen: 127.0.0.1:50051
+foxglove:
+  listen: 127.0.0.1:8766
 ";
 
     fn check(text: &str) -> Result<GatewayConfig, String> {
@@ -226,6 +235,7 @@ grpc:
             Overrides {
                 listen: None,
                 grpc_listen: None,
+                foxglove_listen: None,
                 upstream: Vec::new(),
             },
         )?)
@@ -244,6 +254,11 @@ grpc:
         assert!(c.doors.grpc.is_none(), "no gRPC door unless asked");
         let c = check("id: gw\npki: p\nupstream: [127.0.0.1:1]\nrealm: r\ngrpc: {}\n").unwrap();
         assert_eq!(c.doors.grpc.unwrap().to_string(), "0.0.0.0:50051");
+        assert!(c.doors.foxglove.is_none(), "no Foxglove door unless asked");
+        let c = check(GOOD).unwrap();
+        assert_eq!(c.doors.foxglove.unwrap().to_string(), "127.0.0.1:8766");
+        let c = check("id: gw\npki: p\nupstream: [127.0.0.1:1]\nrealm: r\nfoxglove: {}\n").unwrap();
+        assert_eq!(c.doors.foxglove.unwrap().to_string(), "0.0.0.0:8765");
     }
 
     #[test]
@@ -290,6 +305,11 @@ grpc:
                 "listen: 127.0.0.1:50051",
                 "listen: 127.0.0.1:none",
                 "gw.yaml: line 16: grpc.listen:",
+            ),
+            (
+                "listen: 127.0.0.1:8766",
+                "listen: nowhere:8766",
+                "gw.yaml: line 18: foxglove.listen:",
             ),
         ] {
             let text = GOOD.replace(from, to);

@@ -1,7 +1,7 @@
 //! Opening a gateway's doors on an edge: what `roam gateway` does with its own edge router and
 //! what `roam proxy` does with its own when its file has a `gateway:` section. Each door prints
-//! the address it bound on stdout (`rosbridge listening ws://ADDR`, `grpc listening ADDR`),
-//! which scripts and tests wait for.
+//! the address it bound on stdout (`rosbridge listening ws://ADDR`, `grpc listening ADDR`,
+//! `foxglove listening ws://ADDR`), which scripts and tests wait for.
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -55,6 +55,10 @@ pub async fn start(
         Some(a) => Some(bind("grpc", a).await?),
         None => None,
     };
+    let foxglove = match doors.foxglove {
+        Some(a) => Some(bind("foxglove", a).await?),
+        None => None,
+    };
     let who = if doors.tokens.is_some() {
         "clients authenticate with a token or a client certificate"
     } else {
@@ -93,6 +97,20 @@ pub async fn start(
                 tracing::error!("grpc: the server stopped: {e}");
             }
         }));
+    }
+    if let Some((listener, bound)) = foxglove {
+        let t = door_tls(tls.as_ref(), b"http/1.1")?;
+        let scheme = if t.is_tls() { "wss" } else { "ws" };
+        println!("foxglove listening {scheme}://{bound}");
+        tracing::info!(
+            "Foxglove WebSocket on {scheme}://{bound} for realm {} ({who})",
+            realm.label
+        );
+        tasks.push(tokio::spawn(roam_gateway::foxglove::serve(
+            gw.clone(),
+            listener,
+            t,
+        )));
     }
     Ok(Running { gw, tasks })
 }

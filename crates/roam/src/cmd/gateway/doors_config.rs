@@ -1,6 +1,7 @@
-//! The sections that configure a gateway's doors (`rosbridge:`, `grpc:`, `limits:`, `auth:`,
-//! `tls:`), checked the same way at the top of a gateway's file and under `gateway:` in a
-//! proxy's file (errors name the field with its section: `gateway.limits.max_clients`).
+//! The sections that configure a gateway's doors (`rosbridge:`, `grpc:`, `foxglove:`,
+//! `limits:`, `auth:`, `tls:`), checked the same way at the top of a gateway's file and under
+//! `gateway:` in a proxy's file (errors name the field with its section:
+//! `gateway.limits.max_clients`).
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -26,6 +27,12 @@ pub struct RosbridgeFile {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GrpcFile {
+    pub listen: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FoxgloveFile {
     pub listen: Option<String>,
 }
 
@@ -125,16 +132,19 @@ fn field(at: &str, rest: &str) -> FieldPath {
 pub struct DoorsFile {
     pub rosbridge: Option<RosbridgeFile>,
     pub grpc: Option<GrpcFile>,
+    pub foxglove: Option<FoxgloveFile>,
     pub limits: LimitsFile,
     pub auth: Option<AuthFile>,
     pub tls: Option<TlsFile>,
 }
 
-/// Flags that replace a door's address (a gateway's `--listen` and `--grpc-listen`).
+/// Flags that replace a door's address (a gateway's `--listen`, `--grpc-listen` and
+/// `--foxglove-listen`).
 #[derive(Debug, Default)]
 pub struct DoorFlags {
     pub rosbridge: Option<String>,
     pub grpc: Option<String>,
+    pub foxglove: Option<String>,
 }
 
 /// The doors' settings, checked.
@@ -144,6 +154,8 @@ pub struct Doors {
     pub rosbridge: Option<SocketAddr>,
     /// The gRPC door's address; None: off.
     pub grpc: Option<SocketAddr>,
+    /// The Foxglove WebSocket door's address; None: off.
+    pub foxglove: Option<SocketAddr>,
     pub limits: Limits,
     pub tokens: Option<Tokens>,
     pub tls: Option<TlsSource>,
@@ -177,6 +189,14 @@ impl DoorsFile {
             "0.0.0.0:50051",
             false,
         )?;
+        let foxglove = door_listen(
+            doc,
+            field(at, "foxglove.listen"),
+            flags.foxglove.as_deref().map(|f| ("--foxglove-listen", f)),
+            self.foxglove.as_ref().map(|f| f.listen.as_ref()),
+            "0.0.0.0:8765",
+            false,
+        )?;
         let limits = self.limits.check(doc, at)?;
         let tokens = self.auth.map(|a| a.check(doc, at)).transpose()?;
         let tls = self
@@ -194,6 +214,7 @@ impl DoorsFile {
         Ok(Doors {
             rosbridge,
             grpc,
+            foxglove,
             limits,
             tokens,
             tls,
@@ -365,6 +386,7 @@ pub struct EmbeddedFile {
     pub realm: String,
     pub rosbridge: Option<RosbridgeFile>,
     pub grpc: Option<GrpcFile>,
+    pub foxglove: Option<FoxgloveFile>,
     #[serde(default)]
     pub limits: LimitsFile,
     pub auth: Option<AuthFile>,
@@ -374,15 +396,16 @@ pub struct EmbeddedFile {
 impl EmbeddedFile {
     /// Its realm's name and its doors, checked (the realm's name is checked by the caller).
     pub fn check(self, doc: &Doc, pki: &Path) -> Result<(String, Doors), ConfigError> {
-        if self.rosbridge.is_none() && self.grpc.is_none() {
+        if self.rosbridge.is_none() && self.grpc.is_none() && self.foxglove.is_none() {
             return Err(doc.err(
                 &FieldPath::new("gateway"),
-                "no door: add `rosbridge: {listen: 0.0.0.0:9090}` and/or `grpc: {listen: 0.0.0.0:50051}`",
+                "no door: add `rosbridge: {listen: 0.0.0.0:9090}`, `grpc: {listen: 0.0.0.0:50051}` and/or `foxglove: {listen: 0.0.0.0:8765}`",
             ));
         }
         let doors = DoorsFile {
             rosbridge: self.rosbridge,
             grpc: self.grpc,
+            foxglove: self.foxglove,
             limits: self.limits,
             auth: self.auth,
             tls: self.tls,

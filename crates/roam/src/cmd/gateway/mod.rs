@@ -1,7 +1,7 @@
 //! `roam gateway`: programs outside ROS join a realm. The gateway runs its own edge router
 //! (as a proxy does: started by `boot.rs`, linked to its upstream routers), so its clients
 //! reach each other in-process as well as the realm; it serves rosbridge v2 over WebSocket
-//! and, when configured, gRPC (see docs/gateway.md).
+//! and, when configured, gRPC and the Foxglove WebSocket protocol (see docs/gateway.md).
 
 mod config;
 pub mod doors;
@@ -35,6 +35,12 @@ pub struct GatewayArgs {
     /// `grpc listening ADDR`.
     #[arg(long, value_name = "ADDR")]
     pub grpc_listen: Option<String>,
+    /// Serve the Foxglove WebSocket door (Foxglove, Lichtblick, @foxglove/ws-protocol
+    /// clients) on this address, e.g. 127.0.0.1:8765 (0 as the port picks a free one)
+    /// [default: foxglove.listen in the file; without either, no Foxglove door]. The address
+    /// bound is printed on stdout as `foxglove listening ws://ADDR` (`wss://` with `tls:`).
+    #[arg(long, value_name = "ADDR")]
+    pub foxglove_listen: Option<String>,
     /// A router to join the realm through (quic://HOST:PORT, tcp://HOST:PORT or HOST:PORT);
     /// repeatable; replaces `upstream:` in the file.
     #[arg(long, value_name = "ADDR")]
@@ -48,6 +54,7 @@ pub async fn run(a: GatewayArgs) -> CmdResult {
         config::Overrides {
             listen: a.listen,
             grpc_listen: a.grpc_listen,
+            foxglove_listen: a.foxglove_listen,
             upstream: a.connect,
         },
     )?;

@@ -1,0 +1,334 @@
+//! The WebSocket shell: accepts connections ([`serve`]), and for each one ([`connection`],
+//! over any byte stream: TCP, TLS) negotiates the subprotocol, reads frames into the client's
+//! [`Conn`], follows the catalog, and writes what its outbox hands out. All decisions are in
+//! the pure parts; this file only moves frames.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use futures_util::{Sink, SinkExt, StreamExt};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
+use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::http::{HeaderValue, StatusCode};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+
+use super::client::{send_status, Conn, ConnShared};
+use super::encode::{self, Frame, Level};
+use super::watcher::Catalog;
+use crate::outbox::Next;
+use crate::rosbridge::server::upgrade_token;
+use crate::session::Outgoing;
+use crate::tls::DoorTls;
+use crate::{Gateway, Stats};
+
+/// The subprotocols of the Foxglove WebSocket protocol this door speaks (the same v1
+/// messages): the SDK's name and the original one (@foxglove/ws-protocol, Lichtblick).
+pub const SUBPROTOCOLS: [&str; 2] = ["foxglove.sdk.v1", "foxglove.websocket.v1"];
+
+/// A connection that has not finished its WebSocket handshake by then is closed.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What every connection of one Foxglove door shares.
+pub struct Door {
+    gw: Arc<Gateway>,
+    catalog: Catalog,
+    /// Tells a client whether it reconnected to the same server (the door's start time).
+    session_id: String,
+}
+
+impl Door {
+    /// A door of `gw`; starts following the realm's listing (on the current runtime) until
+    /// it is dropped.
+    pub fn new(gw: Arc<Gateway>) -> Arc<Door> {
+        let started = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis();
+        Arc::new(Door {
+            catalog: Catalog::start(gw.clone()),
+            gw,
+            session_id: started.to_string(),
+        })
+    }
+
+    pub fn gateway(&self) -> &Arc<Gateway> {
+        &self.gw
+    }
+}
+
+/// Serves Foxglove clients on `listener` (`wss://` when `tls` has a certificate) until the
+/// task is dropped.
+pub async fn serve(gw: Arc<Gateway>, listener: TcpListener, tls: DoorTls) {
+    let door = Door::new(gw);
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!("foxglove: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let door = door.clone();
+        let tls = tls.clone();
+        tokio::spawn(async move {
+            let (stream, cert_name) = match tls.accept(stream).await {
+                Ok(s) => s,
+                Err(e) => {
+                    Stats::count(&door.gw.stats.refused);
+                    tracing::info!("foxglove client {peer}: TLS handshake failed: {e}");
+                    return;
+                }
+            };
+            if let Err(e) = connection(door, stream, peer, cert_name).await {
+                tracing::debug!("foxglove client {peer}: {e}");
+            }
+        });
+    }
+}
+
+/// The subprotocol to answer with: the first of the client's offers this door speaks.
+pub fn choose_subprotocol<'a>(offers: impl IntoIterator<Item = &'a str>) -> Option<&'static str> {
+    offers
+        .into_iter()
+        .flat_map(|h| h.split(','))
+        .map(str::trim)
+        .find_map(|o| SUBPROTOCOLS.iter().find(|s| **s == o).copied())
+}
+
+/// One client, over any stream (plain TCP, TLS): until it leaves or the connection fails.
+/// `cert_name` is the name in a verified client certificate, if any.
+pub async fn connection<S>(
+    door: Arc<Door>,
+    stream: S,
+    peer: SocketAddr,
+    cert_name: Option<String>,
+) -> Result<(), WsError>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let gw = door.gw.clone();
+    let limit = gw.limits.max_frame_bytes;
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(limit))
+        .max_frame_size(Some(limit));
+    let mut token = None;
+    let full = gw.stats.clients.load(Ordering::Relaxed) >= gw.limits.max_clients as u64;
+    // The handshake's callback type is tungstenite's (its error is an HTTP response).
+    #[allow(clippy::result_large_err)]
+    let callback = |req: &Request, mut resp: Response| -> Result<Response, ErrorResponse> {
+        token = upgrade_token(req);
+        let refuse = |status: StatusCode, why: &str| {
+            let mut r = ErrorResponse::new(Some(why.to_string()));
+            *r.status_mut() = status;
+            r
+        };
+        if full {
+            return Err(refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too many clients; try again later",
+            ));
+        }
+        let offers = req
+            .headers()
+            .get_all("sec-websocket-protocol")
+            .iter()
+            .filter_map(|v| v.to_str().ok());
+        let Some(chosen) = choose_subprotocol(offers) else {
+            return Err(refuse(
+                StatusCode::BAD_REQUEST,
+                "this is a Foxglove WebSocket server: ask for subprotocol foxglove.websocket.v1 or foxglove.sdk.v1",
+            ));
+        };
+        resp.headers_mut()
+            .insert("sec-websocket-protocol", HeaderValue::from_static(chosen));
+        Ok(resp)
+    };
+    let handshake = tokio_tungstenite::accept_hdr_async_with_config(stream, callback, Some(config));
+    let ws = match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
+        Ok(r) => r?,
+        Err(_) => return Ok(()),
+    };
+    gw.stats.clients.fetch_add(1, Ordering::Relaxed);
+    Stats::count(&gw.stats.clients_total);
+    tracing::info!("foxglove client {peer} connected");
+    let out = Arc::new(Outgoing::new(gw.limits.outbox));
+    let shared = Arc::new(ConnShared::default());
+    let mut conn = Conn::new(gw.clone(), out.clone(), shared.clone());
+    // A verified client certificate authenticates first; a token on the upgrade request can
+    // still name another identity.
+    let mut counted = false;
+    if let Some(name) = &cert_name {
+        match conn.session().authenticate_certificate(name) {
+            Ok(id) => tracing::info!("foxglove client {peer}: certificate of {}", id.name),
+            Err(e) => {
+                counted = true;
+                send_status(&out, Level::Error, &e.to_string(), None);
+            }
+        }
+    }
+    if let Some(t) = token {
+        match conn.session().authenticate(&t) {
+            Ok(id) => tracing::info!("foxglove client {peer}: authenticated as {}", id.name),
+            Err(e) => {
+                counted = true;
+                send_status(&out, Level::Error, &e.to_string(), None);
+            }
+        }
+    }
+    let mut catalog = door.catalog.watch();
+    let info = encode::server_info(
+        &format!("roam gateway {}", env!("CARGO_PKG_VERSION")),
+        &gw.realm.label,
+        &door.session_id,
+    );
+    let snap = catalog.borrow_and_update().clone();
+    conn.greet(info, &snap, counted);
+    let (sink, mut frames) = ws.split();
+    let mut writer = tokio::spawn(write(sink, out.clone(), shared.clone()));
+    let mut following = true;
+    let end = loop {
+        let msg = tokio::select! {
+            m = frames.next() => m,
+            _ = &mut writer => break "the connection closed while sending",
+            changed = catalog.changed(), if following => {
+                match changed {
+                    Ok(()) => {
+                        let snap = catalog.borrow_and_update().clone();
+                        conn.catalog(&snap, false);
+                    }
+                    Err(_) => following = false,
+                }
+                continue;
+            }
+        };
+        match msg {
+            None => break "closed",
+            Some(Ok(Message::Text(t))) => conn.frame(true, t.as_bytes()).await,
+            Some(Ok(Message::Binary(b))) => conn.frame(false, &b).await,
+            Some(Ok(Message::Close(_))) => break "closed by the client",
+            Some(Ok(_)) => {}
+            Some(Err(WsError::Capacity(e))) => {
+                Stats::count(&gw.stats.bad_frames);
+                let why = format!("refused a frame over the limit of {limit} bytes ({e}); closing");
+                tracing::warn!("foxglove client {peer}: {why}");
+                send_status(&out, Level::Error, &why, None);
+                out.control(
+                    0,
+                    Frame::Close {
+                        code: 1009,
+                        reason: "frame too big".into(),
+                    },
+                );
+                let _ = tokio::time::timeout(Duration::from_secs(2), &mut writer).await;
+                break "frame over the limit";
+            }
+            Some(Err(e)) => {
+                tracing::debug!("foxglove client {peer}: {e}");
+                break "connection error";
+            }
+        }
+    };
+    writer.abort();
+    drop(conn);
+    gw.stats.clients.fetch_sub(1, Ordering::Relaxed);
+    tracing::info!("foxglove client {peer} left ({end})");
+    Ok(())
+}
+
+/// Nanoseconds since the Unix epoch.
+fn unix_ns(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_nanos().min(u128::from(u64::MAX)) as u64)
+        .unwrap_or(0)
+}
+
+/// Sends what the outbox hands out until the connection fails or a close is sent.
+async fn write<K>(mut sink: K, out: Arc<Outgoing<Frame>>, shared: Arc<ConnShared>)
+where
+    K: Sink<Message> + Unpin,
+{
+    loop {
+        let next = out.outbox().next(Instant::now());
+        let f = match next {
+            Next::Control(f) => f,
+            Next::Sample(id, s) => {
+                // The CDR as the realm carried it: no conversion for this door.
+                let Some((sub, _)) = shared.subscription(id) else {
+                    continue;
+                };
+                encode::message_data(sub, unix_ns(s.received), &s.cdr)
+            }
+            Next::Dropped {
+                key,
+                dropped,
+                total,
+            } => {
+                let (sub, topic) = shared.subscription(key).unwrap_or_default();
+                send_status(
+                    &out,
+                    Level::Warning,
+                    &format!("dropped {dropped} messages of {topic} ({total} in all): this client reads slower than they arrive (oldest dropped first)"),
+                    Some(&format!("dropped:{sub}")),
+                );
+                continue;
+            }
+            Next::Wait(at) => {
+                match at {
+                    Some(at) => {
+                        tokio::select! {
+                            _ = out.wake.notified() => {}
+                            _ = tokio::time::sleep_until(at.into()) => {}
+                        }
+                    }
+                    None => out.wake.notified().await,
+                }
+                continue;
+            }
+        };
+        let (msg, last) = match f {
+            Frame::Text(t) => (Message::Text(t.into()), false),
+            Frame::Binary(b) => (Message::Binary(b.into()), false),
+            Frame::Close { code, reason } => (
+                Message::Close(Some(CloseFrame {
+                    code: CloseCode::from(code),
+                    reason: reason.into(),
+                })),
+                true,
+            ),
+        };
+        if sink.send(msg).await.is_err() || last {
+            let _ = sink.flush().await;
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_subprotocol_is_the_first_offer_this_door_speaks() {
+        assert_eq!(
+            choose_subprotocol(["foxglove.websocket.v1"]),
+            Some("foxglove.websocket.v1")
+        );
+        assert_eq!(
+            choose_subprotocol(["x, foxglove.sdk.v1, foxglove.websocket.v1"]),
+            Some("foxglove.sdk.v1")
+        );
+        assert_eq!(
+            choose_subprotocol(["chat", "foxglove.websocket.v1"]),
+            Some("foxglove.websocket.v1")
+        );
+        assert_eq!(choose_subprotocol(["chat"]), None);
+        assert_eq!(choose_subprotocol([]), None);
+    }
+}
