@@ -32,6 +32,7 @@ pub mod grpc;
 pub mod listing;
 pub mod outbox;
 pub mod rosbridge;
+pub mod rules;
 pub mod session;
 pub mod tls;
 
@@ -95,6 +96,8 @@ pub struct Stats {
     pub bad_frames: AtomicU64,
     /// Samples dropped for slow clients.
     pub dropped: AtomicU64,
+    /// Messages the rules dropped (published by clients, or on their way to them).
+    pub ruled: AtomicU64,
 }
 
 impl Stats {
@@ -116,6 +119,8 @@ pub struct Gateway {
     pub tokens: Option<auth::Tokens>,
     pub limits: Limits,
     pub stats: Stats,
+    /// The process's rules, when it has a rules file (set once, after start).
+    pub rules: std::sync::OnceLock<Arc<dyn rules::MessageRules>>,
 }
 
 impl Gateway {
@@ -145,11 +150,26 @@ impl Gateway {
             tokens,
             limits,
             stats: Stats::default(),
+            rules: std::sync::OnceLock::new(),
         })
     }
 }
 
 impl Gateway {
+    /// Whether the rules (if any) let a message pass; a drop is counted.
+    pub fn rules_pass(
+        &self,
+        m: &rules::RuledMessage<'_>,
+        schema: Option<&roam_msg::MessageType>,
+        cdr: &[u8],
+    ) -> bool {
+        let pass = self.rules.get().is_none_or(|r| r.passes(m, schema, cdr));
+        if !pass {
+            Stats::count(&self.stats.ruled);
+        }
+        pass
+    }
+
     /// The realm's listing as this gateway sees it: every member's directory entry, and this
     /// gateway's own (a member does not hear its own announcements).
     pub fn realm_listing(&self) -> roam_edge::directory::Listing {

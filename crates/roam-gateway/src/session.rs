@@ -84,6 +84,8 @@ pub enum SessionError {
         was: String,
         now: String,
     },
+    #[error("{topic}: the gateway's rules do not let this message through")]
+    Ruled { topic: String },
     #[error("{0} is not advertised by this client: advertise it first (with its type)")]
     NotAdvertised(String),
     #[error("no definition of {0}: none on the gateway's machine (msg_paths) and none announced in the realm yet")]
@@ -496,6 +498,15 @@ impl<C: Send + 'static> Session<C> {
                 type_name: p.ros_type.clone(),
                 source,
             })?;
+        let m = crate::rules::RuledMessage {
+            topic: &topic,
+            dds_type: &dds_type,
+            realm: &self.gw.realm.label,
+            peer: self.identity.as_ref().map(|i| i.name.as_str()),
+        };
+        if !self.gw.rules_pass(&m, Some(&codec), &cdr) {
+            return Err(SessionError::Ruled { topic });
+        }
         p.publisher
             .publish_kind(PayloadKind::Data, &cdr)
             .await
@@ -709,6 +720,23 @@ async fn read_subscription<C>(
                     continue;
                 }
                 let cdr = std::mem::take(&mut payload);
+                if gw.rules.get().is_some() {
+                    // PEER: the member that announced the stream. What this gateway's own
+                    // clients publish was judged when they published it.
+                    let announcer = r
+                        .stream
+                        .and_then(|id| sub.streams().get(&id).map(|i| i.announcer.clone()));
+                    let own = announcer.as_deref() == Some(gw.edge.name());
+                    let m = crate::rules::RuledMessage {
+                        topic: &sub.topic().topic,
+                        dds_type: &dds_type,
+                        realm: &gw.realm.label,
+                        peer: announcer.as_deref(),
+                    };
+                    if !own && !gw.rules_pass(&m, codec.as_ref(), &cdr) {
+                        continue;
+                    }
+                }
                 let size = cdr.len();
                 let sample = Sample {
                     cdr,

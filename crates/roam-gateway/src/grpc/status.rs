@@ -38,6 +38,7 @@ pub fn session(e: &SessionError) -> Status {
     use SessionError as E;
     let code = match e {
         E::Refused(r) => return refused(r),
+        E::Ruled { .. } => Code::PermissionDenied,
         E::Name(_)
         | E::Type(_)
         | E::ServiceName(_)

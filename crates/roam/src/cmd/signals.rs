@@ -12,7 +12,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 pub struct Stop {
     int: Signal,
     term: Signal,
-    hup: Signal,
+    hup: Option<Signal>,
     quit: Option<Signal>,
 }
 
@@ -26,7 +26,17 @@ impl Stop {
         Ok(Self {
             int: install(SignalKind::interrupt(), "SIGINT")?,
             term: install(SignalKind::terminate(), "SIGTERM")?,
-            hup: install(SignalKind::hangup(), "SIGHUP")?,
+            hup: Some(install(SignalKind::hangup(), "SIGHUP")?),
+            quit: None,
+        })
+    }
+
+    /// SIGINT and SIGTERM only: for a process that reloads its rules on SIGHUP.
+    pub fn install_without_hangup() -> Result<Self, String> {
+        Ok(Self {
+            int: install(SignalKind::interrupt(), "SIGINT")?,
+            term: install(SignalKind::terminate(), "SIGTERM")?,
+            hup: None,
             quit: None,
         })
     }
@@ -52,10 +62,16 @@ impl Stop {
                 None => std::future::pending().await,
             }
         };
+        let hup = async {
+            match hup {
+                Some(h) => h.recv().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = int.recv() => "SIGINT",
             _ = term.recv() => "SIGTERM",
-            _ = hup.recv() => "SIGHUP",
+            _ = hup => "SIGHUP",
             _ = quit => "SIGQUIT",
         }
     }

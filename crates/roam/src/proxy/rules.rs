@@ -211,6 +211,31 @@ impl ProxyRules {
     }
 }
 
+/// A gateway's doors ask the same rules about what their clients publish and receive: NODE
+/// is unknown there, PEER is the client's identity for what it publishes.
+impl roam_gateway::rules::MessageRules for ProxyRules {
+    fn passes(
+        &self,
+        m: &roam_gateway::rules::RuledMessage<'_>,
+        schema: Option<&MessageType>,
+        cdr: &[u8],
+    ) -> bool {
+        if !self.is_active() {
+            return true;
+        }
+        let ty = ros_type(m.dds_type);
+        let msg = Message {
+            topic: m.topic,
+            type_name: &ty,
+            node: None,
+            realm: m.realm,
+            peer: m.peer,
+            size: cdr.len(),
+        };
+        self.evaluate(&msg, schema, None, cdr).passes()
+    }
+}
+
 /// The ROS name of a DDS type (`std_msgs::msg::dds_::String_` -> `std_msgs/msg/String`);
 /// the DDS name itself for non-ROS types.
 pub fn ros_type(dds_type: &str) -> String {

@@ -90,6 +90,10 @@ pub async fn run(
         ),
         None => None,
     };
+    if let Some(d) = &doors {
+        // The proxy's rules apply to what the doors' clients publish and receive too.
+        let _ = d.gw.rules.set(rules.clone());
+    }
     let nodes = super::nodes::NodeNames::default();
 
     let xml = super::dds_config::xml(&cfg.dds);

@@ -15,6 +15,8 @@
 //!   listen: 0.0.0.0:50051      # (default 0.0.0.0:50051 when the section is there)
 //! foxglove:                    # optional: the Foxglove WebSocket door (Foxglove, Lichtblick)
 //!   listen: 0.0.0.0:8765       # (default 0.0.0.0:8765 when the section is there)
+//! rules: /etc/roam/gateway.rules   # optional: rules on what clients publish and receive
+//!                                  #   (docs/rules.md); SIGHUP reloads them
 //! limits:
 //!   max_frame_bytes: 33554432  # a larger client frame is refused and its connection closed
 //!   max_clients: 256
@@ -68,6 +70,8 @@ pub struct GatewayFile {
     pub limits: LimitsFile,
     pub auth: Option<AuthFile>,
     pub tls: Option<TlsFile>,
+    /// A rules file (docs/rules.md) on what clients publish and receive; SIGHUP reloads it.
+    pub rules: Option<PathBuf>,
 }
 
 /// A gateway's settings, checked.
@@ -82,6 +86,7 @@ pub struct GatewayConfig {
     pub realm: PathBuf,
     pub msg_paths: Vec<PathBuf>,
     pub doors: Doors,
+    pub rules: Option<PathBuf>,
 }
 
 /// Where a value came from when it is missing: the file, or a flag.
@@ -173,6 +178,7 @@ impl GatewayFile {
             realm,
             msg_paths: self.msg_paths,
             doors,
+            rules: self.rules,
         })
     }
 }
@@ -192,6 +198,10 @@ pub fn load(path: &Path, o: Overrides) -> Result<(GatewayConfig, Option<TlsSetti
     for (i, p) in cfg.msg_paths.iter().enumerate() {
         roam_edge::definitions::check_msg_path(p)
             .map_err(|e| doc.err(&FieldPath::new("msg_paths").index(i), e.to_string()))?;
+    }
+    if let Some(path) = &cfg.rules {
+        crate::proxy::rules::load_file(path)
+            .map_err(|e| doc.err(&FieldPath::new("rules"), e.to_string()))?;
     }
     let tls = cfg
         .doors

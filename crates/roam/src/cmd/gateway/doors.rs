@@ -123,11 +123,12 @@ impl Running {
         }
         let s = &self.gw.stats;
         eprintln!(
-            "served {} clients; refused {} ops (authentication, permissions), {} bad frames; dropped {} messages for slow clients",
+            "served {} clients; refused {} ops (authentication, permissions), {} bad frames; dropped {} messages for slow clients, {} by the rules",
             s.clients_total.load(Ordering::Relaxed),
             s.refused.load(Ordering::Relaxed),
             s.bad_frames.load(Ordering::Relaxed),
             s.dropped.load(Ordering::Relaxed),
+            s.ruled.load(Ordering::Relaxed),
         );
     }
 }

@@ -48,7 +48,6 @@ pub struct GatewayArgs {
 }
 
 pub async fn run(a: GatewayArgs) -> CmdResult {
-    let mut stop = super::signals::Stop::install()?;
     let (cfg, tls) = config::load(
         &a.config,
         config::Overrides {
@@ -58,6 +57,13 @@ pub async fn run(a: GatewayArgs) -> CmdResult {
             upstream: a.connect,
         },
     )?;
+    let rules =
+        crate::proxy::rules::ProxyRules::load(cfg.rules.as_deref()).map_err(|e| e.to_string())?;
+    // With a rules file SIGHUP reloads it instead of stopping.
+    let mut stop = match rules.has_file() {
+        true => super::signals::Stop::install_without_hangup()?,
+        false => super::signals::Stop::install()?,
+    };
     let realm = Arc::new(roam_edge::realm::load(&cfg.realm)?);
     let definitions = Arc::new(
         DefinitionSource::from_env(&cfg.msg_paths).map_err(|e| format!("msg_paths: {e}"))?,
@@ -92,8 +98,26 @@ pub async fn run(a: GatewayArgs) -> CmdResult {
     )
     .await;
     let doors = doors::start(edge, realm, definitions, cfg.doors, tls).await?;
-    let sig = stop.wait().await;
+    let _ = doors.gw.rules.set(rules.clone());
+    let mut hangup = match rules.has_file() {
+        true => Some(
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+                .map_err(|e| format!("cannot handle SIGHUP: {e}"))?,
+        ),
+        false => None,
+    };
+    let sig = loop {
+        tokio::select! {
+            sig = stop.wait() => break sig,
+            Some(()) = async { match hangup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => {
+                tracing::info!(target: "roam::rules", "SIGHUP: reloading the rules");
+                rules.reload();
+            }
+        }
+    };
     eprintln!("{sig}: stopping");
+    rules.log_figures(true);
+    rules.finish_logs();
     doors.stop();
     Ok(())
 }
