@@ -53,7 +53,7 @@ fn gateway_rules_bind_a_topic_to_an_identity_and_filter_what_clients_receive() {
     .unwrap();
     let every = "{allow: ['**']}";
     let extra = format!(
-        "rules: {}\nauth:\n  tokens:\n    - identity: operator\n      token: {OPERATOR}\n      subscribe: {every}\n      publish: {every}\n    - identity: guest\n      token: {GUEST}\n      subscribe: {every}\n      publish: {every}\n",
+        "rules: {}\nmetrics_listen: 127.0.0.1:0\nauth:\n  tokens:\n    - identity: operator\n      token: {OPERATOR}\n      subscribe: {every}\n      publish: {every}\n    - identity: guest\n      token: {GUEST}\n      subscribe: {every}\n      publish: {every}\n",
         rules.display()
     );
     let (mut gw, port) = gateway(&net, "gw", &addr, Some(&defs), &extra);
@@ -130,6 +130,36 @@ fn gateway_rules_bind_a_topic_to_an_identity_and_filter_what_clients_receive() {
     assert!(
         st.contains("the gateway's rules do not let this message through"),
         "{st}"
+    );
+
+    // The gateway's Prometheus endpoint counts its clients' topics.
+    assert!(
+        gw.wait_log("serving metrics at /metrics", T),
+        "{}",
+        gw.logs()
+    );
+    let at = gw
+        .logs()
+        .lines()
+        .find_map(|l| {
+            l.split("addr=")
+                .nth(1)
+                .map(|a| a.split_whitespace().next().unwrap_or("").to_string())
+        })
+        .unwrap();
+    let text = std::process::Command::new("curl")
+        .args(["-sf", &format!("http://{at}/metrics")])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("roam_topic_messages_total{") && l.contains("topic=\"/cmd\"")),
+        "{text}"
+    );
+    assert!(
+        text.contains("roam_process_info") || text.contains("kind=\"gateway\""),
+        "{text}"
     );
 
     // SIGHUP with a file that lets the guest command too: its messages arrive.

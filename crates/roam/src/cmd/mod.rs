@@ -64,8 +64,9 @@ pub enum Command {
     /// Serve a realm's live dashboard (topology, links, every topic with sparklines) to a
     /// browser, from the metrics members seal to the realm.
     Dashboard(dashboard::DashboardArgs),
-    /// Run a gateway: programs outside ROS (roslibpy, roslibjs, any rosbridge v2 client)
-    /// reach the realm's topics and services over WebSocket, with tokens and allow lists.
+    /// Run a gateway: programs outside ROS reach the realm's topics, services and actions
+    /// through rosbridge v2 (roslibpy, roslibjs), Foxglove WebSocket and gRPC doors, over TLS if
+    /// asked, with tokens or client certificates and allow lists.
     Gateway(gateway::GatewayArgs),
     /// Run the demo: two isolated ROS 2 networks exchange a topic through proxies and a router
     /// (with --routing-only: three routers in a chain, a publisher and a subscriber).

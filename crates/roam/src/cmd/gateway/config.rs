@@ -15,6 +15,7 @@
 //!   listen: 0.0.0.0:50051      # (default 0.0.0.0:50051 when the section is there)
 //! foxglove:                    # optional: the Foxglove WebSocket door (Foxglove, Lichtblick)
 //!   listen: 0.0.0.0:8765       # (default 0.0.0.0:8765 when the section is there)
+//! metrics_listen: 127.0.0.1:9465  # optional: GET /metrics for Prometheus (no TLS)
 //! rules: /etc/roam/gateway.rules   # optional: rules on what clients publish and receive
 //!                                  #   (docs/rules.md); SIGHUP reloads them
 //! limits:
@@ -72,6 +73,8 @@ pub struct GatewayFile {
     pub tls: Option<TlsFile>,
     /// A rules file (docs/rules.md) on what clients publish and receive; SIGHUP reloads it.
     pub rules: Option<PathBuf>,
+    /// Where to serve `GET /metrics` for Prometheus (its edge router, links and topics).
+    pub metrics_listen: Option<String>,
 }
 
 /// A gateway's settings, checked.
@@ -87,6 +90,7 @@ pub struct GatewayConfig {
     pub msg_paths: Vec<PathBuf>,
     pub doors: Doors,
     pub rules: Option<PathBuf>,
+    pub metrics_listen: Option<String>,
 }
 
 /// Where a value came from when it is missing: the file, or a flag.
@@ -98,6 +102,8 @@ pub struct Overrides {
     pub foxglove_listen: Option<String>,
     /// `--connect`: replaces `upstream:`.
     pub upstream: Vec<String>,
+    /// `--metrics-listen`: replaces `metrics_listen:`.
+    pub metrics_listen: Option<String>,
 }
 
 impl GatewayFile {
@@ -150,6 +156,13 @@ impl GatewayFile {
             "realm",
             "the realm file, from `roam realm new`",
         )?;
+        let metrics_listen = o.metrics_listen.clone().or(self.metrics_listen);
+        if let Some(l) = &metrics_listen {
+            check_host_port(l, Use::Listen).map_err(|e| match &o.metrics_listen {
+                Some(_) => doc.whole(format!("--metrics-listen: {e}")),
+                None => doc.err(&FieldPath::new("metrics_listen"), e.to_string()),
+            })?;
+        }
         let doors = DoorsFile {
             rosbridge: self.rosbridge,
             grpc: self.grpc,
@@ -179,6 +192,7 @@ impl GatewayFile {
             msg_paths: self.msg_paths,
             doors,
             rules: self.rules,
+            metrics_listen,
         })
     }
 }
@@ -247,6 +261,7 @@ foxglove:
                 grpc_listen: None,
                 foxglove_listen: None,
                 upstream: Vec::new(),
+                metrics_listen: None,
             },
         )?)
     }

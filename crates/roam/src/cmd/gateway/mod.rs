@@ -45,6 +45,10 @@ pub struct GatewayArgs {
     /// repeatable; replaces `upstream:` in the file.
     #[arg(long, value_name = "ADDR")]
     pub connect: Vec<String>,
+    /// Serve Prometheus metrics (GET /metrics: the gateway's edge router, links and its
+    /// clients' topics) on this address, e.g. 127.0.0.1:9465; replaces `metrics_listen:`.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
 }
 
 pub async fn run(a: GatewayArgs) -> CmdResult {
@@ -55,6 +59,7 @@ pub async fn run(a: GatewayArgs) -> CmdResult {
             grpc_listen: a.grpc_listen,
             foxglove_listen: a.foxglove_listen,
             upstream: a.connect,
+            metrics_listen: a.metrics_listen,
         },
     )?;
     let rules =
@@ -89,6 +94,16 @@ pub async fn run(a: GatewayArgs) -> CmdResult {
     })
     .await?;
     let edge = Edge::new(Port::Router(router.clone()), cfg.id.clone());
+    let metrics =
+        roam_edge::metrics::Metrics::new(&cfg.id, roam_edge::metrics::ProcessKind::Gateway)
+            .with_router(router.clone())
+            .with_topics(Arc::new(edge.clone()));
+    let metrics_listen = cfg
+        .metrics_listen
+        .as_deref()
+        .map(|s| crate::addr::parse_listen(s).map_err(|e| format!("metrics_listen: {e}")))
+        .transpose()?;
+    let _metrics_endpoint = super::router::serve_metrics(metrics_listen, &metrics).await?;
     let _metrics_to_realm = crate::stats::Status::announce(
         &cfg.id,
         roam_edge::metrics::ProcessKind::Gateway,
