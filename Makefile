@@ -25,7 +25,8 @@ fuzz-smoke:
 # The performance lab. `make bench`: the quick suite (routing plane, then native DDS, roam and
 # the Zenoh bridge side by side); `make bench-full`: everything. Both build the Zenoh bridge
 # harness once into $(ROAM_BENCH_CACHE) (about 9 minutes the first time, cached after) and
-# write bench/results/*.json, bench/RESULTS.md, bench/ROUTING-PLANE.md and the plots.
+# write bench/results/*.json, bench/RESULTS.md, bench/ROUTING-PLANE.md, bench/MSG-CODEC.md,
+# bench/GATEWAY.md and the plots.
 ROAM_BENCH_CACHE ?= $(HOME)/.cache/roam-bench
 export ROAM_BENCH_CACHE
 
@@ -37,12 +38,14 @@ bench-build: setup
 bench: bench-build
 	target/release/roam-bench --quick
 	target/release/roam-msg-bench --quick
+	target/release/roam-gateway-bench --quick
 	target/release/roam-lab --quick
 	$(MAKE) bench-plots
 
 bench-full: bench-build
 	target/release/roam-bench
 	target/release/roam-msg-bench
+	target/release/roam-gateway-bench
 	target/release/roam-lab --full
 	$(MAKE) bench-plots
 

@@ -6,7 +6,6 @@ mod experiments;
 mod hop_report;
 mod hops;
 mod measure;
-mod procs;
 mod report;
 mod systems;
 

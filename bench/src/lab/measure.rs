@@ -7,8 +7,8 @@ use roam_bench::ros_msgs::Kind;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::procs::{Proc, Usage};
 use super::systems::{Lab, System, Wan};
+use roam_bench::procs::{Proc, Usage};
 
 /// The load of one run.
 #[derive(Clone, Copy, Debug, Serialize)]

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::procs::Proc;
+use roam_bench::procs::Proc;
 
 /// Ports the lab listens on (UDP and TCP, 127.0.0.1): below the kernel's ephemeral range
 /// (32768+), where any socket bound to port 0 (a DDS participant's, say) could take them, and

@@ -192,16 +192,41 @@ impl Drop for Proc {
     }
 }
 
-fn cpu_ticks(pid: u32) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+/// CPU time a process has used (utime + stime), in clock ticks (USER_HZ, 100 on Linux).
+pub fn cpu_ticks(pid: u32) -> Option<u64> {
+    stat_ticks(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?).map(|(_, t)| t)
+}
+
+/// The name and CPU ticks of a `stat` file's text.
+fn stat_ticks(s: &str) -> Option<(String, u64)> {
     // Fields after the command name, which is in parentheses and may contain spaces.
+    let name = s.get(s.find('(')? + 1..s.rfind(')')?)?.to_string();
     let rest = &s[s.rfind(')')? + 2..];
     let f: Vec<&str> = rest.split(' ').collect();
     // utime and stime are fields 14 and 15 of stat, i.e. 11 and 12 after the name and state.
-    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+    Some((
+        name,
+        f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?,
+    ))
 }
 
-fn rss_kb(pid: u32) -> Option<u64> {
+/// Each thread of a process: its id, name and CPU ticks so far (where one thread, not the
+/// process, is the limit, this shows it).
+pub fn thread_ticks(pid: u32) -> Vec<(u32, String, u64)> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        let e = e.ok()?;
+        let tid = e.file_name().to_str()?.parse().ok()?;
+        let (name, ticks) = stat_ticks(&std::fs::read_to_string(e.path().join("stat")).ok()?)?;
+        Some((tid, name, ticks))
+    })
+    .collect()
+}
+
+/// Resident memory of a process now (VmRSS), in KiB.
+pub fn rss_kb(pid: u32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     s.lines()
         .find_map(|l| l.strip_prefix("VmRSS:"))?
