@@ -64,10 +64,18 @@ fn on_thread<T: Send + 'static>(
 
 /// Opens a WebSocket with Nagle's algorithm off, as browsers and most WebSocket libraries do
 /// (small frames go out at once instead of waiting for the previous one's ACK).
-async fn connect(url: &str) -> Result<Ws, String> {
+async fn connect(url: &str, subprotocol: Option<&str>) -> Result<Ws, String> {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let mut req = url
+        .into_client_request()
+        .map_err(|e| format!("{url}: {e}"))?;
+    if let Some(p) = subprotocol {
+        let v = p.parse().map_err(|_| format!("subprotocol {p:?}"))?;
+        req.headers_mut().insert("sec-websocket-protocol", v);
+    }
     let (ws, _) = tokio::time::timeout(
         Duration::from_secs(10),
-        tokio_tungstenite::connect_async_with_config(url, None, true),
+        tokio_tungstenite::connect_async_with_config(req, None, true),
     )
     .await
     .map_err(|_| format!("{url}: no handshake within 10 s"))?
@@ -87,11 +95,14 @@ pub fn subscriber(
     let p = progress.clone();
     let topic = topic.to_string();
     let task = async move {
-        let mut ws = connect(&door.url(port)).await?;
+        let mut ws = connect(&door.url(port), door.subprotocol()).await?;
         for op in door.subscribe_ops(&topic, kind) {
             ws.send(op).await.map_err(|e| format!("subscribe: {e}"))?;
         }
+        // The Foxglove door advertises the topic's channel once the realm lists it (the
+        // publisher's advertise): the subscription is made then; the warm-up waits for it.
         p.subscribed.store(true, Ordering::Release);
+        let mut foxglove_subscribed = false;
         let mut r = Receipts::default();
         while !stop.load(Ordering::Acquire) {
             let frame = match tokio::time::timeout(POLL, ws.next()).await {
@@ -100,6 +111,13 @@ pub fn subscriber(
                 Ok(Some(Err(e))) => return Err(format!("reading: {e}")),
                 Ok(Some(Ok(f))) => f,
             };
+            if door == Door::Foxglove && !foxglove_subscribed {
+                if let Some(op) = Door::foxglove_subscribe(&frame, &topic) {
+                    ws.send(op).await.map_err(|e| format!("subscribe: {e}"))?;
+                    foxglove_subscribed = true;
+                }
+                continue;
+            }
             match door.read(kind, &frame) {
                 Ok(Read::Sample(s)) => {
                     let latency = (now_ns() - s.stamp_ns) as f64 / 1e6;
@@ -145,7 +163,7 @@ pub fn publisher(
     let n = next.clone();
     let topic = topic.to_string();
     let task = async move {
-        let ws = connect(&Door::RosbridgeJson.url(port)).await?;
+        let ws = connect(&Door::RosbridgeJson.url(port), None).await?;
         let (mut sink, mut stream) = ws.split();
         let advertise =
             serde_json::json!({"op": "advertise", "topic": topic, "type": kind.type_name()});
@@ -206,7 +224,7 @@ pub fn stalled(
     let topic = topic.to_string();
     let task = async move {
         let door = Door::RosbridgeJson;
-        let mut ws = connect(&door.url(port)).await?;
+        let mut ws = connect(&door.url(port), door.subprotocol()).await?;
         for op in door.subscribe_ops(&topic, kind) {
             ws.send(op).await.map_err(|e| format!("subscribe: {e}"))?;
         }

@@ -13,8 +13,6 @@ use tokio_tungstenite::tungstenite::Message;
 
 use super::messages::{for_map, Kind, Sample};
 
-// Only rosbridge's three encodings so far; the Foxglove door will be `Foxglove`.
-#[allow(clippy::enum_variant_names)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Door {
@@ -24,6 +22,8 @@ pub enum Door {
     RosbridgeCbor,
     /// rosbridge v2, `compression: cbor-raw`: the message's CDR bytes in a CBOR frame.
     RosbridgeCborRaw,
+    /// The Foxglove WebSocket protocol: a `messageData` binary frame carrying the raw CDR.
+    Foxglove,
 }
 
 /// What a frame from the gateway was.
@@ -37,17 +37,25 @@ pub enum Read {
 }
 
 impl Door {
-    pub const ROSBRIDGE: [Door; 3] = [
+    /// Every door, one row each.
+    pub const ALL: [Door; 4] = [
         Door::RosbridgeJson,
         Door::RosbridgeCbor,
         Door::RosbridgeCborRaw,
+        Door::Foxglove,
     ];
+
+    /// The WebSocket subprotocol the door speaks, if it names one.
+    pub fn subprotocol(self) -> Option<&'static str> {
+        (self == Door::Foxglove).then_some("foxglove.websocket.v1")
+    }
 
     pub fn label(self) -> &'static str {
         match self {
             Door::RosbridgeJson => "rosbridge-json",
             Door::RosbridgeCbor => "rosbridge-cbor",
             Door::RosbridgeCborRaw => "rosbridge-cbor-raw",
+            Door::Foxglove => "foxglove",
         }
     }
 
@@ -58,19 +66,59 @@ impl Door {
 
     /// The frames that subscribe to `topic` (rosbridge's default queue_length, as roslibpy and
     /// roslibjs leave it unless told).
+    /// (The Foxglove door subscribes to a channel once the server advertises it: see
+    /// [`Door::foxglove_subscribe`].)
     pub fn subscribe_ops(self, topic: &str, kind: Kind) -> Vec<Message> {
         let compression = match self {
             Door::RosbridgeJson => "none",
             Door::RosbridgeCbor => "cbor",
             Door::RosbridgeCborRaw => "cbor-raw",
+            Door::Foxglove => return Vec::new(),
         };
         let op = serde_json::json!({"op": "subscribe", "id": format!("bench-{topic}"),
             "topic": topic, "type": kind.type_name(), "compression": compression});
         vec![Message::Text(op.to_string().into())]
     }
 
+    /// The Foxglove `subscribe` for `topic`'s channel when `frame` is an `advertise` that
+    /// lists it (subscription id 1).
+    pub fn foxglove_subscribe(frame: &Message, topic: &str) -> Option<Message> {
+        let Message::Text(t) = frame else { return None };
+        let v: Value = serde_json::from_str(t).ok()?;
+        if v["op"] != "advertise" {
+            return None;
+        }
+        let id = v["channels"]
+            .as_array()?
+            .iter()
+            .find(|c| c["topic"] == topic)?["id"]
+            .as_u64()?;
+        let op = serde_json::json!({"op": "subscribe",
+            "subscriptions": [{"id": 1, "channelId": id}]});
+        Some(Message::Text(op.to_string().into()))
+    }
+
     /// What `frame` holds, decoded as a client of this door decodes it.
     pub fn read(self, kind: Kind, frame: &Message) -> Result<Read, String> {
+        if self == Door::Foxglove {
+            return match frame {
+                // messageData: opcode 1, subscription id u32, receive time u64, the CDR.
+                Message::Binary(b) if b.first() == Some(&1) && b.len() >= 13 => {
+                    Ok(Read::Sample(kind.read_cdr(&b[13..])?))
+                }
+                Message::Binary(_) => Err("a binary frame that is not messageData".into()),
+                Message::Text(t) => {
+                    let v: Value = serde_json::from_str(t).map_err(|e| format!("JSON: {e}"))?;
+                    match v["op"].as_str() {
+                        Some("status") => Ok(Read::Status(
+                            v["message"].as_str().unwrap_or_default().to_string(),
+                        )),
+                        _ => Ok(Read::Other),
+                    }
+                }
+                _ => Ok(Read::Other),
+            };
+        }
         match frame {
             Message::Text(t) => {
                 let v: Value = serde_json::from_str(t).map_err(|e| format!("JSON: {e}"))?;
@@ -197,6 +245,28 @@ mod tests {
             Door::RosbridgeJson.read(Kind::Text, &Message::Text(status.into())),
             Ok(Read::Status("dropped 3".into()))
         );
+        // Foxglove: subscribe once the channel is advertised, then messageData frames.
+        let adv = r#"{"op":"advertise","channels":[{"id":7,"topic":"/t","encoding":"cdr"}]}"#;
+        let sub = Door::foxglove_subscribe(&Message::Text(adv.into()), "/t").unwrap();
+        assert_eq!(
+            sub,
+            Message::Text(r#"{"op":"subscribe","subscriptions":[{"channelId":7,"id":1}]}"#.into())
+        );
+        assert!(Door::foxglove_subscribe(&Message::Text(adv.into()), "/u").is_none());
+        let mut md = vec![1u8];
+        md.extend(1u32.to_le_bytes());
+        md.extend(0u64.to_le_bytes());
+        md.extend(&cdr);
+        assert_eq!(
+            Door::Foxglove.read(Kind::Text, &Message::Binary(md.into())),
+            Ok(Read::Sample(Sample {
+                seq: 4,
+                stamp_ns: 1_000_000_002
+            }))
+        );
+        assert!(Door::Foxglove
+            .read(Kind::Text, &Message::Binary(vec![1, 0].into()))
+            .is_err());
         // Garbage is an error, not a panic.
         assert!(Door::RosbridgeCbor
             .read(Kind::Text, &Message::Binary(vec![0xff, 0x00].into()))

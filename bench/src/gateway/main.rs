@@ -79,7 +79,7 @@ fn main() {
                 kind: Kind::Image,
                 rate_hz: rate,
                 window,
-                doors: Door::ROSBRIDGE.to_vec(),
+                doors: Door::ALL.to_vec(),
             };
             match scenarios::stream(&mut setup, &s) {
                 Ok(run) => results.images.push(run),
@@ -89,18 +89,29 @@ fn main() {
     }
     if wants("kb") {
         // At a fixed rate to 1 and to 30 clients, then unpaced to 1: the most it takes.
-        for (rate, n) in [(kb_rate, 1), (kb_rate, 30), (0.0, 1)] {
+        let (json, fox) = (Door::RosbridgeJson, Door::Foxglove);
+        for (rate, n, door) in [
+            (kb_rate, 1, json),
+            (kb_rate, 30, json),
+            (0.0, 1, json),
+            (kb_rate, 1, fox),
+            (kb_rate, 30, fox),
+        ] {
             let pace = if rate > 0.0 {
                 format!("{rate}/s")
             } else {
                 "unpaced".into()
             };
             let s = Stream {
-                name: format!("1 KB {pace} to {n} client{}", if n > 1 { "s" } else { "" }),
+                name: format!(
+                    "1 KB {pace} to {n} {} client{}",
+                    door.label(),
+                    if n > 1 { "s" } else { "" }
+                ),
                 kind: Kind::Text,
                 rate_hz: rate,
                 window,
-                doors: vec![Door::RosbridgeJson; n],
+                doors: vec![door; n],
             };
             match scenarios::stream(&mut setup, &s) {
                 Ok(run) => results.kb.push(run),

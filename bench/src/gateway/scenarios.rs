@@ -182,12 +182,13 @@ fn join_publisher(h: JoinHandle<Result<Published, String>>) -> Result<Published,
 
 pub fn stream(setup: &mut Setup, s: &Stream) -> Result<StreamRun, String> {
     eprintln!("{}: {}, {:?}", s.name, s.kind.type_name(), s.window);
-    let (mut gw, port) = setup.gateway()?;
+    let (mut gw, ports) = setup.gateway()?;
+    let port = ports.rosbridge;
     let stop_subs = Arc::new(AtomicBool::new(false));
     let mut subs: Vec<Sub> = s
         .doors
         .iter()
-        .map(|d| clients::subscriber(*d, s.kind, port, TOPIC, stop_subs.clone()))
+        .map(|d| clients::subscriber(*d, s.kind, ports.of(*d), TOPIC, stop_subs.clone()))
         .collect();
     let all = |f: fn(&Progress) -> bool| move |subs: &[Sub]| subs.iter().all(|(p, _)| f(p));
     wait_for(
@@ -300,7 +301,8 @@ pub fn stalled(setup: &mut Setup, rate_hz: f64, window: Duration) -> Result<Stal
     eprintln!("stalled client: images at {rate_hz} Hz, {window:?}");
     let kind = Kind::Image;
     let door = Door::RosbridgeCborRaw;
-    let (mut gw, port) = setup.gateway()?;
+    let (mut gw, ports) = setup.gateway()?;
+    let port = ports.rosbridge;
     let stop_subs = Arc::new(AtomicBool::new(false));
     let mut subs = vec![clients::subscriber(
         door,

@@ -76,7 +76,7 @@ impl Setup {
 
     /// Starts a fresh `roam gateway` (default limits) linked to the router; returns it and
     /// its rosbridge port.
-    pub fn gateway(&mut self) -> Result<(Proc, u16), String> {
+    pub fn gateway(&mut self) -> Result<(Proc, Ports), String> {
         self.gateways += 1;
         let id = format!("gw{}", self.gateways);
         let pki = self.pki.to_string_lossy().to_string();
@@ -85,7 +85,7 @@ impl Setup {
             &["pki", "issue", &id, "--dir", &pki, "--role", "router"],
         )?;
         let yaml = format!(
-            "id: {id}\npki: {pki}\nupstream: [{}]\nrealm: {}\nmsg_paths: [{}]\nrosbridge:\n  listen: 127.0.0.1:0\n",
+            "id: {id}\npki: {pki}\nupstream: [{}]\nrealm: {}\nmsg_paths: [{}]\nrosbridge:\n  listen: 127.0.0.1:0\nfoxglove:\n  listen: 127.0.0.1:0\n",
             self.router_addr,
             self.realm.display(),
             self.msgs.display()
@@ -97,13 +97,40 @@ impl Setup {
             &self.roam,
             &["gateway".into(), "-c".into(), path.to_string_lossy().into()],
         )?;
-        let line = gw.wait_line(START, |l| l.starts_with("rosbridge listening ws://"))?;
-        let port = line
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.trim().parse().ok())
-            .ok_or_else(|| format!("no port in {line:?}"))?;
-        Ok((gw, port))
+        let port_of = |line: String| -> Result<u16, String> {
+            line.rsplit(':')
+                .next()
+                .and_then(|p| p.trim().parse().ok())
+                .ok_or_else(|| format!("no port in {line:?}"))
+        };
+        let rosbridge =
+            port_of(gw.wait_line(START, |l| l.starts_with("rosbridge listening ws://"))?)?;
+        let foxglove =
+            port_of(gw.wait_line(START, |l| l.starts_with("foxglove listening ws://"))?)?;
+        Ok((
+            gw,
+            Ports {
+                rosbridge,
+                foxglove,
+            },
+        ))
+    }
+}
+
+/// Where a gateway's doors listen.
+#[derive(Clone, Copy, Debug)]
+pub struct Ports {
+    pub rosbridge: u16,
+    pub foxglove: u16,
+}
+
+impl Ports {
+    /// The port a client of `door` opens.
+    pub fn of(&self, door: super::door::Door) -> u16 {
+        match door {
+            super::door::Door::Foxglove => self.foxglove,
+            _ => self.rosbridge,
+        }
     }
 }
 
