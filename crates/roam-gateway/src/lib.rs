@@ -35,6 +35,7 @@ pub mod rosbridge;
 pub mod rules;
 pub mod session;
 pub mod tls;
+pub mod ws;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

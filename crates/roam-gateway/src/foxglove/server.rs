@@ -21,9 +21,9 @@ use super::client::{send_status, Conn, ConnShared};
 use super::encode::{self, Frame, Level};
 use super::watcher::Catalog;
 use crate::outbox::Next;
-use crate::rosbridge::server::upgrade_token;
 use crate::session::Outgoing;
 use crate::tls::DoorTls;
+use crate::ws::upgrade_token;
 use crate::{Gateway, Stats};
 
 /// The subprotocols of the Foxglove WebSocket protocol this door speaks (the same v1
@@ -64,33 +64,11 @@ impl Door {
 /// Serves Foxglove clients on `listener` (`wss://` when `tls` has a certificate) until the
 /// task is dropped.
 pub async fn serve(gw: Arc<Gateway>, listener: TcpListener, tls: DoorTls) {
-    let door = Door::new(gw);
-    loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::warn!("foxglove: accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let door = door.clone();
-        let tls = tls.clone();
-        tokio::spawn(async move {
-            let (stream, cert_name) = match tls.accept(stream).await {
-                Ok(s) => s,
-                Err(e) => {
-                    Stats::count(&door.gw.stats.refused);
-                    tracing::info!("foxglove client {peer}: TLS handshake failed: {e}");
-                    return;
-                }
-            };
-            if let Err(e) = connection(door, stream, peer, cert_name).await {
-                tracing::debug!("foxglove client {peer}: {e}");
-            }
-        });
-    }
+    let door = Door::new(gw.clone());
+    crate::ws::accept(&gw, "foxglove", listener, tls, move |stream, peer, cert| {
+        connection(door.clone(), stream, peer, cert)
+    })
+    .await
 }
 
 /// The subprotocol to answer with: the first of the client's offers this door speaks.

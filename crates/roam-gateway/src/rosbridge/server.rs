@@ -20,6 +20,7 @@ use super::ops::Compression;
 use crate::outbox::Next;
 use crate::session::{Outgoing, Sample};
 use crate::tls::{DoorTls, Stream};
+use crate::ws::upgrade_token;
 use crate::{Gateway, Stats};
 
 /// A connection that has not finished its WebSocket handshake by then is closed.
@@ -28,78 +29,15 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Serves rosbridge clients on `listener` (`wss://` when `tls` has a certificate) until the
 /// task is dropped.
 pub async fn serve(gw: Arc<Gateway>, listener: TcpListener, tls: DoorTls) {
-    loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::warn!("rosbridge: accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let gw = gw.clone();
-        let tls = tls.clone();
-        tokio::spawn(async move {
-            let (stream, cert_name) = match tls.accept(stream).await {
-                Ok(s) => s,
-                Err(e) => {
-                    Stats::count(&gw.stats.refused);
-                    tracing::info!("rosbridge client {peer}: TLS handshake failed: {e}");
-                    return;
-                }
-            };
-            if let Err(e) = connection(gw, stream, peer, cert_name).await {
-                tracing::debug!("rosbridge client {peer}: {e}");
-            }
-        });
-    }
-}
-
-/// The token a client gave on the upgrade request: `Authorization: Bearer T` or `?token=T`.
-pub(crate) fn upgrade_token(req: &Request) -> Option<String> {
-    if let Some(v) = req
-        .headers()
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-    {
-        if let Some(t) = v
-            .strip_prefix("Bearer ")
-            .or_else(|| v.strip_prefix("bearer "))
-        {
-            return Some(t.trim().to_string());
-        }
-    }
-    req.uri().query().and_then(|q| {
-        q.split('&')
-            .find_map(|kv| kv.strip_prefix("token="))
-            .map(percent_decode)
-    })
-}
-
-/// `%XX` escapes of a query value (tokens are usually plain; a `+` stays a `+`).
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        match (
-            b[i],
-            b.get(i + 1).copied().and_then(hex),
-            b.get(i + 2).copied().and_then(hex),
-        ) {
-            (b'%', Some(h), Some(l)) => {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (c, _, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    let g = gw.clone();
+    crate::ws::accept(
+        &gw,
+        "rosbridge",
+        listener,
+        tls,
+        move |stream, peer, cert| connection(g.clone(), stream, peer, cert),
+    )
+    .await
 }
 
 async fn connection(
@@ -306,32 +244,5 @@ fn encode_sample(d: &Delivery, s: Sample) -> Result<Vec<Frame>, String> {
                 None => vec![Frame::Text(text)],
             })
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tokens_come_from_the_authorization_header_or_the_query() {
-        let req = |uri: &str, auth: Option<&str>| {
-            let mut b = Request::builder().uri(uri);
-            if let Some(a) = auth {
-                b = b.header("Authorization", a);
-            }
-            b.body(()).unwrap()
-        };
-        assert_eq!(
-            upgrade_token(&req("/", Some("Bearer abc"))).as_deref(),
-            Some("abc")
-        );
-        assert_eq!(
-            upgrade_token(&req("/?x=1&token=a%2Bb", None)).as_deref(),
-            Some("a+b")
-        );
-        assert_eq!(upgrade_token(&req("/", Some("Basic abc"))), None);
-        assert_eq!(upgrade_token(&req("/", None)), None);
-        assert_eq!(percent_decode("%zz%4"), "%zz%4");
     }
 }

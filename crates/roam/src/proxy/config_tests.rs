@@ -1,0 +1,344 @@
+//! The proxy file's checks: every mistake named with its file, line and field.
+
+use super::*;
+
+const GOOD: &str = "\
+id: robot-7
+pki: ./pki
+upstream: [quic://127.0.0.1:7447]
+dds: {domain: 3, interfaces: [lo], peers: [127.0.0.1]}
+realms: {warehouse: ./w.realm}
+exports:
+  - topic: /chatter
+    realm: warehouse
+    as: /robot7/chatter
+  - allow: ['^/camera/.*']
+    deny: ['^/camera/debug']
+    realm: warehouse
+  - service: /add_two_ints
+    realm: warehouse
+imports:
+  - topic: /cloud/plan
+    realm: warehouse
+    as: /plan
+";
+
+#[test]
+fn a_gateway_section_opens_only_the_doors_it_lists_in_a_known_realm() {
+    let with = |g: &str| format!("{GOOD}gateway:\n{g}");
+    let c = ProxyConfig::parse(
+        &with("  realm: warehouse\n  rosbridge: {listen: 127.0.0.1:9090}\n"),
+        "robot.yaml",
+    )
+    .unwrap();
+    let g = c.gateway.unwrap();
+    assert_eq!(g.realm, "warehouse");
+    assert_eq!(g.doors.rosbridge.unwrap().to_string(), "127.0.0.1:9090");
+    assert!(g.doors.grpc.is_none() && g.doors.tokens.is_none());
+    for (g, want) in [
+        (
+            "  realm: nowhere\n  grpc: {}\n",
+            "r.yaml: line 20: gateway.realm: unknown realm \"nowhere\"",
+        ),
+        ("  realm: warehouse\n", "r.yaml: line 20: gateway: no door"),
+        (
+            "  realm: warehouse\n  grpc: {}\n  limits: {max_clients: 0}\n",
+            "r.yaml: line 22: gateway.limits.max_clients: 0 allows nothing",
+        ),
+        (
+            "  realm: warehouse\n  grpc: {}\n  tls: {pki: true, client_certs: required}\n",
+            "r.yaml: line 22: gateway.tls.client_certs: client certificates name identities",
+        ),
+    ] {
+        let e = err(&with(g));
+        assert!(e.starts_with(want), "{g}\n got  {e}\n want {want}");
+    }
+}
+
+#[test]
+fn a_full_file_parses_and_maps() {
+    let c = ProxyConfig::parse(GOOD, "robot.yaml").unwrap();
+    assert_eq!(c.dds.domain, 3);
+    assert_eq!(
+        c.export_of("/chatter"),
+        Some(("warehouse".into(), "/robot7/chatter".into()))
+    );
+    assert_eq!(
+        c.export_of("/camera/front"),
+        Some(("warehouse".into(), "/camera/front".into()))
+    );
+    assert_eq!(c.export_of("/camera/debug"), None);
+    assert_eq!(
+        c.export_of("/private/map"),
+        None,
+        "unlisted topics stay private"
+    );
+    assert_eq!(c.exports[1].what, What::Service);
+    assert_eq!(c.imports[0].local, "/plan");
+    assert_eq!(c.imports[0].remote, "/cloud/plan");
+}
+
+fn err(text: &str) -> String {
+    ProxyConfig::parse(text, "r.yaml").unwrap_err().to_string()
+}
+
+#[test]
+fn mistakes_say_where_and_what() {
+    let e = err(&GOOD.replace(
+        "realm: warehouse\n    as: /robot7",
+        "realm: wharehouse\n    as: /robot7",
+    ));
+    assert!(
+        e.starts_with("r.yaml: line 8: exports[0].realm: unknown realm \"wharehouse\""),
+        "{e}"
+    );
+    let e = err(&GOOD.replace("'^/camera/.*'", "'^/camera/(.*'"));
+    assert!(
+        e.starts_with("r.yaml: line 10: exports[1].allow[0]: bad regex"),
+        "{e}"
+    );
+    let e = err(&GOOD.replace("as: /plan", "as: /pl-an"));
+    assert!(e.starts_with("r.yaml: line 18: imports[0].as:"), "{e}");
+    let e = err(&GOOD.replace("domain: 3", "domain: three"));
+    assert!(e.starts_with("r.yaml: line 4"), "{e}");
+    let e = err(&GOOD.replace(
+        "  - service: /add_two_ints\n",
+        "  - service: /add_two_ints\n    topic: /x\n",
+    ));
+    assert!(
+        e.contains("line 13: exports[2]: expected exactly one of"),
+        "{e}"
+    );
+    let e = err("id: x\npki: p\nrealms: {}\n");
+    assert!(e.contains("nothing to do"), "{e}");
+}
+
+#[test]
+fn relative_names_are_made_full_as_everywhere_in_roam() {
+    let c = ProxyConfig::parse(
+        &GOOD
+            .replace("as: /plan", "as: plan")
+            .replace("topic: /chatter", "topic: chatter"),
+        "r.yaml",
+    )
+    .unwrap();
+    assert_eq!(c.imports[0].local, "/plan");
+    assert_eq!(
+        c.export_of("/chatter"),
+        Some(("warehouse".into(), "/robot7/chatter".into()))
+    );
+}
+
+#[test]
+fn a_topic_exported_or_imported_twice_is_refused_at_its_line() {
+    let twice = GOOD.replace(
+        "  - service: /add_two_ints\n",
+        "  - topic: /chatter\n    realm: warehouse\n  - service: /add_two_ints\n",
+    );
+    let e = err(&twice);
+    assert!(
+        e.starts_with(
+            "r.yaml: line 13: exports[2].topic: topic /chatter is already exported by exports[0]"
+        ),
+        "{e}"
+    );
+    let merged = "id: r\npki: p\nrealms: {w: w.realm}\nexports:\n  - topic: /a\n    realm: w\n    as: /same\n  - topic: /b\n    realm: w\n    as: /same\n";
+    let e = err(merged);
+    assert_eq!(
+            e,
+            "r.yaml: line 10: exports[1].as: \"/same\" is already the realm name of exports[0] (/a); two topics cannot share one realm name: give each its own `as`"
+        );
+    // Without `as`, a topic exported under another's new name is found at its own key.
+    let e = err("id: r\npki: p\nrealms: {w: w.realm}\nexports:\n  - {topic: /a, realm: w, as: /b}\n  - {topic: /b, realm: w}\n");
+    assert!(e.starts_with("r.yaml: line 6: exports[1].topic:"), "{e}");
+    let e = err(&format!(
+        "{GOOD}  - topic: /cloud/plan\n    realm: warehouse\n    as: /plan2\n"
+    ));
+    assert!(
+            e.starts_with("r.yaml: line 19: imports[1].topic: topic /cloud/plan of realm warehouse is already imported by imports[0]"),
+            "{e}"
+        );
+    let e = err(&format!(
+        "{GOOD}  - topic: /cloud/other\n    realm: warehouse\n    as: /plan\n"
+    ));
+    assert!(
+        e.starts_with(
+            "r.yaml: line 21: imports[1].as: \"/plan\" is already the local name of imports[0]"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn values_that_cannot_work_are_refused_at_their_line() {
+    let e = err(&format!("{GOOD}link:\n  max_message_bytes: 0\n"));
+    assert!(
+        e.starts_with("r.yaml: line 20: link.max_message_bytes: 0 cannot carry a message"),
+        "{e}"
+    );
+    let e = err(&format!("{GOOD}link:\n  idle_timeout_ms: 0\n"));
+    assert!(
+        e.starts_with("r.yaml: line 20: link.idle_timeout_ms: 0 is not a usable idle timeout")
+            && !e.contains("keepalive"),
+        "{e}"
+    );
+    let e = err(&GOOD.replace("domain: 3", "domain: 300"));
+    assert!(
+        e.starts_with("r.yaml: line 4: dds.domain: 300 is out of range: DDS domains are 0 to 232"),
+        "{e}"
+    );
+    ProxyConfig::parse(&GOOD.replace("domain: 3", "domain: 232"), "r.yaml").unwrap();
+    let e = err(&GOOD.replace("quic://127.0.0.1:7447", "quic://127.0.0.1"));
+    assert!(
+        e.starts_with(
+            "r.yaml: line 3: upstream[0]: missing port in \"127.0.0.1\" (e.g. 127.0.0.1:7447)"
+        ),
+        "{e}"
+    );
+    let e = err(&GOOD.replace("id: robot-7\n", "id: robot-7\nlisten: 0.0.0.0:123456\n"));
+    assert!(e.starts_with("r.yaml: line 2: listen: port"), "{e}");
+    let e = err(&GOOD.replace("id: robot-7\n", "id: robot-7\nmetrics_listen: :9464x\n"));
+    assert!(e.starts_with("r.yaml: line 2: metrics_listen: "), "{e}");
+    let e = err(&GOOD.replace("id: robot-7", "id: Robot_7"));
+    assert!(
+        e.starts_with("r.yaml: line 1: id: invalid identity name"),
+        "{e}"
+    );
+}
+
+#[test]
+fn dds_xml_must_be_well_formed_and_not_silently_override() {
+    let with_xml = |xml: &str| {
+        GOOD.replace(
+            "dds: {domain: 3, interfaces: [lo], peers: [127.0.0.1]}",
+            &format!("dds:\n  domain: 3\n  config_xml: |\n{xml}"),
+        )
+    };
+    ProxyConfig::parse(
+        &with_xml("    <General><AllowMulticast>false</AllowMulticast></General>\n"),
+        "r.yaml",
+    )
+    .unwrap();
+    let e = err(&with_xml(
+        "    <General>\n      <AllowMulticast>false</AllowMulticas>\n    </General>\n",
+    ));
+    assert!(
+        e.starts_with("r.yaml: line 6: dds.config_xml: not well-formed XML at its line 2"),
+        "{e}"
+    );
+    let e = err(&GOOD.replace(
+        "peers: [127.0.0.1]}",
+        "peers: [127.0.0.1], config_xml: '<General/>'}",
+    ));
+    assert!(
+            e.starts_with("r.yaml: line 4: dds.config_xml: config_xml replaces the configuration roam writes from dds.interfaces, dds.peers"),
+            "{e}"
+        );
+}
+
+/// A directory with a CA, the proxy's identity and a realm, for `load`'s machine checks.
+struct Machine(std::path::PathBuf);
+
+impl Machine {
+    fn new(tag: &str) -> Self {
+        let d = std::env::temp_dir().join(format!("roam-cfg-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let pki = d.join("pki");
+        roam_net::pki::init_ca(&pki).unwrap();
+        roam_net::pki::issue(
+            &pki,
+            "robot-7",
+            roam_proto::frame::Role::Router,
+            roam_net::pki::Validity::default(),
+        )
+        .unwrap();
+        roam_edge::realm::create(&d.join("w.realm"), "warehouse").unwrap();
+        Self(d)
+    }
+
+    /// Writes GOOD with this directory's paths, edited by `edit`, and loads it.
+    fn load(&self, edit: impl Fn(String) -> String) -> Result<ProxyConfig, String> {
+        let text = edit(
+            GOOD.replace(
+                "pki: ./pki",
+                &format!("pki: {}", self.0.join("pki").display()),
+            )
+            .replace("./w.realm", &self.0.join("w.realm").display().to_string()),
+        );
+        let path = self.0.join("robot.yaml");
+        std::fs::write(&path, text).unwrap();
+        ProxyConfig::load(&path)
+    }
+}
+
+impl Drop for Machine {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn files_and_interfaces_the_config_names_must_exist() {
+    let m = Machine::new("machine");
+    m.load(|t| t).unwrap();
+    let e = m.load(|t| t.replace("/pki", "/no-pki")).unwrap_err();
+    assert!(
+        e.contains("robot.yaml: line 2: pki: PKI directory") && e.contains("roam pki init --dir"),
+        "{e}"
+    );
+    let e = m.load(|t| t.replace("robot-7", "robot-8")).unwrap_err();
+    assert!(
+        e.contains("line 2: pki: identity \"robot-8\"")
+            && e.contains("robot-8.pem is missing")
+            && e.contains("roam pki issue robot-8 --dir"),
+        "{e}"
+    );
+    let e = m.load(|t| t.replace("w.realm", "x.realm")).unwrap_err();
+    assert!(
+        e.contains("line 5: realms.warehouse: realm file")
+            && e.contains("does not exist (create it with `roam realm new"),
+        "{e}"
+    );
+    std::fs::write(m.0.join("bad.realm"), "realm: x\nsecret: [\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            m.0.join("bad.realm"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
+    }
+    let e = m.load(|t| t.replace("w.realm", "bad.realm")).unwrap_err();
+    assert!(
+        e.contains("line 5: realms.warehouse: realm file") && e.contains("bad.realm"),
+        "{e}"
+    );
+    let e = m
+        .load(|t| t.replace("interfaces: [lo]", "interfaces: [lo, roam-no-such0]"))
+        .unwrap_err();
+    assert!(
+            e.contains("line 4: dds.interfaces[1]: no network interface \"roam-no-such0\" on this machine (interfaces here: ")
+                && e.contains("lo"),
+            "{e}"
+        );
+}
+
+#[test]
+fn an_imported_topic_is_never_exported_back() {
+    let text = GOOD
+        .replace("'^/camera/.*'", "'.*'")
+        .replace("deny: ['^/camera/debug']", "deny: []");
+    let c = ProxyConfig::parse(&text, "r.yaml").unwrap();
+    assert_eq!(c.export_of("/plan"), None);
+    assert!(c.export_of("/anything").is_some());
+    let looped = GOOD
+        .replace("topic: /cloud/plan", "topic: /robot7/chatter")
+        .replace("as: /plan", "as: /chatter");
+    let e = err(&looped);
+    assert!(
+        e.contains("line 18: imports[0].as:") && e.contains("loop"),
+        "{e}"
+    );
+}
