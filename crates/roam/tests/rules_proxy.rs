@@ -251,7 +251,11 @@ fn filter_drop_copy_and_a_field_condition_on_real_traffic() {
                     .unwrap()
             })
             .collect();
-        assert!(n.len() >= 20, "{prefix}: {lines:?}");
+        assert!(
+            n.len() >= 20,
+            "{prefix}: {lines:?}\nrobot: {}",
+            robot.logs()
+        );
         assert!(n.windows(2).all(|w| w[1] == w[0] + 1), "{prefix}: {n:?}");
     }
     assert!(

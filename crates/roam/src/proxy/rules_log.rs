@@ -6,7 +6,8 @@
 //! (a disk slower than the topic) drops the message for the file and counts it, and never
 //! slows the topic. A relative file name is taken from the rules file's folder. Files stay
 //! open across reloads while a rule still logs to them; the others are finished (summary and
-//! footer written) at the reload, and all of them when the proxy stops.
+//! footer written) at the reload, and all of them when the proxy stops (after which a message
+//! still on its way is not logged: it must not start a finished file again).
 
 use std::collections::HashMap;
 use std::io::BufWriter;
@@ -51,6 +52,9 @@ impl LogFile {
 pub struct LogFiles {
     base: PathBuf,
     files: Mutex<HashMap<PathBuf, LogFile>>,
+    /// Set once the files are finished for good (the process stops): a message still on its
+    /// way must not start (and so truncate) a finished file again.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl LogFiles {
@@ -59,6 +63,7 @@ impl LogFiles {
         LogFiles {
             base: base.to_path_buf(),
             files: Mutex::new(HashMap::new()),
+            closed: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -80,6 +85,9 @@ impl LogFiles {
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0);
         let mut open = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        if self.closed.load(Ordering::Relaxed) {
+            return;
+        }
         for name in files {
             let path = self.path(name);
             let file = open
@@ -120,8 +128,13 @@ impl LogFiles {
         }
     }
 
-    /// Finishes every file (the proxy stops).
+    /// Finishes every file for good (the process stops): later messages are not logged.
     pub fn finish_all(&self) {
+        {
+            // Under the files' lock, so no write is half way through starting a file.
+            let _open = self.files.lock().unwrap_or_else(|p| p.into_inner());
+            self.closed.store(true, Ordering::Relaxed);
+        }
         self.retain(&[]);
     }
 }
@@ -212,5 +225,43 @@ fn writer(path: PathBuf, rx: Receiver<Entry>, dropped: Arc<AtomicU64>) {
         Err(e) => {
             warn!(target: "roam::rules", file = %path.display(), "Log: finishing the file: {e}")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_after_the_files_are_finished_does_not_start_them_again() {
+        let dir = std::env::temp_dir().join(format!("roam-rules-log-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let logs = LogFiles::new(&dir);
+        let cdr = [0u8, 1, 0, 0, 2, 0, 0, 0, b'a', 0];
+        let files = vec!["t.mcap".to_string()];
+        for _ in 0..3 {
+            logs.write(
+                &files,
+                "/t",
+                "std_msgs::msg::dds_::String_",
+                Some("string data\n"),
+                &cdr,
+            );
+        }
+        logs.finish_all();
+        let before = std::fs::read(dir.join("t.mcap")).unwrap();
+        logs.write(
+            &files,
+            "/t",
+            "std_msgs::msg::dds_::String_",
+            Some("string data\n"),
+            &cdr,
+        );
+        drop(logs);
+        let after = std::fs::read(dir.join("t.mcap")).unwrap();
+        assert_eq!(before, after, "a late message rewrote the finished file");
+        let n = mcap::MessageStream::new(&after).unwrap().count();
+        assert_eq!(n, 3);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
