@@ -17,6 +17,8 @@ pub struct Proc {
     stdout: mpsc::Receiver<String>,
     /// Every stderr line so far (logs).
     pub stderr: Arc<Mutex<Vec<String>>>,
+    /// Set when the stderr pipe reached end of file.
+    stderr_closed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Proc {
@@ -92,6 +94,8 @@ impl Proc {
         let err = child.stderr.take().expect("stderr");
         let sink = stderr.clone();
         let tag = name.to_string();
+        let stderr_closed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let closed = stderr_closed.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(err).lines().map_while(Result::ok) {
                 if std::env::var_os("ROAM_TEST_LOG").is_some() {
@@ -99,12 +103,14 @@ impl Proc {
                 }
                 sink.lock().unwrap().push(line);
             }
+            closed.store(true, std::sync::atomic::Ordering::Release);
         });
         Proc {
             name: name.into(),
             child,
             stdout: rx,
             stderr,
+            stderr_closed,
         }
     }
 
@@ -148,6 +154,16 @@ impl Proc {
         let end = Instant::now() + timeout;
         while Instant::now() < end {
             if let Ok(Some(s)) = self.child.try_wait() {
+                // The exit can be seen before the reader thread has taken the
+                // last lines from the pipe: wait for its end of file so that
+                // `logs()` holds everything the process wrote.
+                while !self
+                    .stderr_closed
+                    .load(std::sync::atomic::Ordering::Acquire)
+                    && Instant::now() < end
+                {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
                 return Some(s);
             }
             std::thread::sleep(Duration::from_millis(20));
