@@ -92,3 +92,20 @@ if ! python3 -c 'import grpc, grpc_tools; assert grpc.__version__ == "1.85.1"' >
   pip_install grpcio==1.85.1 grpcio-tools==1.85.1 protobuf==7.36.2 2>/dev/null \
     || pip_install --break-system-packages grpcio==1.85.1 grpcio-tools==1.85.1 protobuf==7.36.2
 fi
+
+# Mosquitto (the MQTT broker of the MQTT bridge's tests, with TLS and a password file) and its
+# command-line clients; paho-mqtt: the non-ROS MQTT client that judges the bridge's wire format.
+need_mqtt=()
+for pkg in mosquitto mosquitto-clients; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need_mqtt+=("$pkg")
+done
+if [ ${#need_mqtt[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_mqtt[@]}"
+  # The package starts a system broker on 1883; the tests start their own on other ports.
+fi
+if ! python3 -c 'import paho.mqtt; assert paho.mqtt.__version__ == "2.1.0"' >/dev/null 2>&1; then
+  pip_install() { python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore "$@"; }
+  pip_install paho-mqtt==2.1.0 2>/dev/null || pip_install --break-system-packages paho-mqtt==2.1.0
+fi

@@ -1,0 +1,22 @@
+//! ROS 2 <-> MQTT the way mqtt_client 2.x does it, so a fleet's existing parameter files and
+//! MQTT consumers keep working with roam in place of mqtt_client.
+//!
+//! - [`params`]: mqtt_client's parameter schema (pure).
+//! - [`wire`]: its wire format: CDR payloads, the retained type message, injected
+//!   timestamps, latency topics (pure).
+//! - [`primitive`]: its primitive mode, std_msgs scalars as plain text (pure).
+//! - [`client`]: the MQTT client shell (rumqttc): connection, TLS, reconnection with
+//!   back-off, re-subscription, a bounded buffer while the broker is away.
+//!
+//! What is not here: DDS and the realm. The `roam` crate's bridge joins these to a DDS domain
+//! and to realm topics.
+
+#![forbid(unsafe_code)]
+
+mod cdr;
+pub mod params;
+pub mod primitive;
+pub mod wire;
+
+pub use params::{Params, ParamsError};
+pub use wire::{RosMsgType, WireError};
