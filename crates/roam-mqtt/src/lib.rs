@@ -14,9 +14,13 @@
 #![forbid(unsafe_code)]
 
 mod cdr;
+pub mod client;
+pub mod convert;
 pub mod params;
 pub mod primitive;
+pub mod tls;
 pub mod wire;
 
+pub use client::{ClientStats, MqttClient, Received};
 pub use params::{Params, ParamsError};
 pub use wire::{RosMsgType, WireError};

@@ -1,0 +1,361 @@
+//! The MQTT client shell: one connection to the broker (rumqttc), kept up by itself.
+//!
+//! - Down at start or lost later: retried with back-off (0.1 s doubling to 5 s); the first
+//!   failure and every change of state are logged once, not every retry.
+//! - Subscriptions are made again on every new session.
+//! - While the broker is away, publications wait in a buffer of `client.buffer.size`
+//!   messages (mqtt_client's meaning: 0 keeps none); beyond it they are dropped and counted.
+//!   QoS 1 and 2 messages handed to the connection but not yet acknowledged when it broke are
+//!   sent again when the new session does not resume the old one (a restarted broker), so
+//!   they are not lost to a clean session.
+//! - Received messages go to a bounded channel: a slow consumer slows the connection (TCP
+//!   back-pressure to the broker) instead of growing memory.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use rumqttc::{AsyncClient, Event, EventLoop, Incoming, MqttOptions, Outgoing, QoS};
+use tokio::sync::mpsc;
+use tracing::{info, warn};
+
+use crate::params::{MqttQos, Params};
+use crate::tls::{client_config, TlsError};
+
+/// How many requests rumqttc's channel holds (publications handed over, subscriptions).
+const REQUEST_CAPACITY: usize = 1024;
+/// The largest MQTT packet sent or accepted: a 1 MB point cloud fits with room to spare.
+pub const DEFAULT_MAX_PACKET: usize = 64 << 20;
+
+/// A message from the broker.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub topic: String,
+    pub payload: Bytes,
+    pub retained: bool,
+}
+
+/// What the connection counted since it started.
+#[derive(Debug, Default)]
+pub struct ClientStats {
+    pub published: AtomicU64,
+    pub received: AtomicU64,
+    /// Dropped while the broker was away and the buffer full (or configured as 0).
+    pub dropped_offline: AtomicU64,
+    /// Dropped because the connection's queue was full (the broker is slower than the input).
+    pub dropped_busy: AtomicU64,
+    /// Sent again after a session was lost with them unacknowledged.
+    pub resent: AtomicU64,
+    pub connects: AtomicU64,
+    connected: AtomicBool,
+}
+
+impl ClientStats {
+    pub fn is_connected(&self) -> bool {
+        self.connected.load(Ordering::Relaxed)
+    }
+}
+
+/// Why a client could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("broker TLS: {0}")]
+    Tls(#[from] TlsError),
+}
+
+#[derive(Debug, Clone)]
+struct Outbound {
+    seq: u64,
+    topic: String,
+    payload: Bytes,
+    qos: MqttQos,
+    retain: bool,
+}
+
+/// The publications on their way, shared by [`MqttClient::publish`] and the connection task.
+struct Flight {
+    connected: bool,
+    next_seq: u64,
+    /// Waiting for the broker (it is away).
+    offline: VecDeque<Outbound>,
+    /// Handed to rumqttc, not yet written (their order is the order of its `Publish` events).
+    handed: VecDeque<Outbound>,
+    /// Written with QoS 1 or 2 and not acknowledged, by packet id.
+    unacked: HashMap<u16, Outbound>,
+    /// `Publish` events to expect for packets rumqttc resends itself (a resumed session).
+    resent_by_rumqttc: usize,
+    subscriptions: BTreeMap<String, MqttQos>,
+    /// Subscriptions made while the broker was away (a resumed session lacks them).
+    unsent_subscriptions: BTreeSet<String>,
+}
+
+/// A connection to the broker a bridge publishes and subscribes through.
+#[derive(Clone)]
+pub struct MqttClient {
+    client: AsyncClient,
+    flight: Arc<Mutex<Flight>>,
+    buffer: usize,
+    stats: Arc<ClientStats>,
+    task: Arc<tokio::task::JoinHandle<()>>,
+}
+
+impl MqttClient {
+    /// Starts connecting (in the background, retrying until [`MqttClient::stop`]); received
+    /// messages arrive on the returned channel of `inbox` messages.
+    pub fn start(
+        params: &Params,
+        default_id: &str,
+        inbox: usize,
+    ) -> Result<(MqttClient, mpsc::Receiver<Received>), ClientError> {
+        let b = &params.broker;
+        let c = &params.client;
+        let id = if c.id.is_empty() { default_id } else { &c.id };
+        let mut o = MqttOptions::new(id, b.host.clone(), b.port);
+        o.set_keep_alive(c.keep_alive.max(Duration::from_secs(1)));
+        o.set_clean_session(c.clean_session);
+        o.set_inflight(c.max_inflight);
+        o.set_max_packet_size(DEFAULT_MAX_PACKET, DEFAULT_MAX_PACKET);
+        if let Some(user) = &b.user {
+            o.set_credentials(user.clone(), b.pass.clone());
+        }
+        if let Some(w) = &c.last_will {
+            o.set_last_will(rumqttc::LastWill::new(
+                w.topic.clone(),
+                w.message.clone().into_bytes(),
+                qos(w.qos),
+                w.retained,
+            ));
+        }
+        if let Some(tls) = &b.tls {
+            let config = client_config(tls, &c.tls)?;
+            o.set_transport(rumqttc::Transport::tls_with_config(
+                rumqttc::TlsConfiguration::Rustls(Arc::new(config)).into(),
+            ));
+        }
+        let (client, eventloop) = AsyncClient::new(o, REQUEST_CAPACITY);
+        let flight = Arc::new(Mutex::new(Flight {
+            connected: false,
+            next_seq: 0,
+            offline: VecDeque::new(),
+            handed: VecDeque::new(),
+            unacked: HashMap::new(),
+            resent_by_rumqttc: 0,
+            subscriptions: BTreeMap::new(),
+            unsent_subscriptions: BTreeSet::new(),
+        }));
+        let stats = Arc::new(ClientStats::default());
+        let (tx, rx) = mpsc::channel(inbox.max(1));
+        let broker = format!("{}:{}", b.host, b.port);
+        let task = tokio::spawn(run(
+            eventloop,
+            client.clone(),
+            flight.clone(),
+            stats.clone(),
+            tx,
+            broker,
+        ));
+        Ok((
+            MqttClient {
+                client,
+                flight,
+                buffer: c.buffer_size,
+                stats,
+                task: Arc::new(task),
+            },
+            rx,
+        ))
+    }
+
+    pub fn stats(&self) -> &Arc<ClientStats> {
+        &self.stats
+    }
+
+    /// Publishes now, or buffers while the broker is away; `false` if it was dropped
+    /// (counted).
+    pub fn publish(&self, topic: &str, payload: Bytes, qos: MqttQos, retain: bool) -> bool {
+        let mut f = self.flight.lock().unwrap_or_else(|p| p.into_inner());
+        let m = Outbound {
+            seq: f.next_seq,
+            topic: topic.to_string(),
+            payload,
+            qos,
+            retain,
+        };
+        f.next_seq += 1;
+        if !f.connected {
+            if f.offline.len() >= self.buffer {
+                self.stats.dropped_offline.fetch_add(1, Ordering::Relaxed);
+                return false;
+            }
+            f.offline.push_back(m);
+            return true;
+        }
+        hand(&self.client, &mut f, m, &self.stats)
+    }
+
+    /// Subscribes now and on every new session.
+    pub fn subscribe(&self, topic: &str, qos: MqttQos) {
+        let mut f = self.flight.lock().unwrap_or_else(|p| p.into_inner());
+        f.subscriptions.insert(topic.to_string(), qos);
+        let sent = f.connected && self.client.try_subscribe(topic, self::qos(qos)).is_ok();
+        if !sent {
+            f.unsent_subscriptions.insert(topic.to_string());
+        }
+    }
+
+    /// Says goodbye to the broker (no last will) and stops the connection task.
+    pub async fn stop(&self) {
+        let _ = tokio::time::timeout(Duration::from_secs(1), self.client.disconnect()).await;
+        // Give the task a moment to send the DISCONNECT, then end it.
+        let _ = tokio::time::timeout(Duration::from_millis(200), async {
+            while !self.task.is_finished() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+        self.task.abort();
+    }
+}
+
+/// Hands one publication to rumqttc; `false` if its queue is full (counted).
+fn hand(client: &AsyncClient, f: &mut Flight, m: Outbound, stats: &ClientStats) -> bool {
+    match client.try_publish(m.topic.clone(), qos(m.qos), m.retain, m.payload.to_vec()) {
+        Ok(()) => {
+            f.handed.push_back(m);
+            true
+        }
+        Err(_) => {
+            stats.dropped_busy.fetch_add(1, Ordering::Relaxed);
+            false
+        }
+    }
+}
+
+fn qos(q: MqttQos) -> QoS {
+    match q {
+        MqttQos::AtMostOnce => QoS::AtMostOnce,
+        MqttQos::AtLeastOnce => QoS::AtLeastOnce,
+        MqttQos::ExactlyOnce => QoS::ExactlyOnce,
+    }
+}
+
+/// The connection task: polls rumqttc, keeps [`Flight`] in step with what it reports.
+async fn run(
+    mut eventloop: EventLoop,
+    client: AsyncClient,
+    flight: Arc<Mutex<Flight>>,
+    stats: Arc<ClientStats>,
+    tx: mpsc::Sender<Received>,
+    broker: String,
+) {
+    let mut backoff = Duration::from_millis(100);
+    let mut failing_since_logged = false;
+    loop {
+        match eventloop.poll().await {
+            Ok(Event::Incoming(Incoming::ConnAck(ack))) => {
+                backoff = Duration::from_millis(100);
+                failing_since_logged = false;
+                stats.connects.fetch_add(1, Ordering::Relaxed);
+                stats.connected.store(true, Ordering::Relaxed);
+                info!(%broker, session_present = ack.session_present, "connected to the MQTT broker");
+                let resume: usize = eventloop
+                    .pending
+                    .iter()
+                    .filter(|r| matches!(r, rumqttc::Request::Publish(_)))
+                    .count();
+                let mut f = flight.lock().unwrap_or_else(|p| p.into_inner());
+                on_session(&client, &mut f, ack.session_present, resume, &stats);
+            }
+            Ok(Event::Incoming(Incoming::Publish(p))) => {
+                stats.received.fetch_add(1, Ordering::Relaxed);
+                let r = Received {
+                    topic: p.topic,
+                    payload: p.payload,
+                    retained: p.retain,
+                };
+                if tx.send(r).await.is_err() {
+                    return;
+                }
+            }
+            Ok(Event::Incoming(Incoming::PubAck(a))) => acked(&flight, a.pkid),
+            Ok(Event::Incoming(Incoming::PubRec(a))) => acked(&flight, a.pkid),
+            Ok(Event::Outgoing(Outgoing::Publish(pkid))) => {
+                stats.published.fetch_add(1, Ordering::Relaxed);
+                let mut f = flight.lock().unwrap_or_else(|p| p.into_inner());
+                if f.resent_by_rumqttc > 0 {
+                    f.resent_by_rumqttc -= 1;
+                } else if let Some(m) = f.handed.pop_front() {
+                    if m.qos != MqttQos::AtMostOnce {
+                        f.unacked.insert(pkid, m);
+                    }
+                }
+            }
+            Ok(Event::Outgoing(Outgoing::Disconnect)) => {
+                stats.connected.store(false, Ordering::Relaxed);
+                return;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                let was = stats.connected.swap(false, Ordering::Relaxed);
+                flight.lock().unwrap_or_else(|p| p.into_inner()).connected = false;
+                if was {
+                    warn!(%broker, "lost the MQTT broker: {e}; reconnecting");
+                } else if !failing_since_logged {
+                    warn!(%broker, "cannot reach the MQTT broker: {e}; retrying with back-off up to 5 s");
+                }
+                failing_since_logged = true;
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+fn acked(flight: &Mutex<Flight>, pkid: u16) {
+    let mut f = flight.lock().unwrap_or_else(|p| p.into_inner());
+    f.unacked.remove(&pkid);
+}
+
+/// A new session: resend what the old one lost, subscribe again, flush the buffer.
+fn on_session(
+    client: &AsyncClient,
+    f: &mut Flight,
+    session_present: bool,
+    rumqttc_resends: usize,
+    stats: &ClientStats,
+) {
+    let mut again: Vec<Outbound> = Vec::new();
+    if session_present {
+        // rumqttc writes its unacknowledged and queued packets again itself.
+        f.resent_by_rumqttc = rumqttc_resends;
+        f.unacked.clear();
+        f.handed.clear();
+    } else {
+        // A fresh session: rumqttc dropped what it had; QoS 1/2 messages go again, in order.
+        f.resent_by_rumqttc = 0;
+        again.extend(f.unacked.drain().map(|(_, m)| m));
+        again.extend(f.handed.drain(..).filter(|m| m.qos != MqttQos::AtMostOnce));
+        again.sort_by_key(|m| m.seq);
+        stats
+            .resent
+            .fetch_add(again.len() as u64, Ordering::Relaxed);
+    }
+    // A fresh session has no subscriptions; a resumed one lacks those made meanwhile.
+    let unsent = std::mem::take(&mut f.unsent_subscriptions);
+    for (topic, q) in &f.subscriptions {
+        if session_present && !unsent.contains(topic) {
+            continue;
+        }
+        if let Err(e) = client.try_subscribe(topic.clone(), qos(*q)) {
+            warn!(topic, "cannot subscribe: {e}");
+            f.unsent_subscriptions.insert(topic.clone());
+        }
+    }
+    f.connected = true;
+    let offline: Vec<Outbound> = f.offline.drain(..).collect();
+    for m in again.into_iter().chain(offline) {
+        hand(client, f, m, stats);
+    }
+}
