@@ -13,7 +13,7 @@ impl Writer {
     }
 
     fn align(&mut self, n: usize) {
-        while (self.0.len() - 4) % n != 0 {
+        while !(self.0.len() - 4).is_multiple_of(n) {
             self.0.push(0);
         }
     }

@@ -131,7 +131,7 @@ impl MqttClient {
         if let Some(tls) = &b.tls {
             let config = client_config(tls, &c.tls)?;
             o.set_transport(rumqttc::Transport::tls_with_config(
-                rumqttc::TlsConfiguration::Rustls(Arc::new(config)).into(),
+                rumqttc::TlsConfiguration::Rustls(Arc::new(config)),
             ));
         }
         let (client, eventloop) = AsyncClient::new(o, REQUEST_CAPACITY);

@@ -19,7 +19,7 @@ fn out_as_cpp_prints_it() {
         ("std_msgs/msg/Int32", cdr(|w| w.i32(-42)), "-42"),
         ("std_msgs/msg/UInt64", cdr(|w| w.u64(u64::MAX)), "18446744073709551615"),
         ("std_msgs/msg/Int64", cdr(|w| w.u64(-5i64 as u64)), "-5"),
-        ("std_msgs/msg/Float32", cdr(|w| w.f32(3.14)), "3.140000"),
+        ("std_msgs/msg/Float32", cdr(|w| w.f32(2.25)), "2.250000"),
         ("std_msgs/msg/Float64", cdr(|w| w.f64(-0.5)), "-0.500000"),
         ("std_msgs/msg/Float64", cdr(|w| w.f64(f64::NAN)), "nan"),
         (
