@@ -156,7 +156,13 @@ fn primitive_entries_probe_and_retype() {
     assert_eq!(&p[..], b"hello");
     assert!(type_message(&out, T).is_none());
     assert!(matches!(
-        outbound(&out, "geometry_msgs/msg/Twist", &[0, 1, 0, 0], None, Duration::ZERO),
+        outbound(
+            &out,
+            "geometry_msgs/msg/Twist",
+            &[0, 1, 0, 0],
+            None,
+            Duration::ZERO
+        ),
         Err(ConvertError::NotPrimitive(_))
     ));
 }
@@ -174,9 +180,13 @@ fn json_entries_convert_both_ways_and_refuse_bad_json() {
     e.ros_type = Some(T.into());
     let mut inb = Inbound::new(e, Some(ty)).unwrap();
     assert_eq!(inb.subscriptions(), ["pingpong/ros"]);
-    let a = inb.on_message("pingpong/ros", br#"{"data":"hi"}"#, 0).unwrap();
+    let a = inb
+        .on_message("pingpong/ros", br#"{"data":"hi"}"#, 0)
+        .unwrap();
     assert_eq!(a, [InAction::Publish(string_cdr("hi"))]);
-    let e = inb.on_message("pingpong/ros", br#"{"data":5}"#, 0).unwrap_err();
+    let e = inb
+        .on_message("pingpong/ros", br#"{"data":5}"#, 0)
+        .unwrap_err();
     assert!(e.to_string().contains("data"), "{e}");
     assert!(inb.on_message("pingpong/ros", b"{", 0).is_err());
 }

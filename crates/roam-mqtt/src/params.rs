@@ -665,7 +665,9 @@ impl Walk<'_> {
                 Some(o) => {
                     return Err(w.err(
                         "durability",
-                        format!("`{o}`: expected auto, system_default, volatile or transient_local"),
+                        format!(
+                            "`{o}`: expected auto, system_default, volatile or transient_local"
+                        ),
                     ))
                 }
             };
@@ -795,10 +797,9 @@ impl Walk<'_> {
                     }
                     let ros_type = w.string(&e, "ros_type")?.filter(|t| !t.is_empty());
                     if json && ros_type.is_none() {
-                        return Err(w.err(
-                            "ros_type",
-                            "required with json: true (as in mqtt_client)",
-                        ));
+                        return Err(
+                            w.err("ros_type", "required with json: true (as in mqtt_client)")
+                        );
                     }
                     let adv = e.get("advanced").map(|a| w.enter("advanced", |w| w.map(a)));
                     let adv = adv.transpose()?.unwrap_or_default();

@@ -116,7 +116,12 @@ bridge:
     assert_eq!(p.client.buffer_size, 100);
     let will = p.client.last_will.as_ref().unwrap();
     assert_eq!(
-        (will.topic.as_str(), will.message.as_str(), will.qos, will.retained),
+        (
+            will.topic.as_str(),
+            will.message.as_str(),
+            will.qos,
+            will.retained
+        ),
         ("status/truck-7", "offline", MqttQos::AtLeastOnce, true)
     );
     assert!(!p.client.clean_session);

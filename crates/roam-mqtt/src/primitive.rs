@@ -120,7 +120,10 @@ pub fn parse_fixed(ros_type: &str, text: &[u8]) -> Result<Vec<u8>, WireError> {
     let s = String::from_utf8_lossy(text);
     let bad = || WireError::Invalid {
         what: "primitive",
-        detail: format!("`{}` is not a {name}", s.chars().take(40).collect::<String>()),
+        detail: format!(
+            "`{}` is not a {name}",
+            s.chars().take(40).collect::<String>()
+        ),
     };
     let mut w = Writer::new();
     match name {

@@ -10,14 +10,22 @@ fn cdr(f: impl FnOnce(&mut Writer)) -> Vec<u8> {
 #[test]
 fn out_as_cpp_prints_it() {
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
-        ("std_msgs/msg/String", cdr(|w| w.string("hi there")), "hi there"),
+        (
+            "std_msgs/msg/String",
+            cdr(|w| w.string("hi there")),
+            "hi there",
+        ),
         ("std_msgs/Bool", cdr(|w| w.u8(1)), "true"),
         ("std_msgs/msg/Bool", cdr(|w| w.u8(0)), "false"),
         ("std_msgs/msg/Char", cdr(|w| w.u8(65)), "65"),
         ("std_msgs/msg/Int8", cdr(|w| w.u8(0xff)), "-1"),
         ("std_msgs/msg/UInt16", cdr(|w| w.u16(65535)), "65535"),
         ("std_msgs/msg/Int32", cdr(|w| w.i32(-42)), "-42"),
-        ("std_msgs/msg/UInt64", cdr(|w| w.u64(u64::MAX)), "18446744073709551615"),
+        (
+            "std_msgs/msg/UInt64",
+            cdr(|w| w.u64(u64::MAX)),
+            "18446744073709551615",
+        ),
         ("std_msgs/msg/Int64", cdr(|w| w.u64(-5i64 as u64)), "-5"),
         ("std_msgs/msg/Float32", cdr(|w| w.f32(2.25)), "2.250000"),
         ("std_msgs/msg/Float64", cdr(|w| w.f64(-0.5)), "-0.500000"),
@@ -40,7 +48,9 @@ fn out_as_cpp_prints_it() {
         assert_eq!(String::from_utf8(got).unwrap(), want, "{ty}");
     }
     assert!(to_text("sensor_msgs/msg/Imu", &[0, 1, 0, 0]).is_none());
-    assert!(to_text("std_msgs/msg/Int64", &[0, 1, 0, 0, 1]).unwrap().is_err());
+    assert!(to_text("std_msgs/msg/Int64", &[0, 1, 0, 0, 1])
+        .unwrap()
+        .is_err());
 }
 
 #[test]
@@ -70,7 +80,10 @@ fn in_probes_bool_int_float_then_string() {
 
 #[test]
 fn in_with_a_fixed_type_parses_or_refuses() {
-    assert_eq!(parse_fixed("std_msgs/msg/Bool", b"1").unwrap(), cdr(|w| w.u8(1)));
+    assert_eq!(
+        parse_fixed("std_msgs/msg/Bool", b"1").unwrap(),
+        cdr(|w| w.u8(1))
+    );
     assert_eq!(
         parse_fixed("std_msgs/msg/UInt16", b"65535").unwrap(),
         cdr(|w| w.u16(65535))
@@ -85,7 +98,9 @@ fn in_with_a_fixed_type_parses_or_refuses() {
     assert!(parse_fixed("geometry_msgs/msg/Twist", b"1").is_err());
     let arr = parse_fixed("std_msgs/msg/UInt8MultiArray", b"\x00\xffraw").unwrap();
     assert_eq!(
-        to_text("std_msgs/msg/UInt8MultiArray", &arr).unwrap().unwrap(),
+        to_text("std_msgs/msg/UInt8MultiArray", &arr)
+            .unwrap()
+            .unwrap(),
         b"\x00\xffraw"
     );
 }

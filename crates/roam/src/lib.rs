@@ -8,6 +8,7 @@ pub mod config;
 pub mod config_doc;
 pub mod dashboard;
 pub mod host_check;
+pub mod mqtt;
 pub mod payload;
 pub mod proxy;
 pub mod recording;

@@ -12,6 +12,7 @@ pub mod demo_ros;
 pub mod endpoint;
 pub mod gateway;
 pub mod json;
+pub mod mqtt;
 pub mod name;
 pub mod pki;
 pub mod proxy;
@@ -68,6 +69,9 @@ pub enum Command {
     /// through rosbridge v2 (roslibpy, roslibjs), Foxglove WebSocket and gRPC doors, over TLS if
     /// asked, with tokens or client certificates and allow lists.
     Gateway(gateway::GatewayArgs),
+    /// Run an MQTT bridge in place of mqtt_client: its parameter file, its topics and
+    /// payloads on the broker (CDR with type messages, primitive, JSON), on one DDS domain.
+    Mqtt(mqtt::MqttArgs),
     /// Run the demo: two isolated ROS 2 networks exchange a topic through proxies and a router
     /// (with --routing-only: three routers in a chain, a publisher and a subscriber).
     Demo(demo::DemoArgs),
@@ -213,6 +217,7 @@ pub async fn run(cli: Cli) -> CmdResult {
         Command::Top(a) => top::run(a).await,
         Command::Topics(a) => topics::run(a).await,
         Command::Gateway(a) => gateway::run(a).await,
+        Command::Mqtt(a) => mqtt::run(a).await,
         Command::Demo(a) => demo::run(a).await,
         Command::ChildOf(a) => child::run(a),
     }

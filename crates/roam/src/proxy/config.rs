@@ -55,6 +55,9 @@
 //!   foxglove: {listen: 0.0.0.0:8765}
 //!   auth: {tokens: [...]}
 //!   tls: {cert: web.pem, key: web.key}
+//! mqtt:                          # optional: an MQTT bridge (docs/mqtt.md): mqtt_client's
+//!   params: mqtt_client.yaml     #   parameter file as it is, or its keys inline here
+//!   node_name: mqtt_client       #   ~/latencies/<topic> lives under /<node_name>
 //! ```
 //!
 //! Everything not exported stays private. Every mistake names the file, the line and the
@@ -115,6 +118,8 @@ pub struct ProxyFile {
     pub gateway: Option<EmbeddedFile>,
     /// The live dashboard of one of its realms, served by this proxy.
     pub dashboard: Option<DashboardFile>,
+    /// An MQTT bridge (mqtt_client's parameters, or `params: <its file>`): docs/mqtt.md.
+    pub mqtt: Option<serde_yaml_ng::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -259,6 +264,8 @@ pub struct ProxyConfig {
     pub gateway: Option<EmbeddedGateway>,
     /// The dashboard: its address and realm, if any.
     pub dashboard: Option<(std::net::SocketAddr, String)>,
+    /// The MQTT bridge, if any.
+    pub mqtt: Option<crate::mqtt::MqttSection>,
 }
 
 /// A proxy's gateway doors: into which realm, and how (see `roam gateway`).
@@ -442,8 +449,34 @@ impl ProxyConfig {
             }
             None => None,
         };
-        if f.exports.is_empty() && f.imports.is_empty() && gateway.is_none() {
-            return Err(doc.whole("nothing to do: add `exports`, `imports` or `gateway`"));
+        let base = std::path::Path::new(doc.origin)
+            .parent()
+            .unwrap_or(std::path::Path::new("."));
+        let mqtt = f
+            .mqtt
+            .as_ref()
+            .map(|v| crate::mqtt::MqttSection::from_section(v, doc, base))
+            .transpose()?;
+        if let Some(m) = &mqtt {
+            let p = &m.params;
+            let named = p
+                .ros2mqtt
+                .iter()
+                .map(|e| (&e.realm, "ros2mqtt", &e.ros_topic));
+            let named = named.chain(
+                p.mqtt2ros
+                    .iter()
+                    .map(|e| (&e.realm, "mqtt2ros", &e.mqtt_topic)),
+            );
+            for (realm, dir, key) in named {
+                if let Some(r) = realm {
+                    let at = field("mqtt").key("bridge").key(dir).key(key).key("realm");
+                    realm_ok(r, &at)?;
+                }
+            }
+        }
+        if f.exports.is_empty() && f.imports.is_empty() && gateway.is_none() && mqtt.is_none() {
+            return Err(doc.whole("nothing to do: add `exports`, `imports`, `gateway` or `mqtt`"));
         }
         Ok(Self {
             id: f.id,
@@ -464,6 +497,7 @@ impl ProxyConfig {
             rules: f.rules,
             gateway,
             dashboard,
+            mqtt,
         })
     }
 

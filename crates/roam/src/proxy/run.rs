@@ -100,6 +100,19 @@ pub async fn run(
     let participant =
         Participant::new(cfg.dds.domain, xml.as_deref()).map_err(|e| format!("DDS: {e}"))?;
     info!(domain = cfg.dds.domain, "DDS participant up");
+    let mqtt = match cfg.mqtt.take() {
+        Some(section) => Some(
+            crate::mqtt::Bridge::start(
+                section,
+                crate::mqtt::Context {
+                    participant: participant.clone(),
+                    definitions: definitions.clone(),
+                },
+            )
+            .await?,
+        ),
+        None => None,
+    };
     if !cfg.encrypt_payloads {
         warn!("encrypt_payloads is false: exported payloads travel in clear text (authenticated, not confidential)");
     }
@@ -238,6 +251,9 @@ pub async fn run(
         }
     }
     directory.stop().await;
+    if let Some(m) = mqtt {
+        m.stop().await;
+    }
     display.abort();
     if let Some(d) = doors {
         d.stop();

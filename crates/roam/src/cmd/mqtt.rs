@@ -1,0 +1,72 @@
+//! `roam mqtt`: the MQTT bridge on its own, in place of mqtt_client: the same parameter file,
+//! the same topics and payloads on the broker, on one DDS domain. (Inside `roam proxy`, the
+//! `mqtt:` section runs the same bridge next to the proxy's realm links.)
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+use roam_dds::Participant;
+use roam_edge::definitions::DefinitionSource;
+
+use super::CmdResult;
+use crate::mqtt::{config, Bridge, Context, MqttSection};
+
+#[derive(Debug, Args)]
+pub struct MqttArgs {
+    /// mqtt_client's parameter file (ROS 2 `ros__parameters` form or bare): broker, client,
+    /// bridge.ros2mqtt, bridge.mqtt2ros (docs/mqtt.md).
+    #[arg(long, short = 'p', value_name = "FILE")]
+    pub params: PathBuf,
+    /// The DDS domain (default: ROS_DOMAIN_ID, else 0).
+    #[arg(long)]
+    pub domain: Option<u32>,
+    /// The node name the latency topics live under (~/latencies/<topic>).
+    #[arg(long, value_name = "NAME", default_value = config::DEFAULT_NODE)]
+    pub node_name: String,
+    /// A directory of ROS 2 interface definitions for `json: true` entries, besides
+    /// AMENT_PREFIX_PATH (a package, an install prefix, or a folder of packages); repeatable.
+    #[arg(long = "msg-path", value_name = "DIR")]
+    pub msg_paths: Vec<PathBuf>,
+}
+
+pub async fn run(a: MqttArgs) -> CmdResult {
+    let mut stop = super::signals::Stop::install()?;
+    let params = config::read_file(&a.params)?;
+    if !a
+        .node_name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        || a.node_name.is_empty()
+    {
+        return Err(format!("--node-name {}: letters, digits and _ only", a.node_name).into());
+    }
+    let domain = match a.domain {
+        Some(d) => d,
+        None => match std::env::var("ROS_DOMAIN_ID") {
+            Ok(v) if !v.is_empty() => v
+                .parse()
+                .map_err(|_| format!("ROS_DOMAIN_ID={v} is not a domain number"))?,
+            _ => 0,
+        },
+    };
+    let definitions =
+        Arc::new(DefinitionSource::from_env(&a.msg_paths).map_err(|e| format!("--msg-path: {e}"))?);
+    let participant = Participant::new(domain, None).map_err(|e| format!("DDS: {e}"))?;
+    let bridge = Bridge::start(
+        MqttSection {
+            params,
+            node: format!("/{}", a.node_name),
+        },
+        Context {
+            participant,
+            definitions,
+        },
+    )
+    .await?;
+    println!("mqtt bridge up on DDS domain {domain}");
+    let why = stop.wait().await;
+    tracing::info!("{why}: stopping");
+    bridge.stop().await;
+    Ok(())
+}

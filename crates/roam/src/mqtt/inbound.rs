@@ -1,0 +1,145 @@
+//! Every `mqtt2ros` entry: MQTT messages to ROS publications, one task for all entries.
+//!
+//! Each entry's state (its type, from configuration or from mqtt_client's type messages)
+//! is roam-mqtt's [`Inbound`]; this task carries out what it decides: make or re-make the
+//! DDS writer when the type is (re)announced, write, publish the latency of stamped
+//! messages on `~/latencies/<ros topic>`. A message that cannot be converted is dropped,
+//! counted, and said once per topic.
+
+use std::collections::HashMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use roam_dds::{History, Participant, Qos, TopicInfo, Writer};
+use roam_mqtt::convert::{InAction, Inbound};
+use roam_mqtt::params::{Durability, Mqtt2Ros, Reliability};
+use roam_mqtt::wire::{self, data_topic_of};
+use roam_mqtt::{MqttClient, Received};
+use roam_msg::TypeName;
+use tokio::sync::mpsc;
+use tracing::{info, warn};
+
+struct Entry {
+    state: Inbound,
+    writer: Option<Writer>,
+    latency: Option<Writer>,
+    failures: u64,
+}
+
+pub async fn run(
+    entries: Vec<Inbound>,
+    mut inbox: mpsc::Receiver<Received>,
+    client: MqttClient,
+    participant: Participant,
+    node: String,
+) {
+    let mut by_topic: HashMap<String, usize> = HashMap::new();
+    let mut all: Vec<Entry> = Vec::new();
+    for (i, state) in entries.into_iter().enumerate() {
+        by_topic.insert(state.entry.mqtt_topic.clone(), i);
+        let mut entry = Entry {
+            state,
+            writer: None,
+            latency: None,
+            failures: 0,
+        };
+        // A configured type publishes from the start (the ROS graph shows the topic).
+        if let Some(t) = entry.state.ros_type().map(str::to_string) {
+            entry.writer = make_writer(&participant, &entry.state.entry, &t);
+        }
+        all.push(entry);
+    }
+    while let Some(m) = inbox.recv().await {
+        let key = data_topic_of(&m.topic).unwrap_or(&m.topic);
+        let Some(&i) = by_topic.get(key) else {
+            continue;
+        };
+        let e = &mut all[i];
+        let now_ns = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as i64)
+            .unwrap_or(0);
+        let actions = match e.state.on_message(&m.topic, &m.payload, now_ns) {
+            Ok(a) => a,
+            Err(err) => {
+                if e.failures == 0 {
+                    warn!(target: "roam::mqtt", mqtt = %m.topic, ros = %e.state.entry.ros_topic, "dropping a message from MQTT: {err} (said once for this topic; counted)");
+                }
+                e.failures += 1;
+                continue;
+            }
+        };
+        for a in actions {
+            match a {
+                InAction::Subscribe(t) => client.subscribe(&t, e.state.entry.mqtt_qos),
+                InAction::Retype(t) => {
+                    if e.writer.is_some() {
+                        info!(target: "roam::mqtt", topic = %e.state.entry.ros_topic, to = %t, "the MQTT topic's type changed: new ROS publisher");
+                    }
+                    drop(e.writer.take());
+                    e.writer = make_writer(&participant, &e.state.entry, &t);
+                }
+                InAction::Publish(cdr) => {
+                    if let Some(w) = &e.writer {
+                        if let Err(err) = w.write_cdr(&cdr) {
+                            warn!(target: "roam::mqtt", topic = %e.state.entry.ros_topic, "DDS write failed: {err}");
+                        }
+                    }
+                }
+                InAction::Latency(s) => {
+                    if e.latency.is_none() {
+                        e.latency = latency_writer(&participant, &node, &e.state.entry.ros_topic);
+                    }
+                    if let Some(w) = &e.latency {
+                        let _ = w.write_cdr(&wire::encode_float64(s));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The ROS publisher of an entry, for `ros_type` (`pkg/msg/Type`).
+fn make_writer(participant: &Participant, e: &Mqtt2Ros, ros_type: &str) -> Option<Writer> {
+    let dds_type = match TypeName::parse(ros_type) {
+        Ok(t) => t.dds(),
+        Err(err) => {
+            warn!(target: "roam::mqtt", topic = %e.ros_topic, "{ros_type}: {err}");
+            return None;
+        }
+    };
+    let qos = Qos {
+        reliable: e.reliability != Reliability::BestEffort,
+        transient_local: e.latched || e.durability == Durability::TransientLocal,
+        history: History::KeepLast(e.queue_size),
+    };
+    let topic = TopicInfo::keyless(roam_edge::ros_names::topic_to_dds(&e.ros_topic), dds_type);
+    match Writer::new(participant, &topic, &qos) {
+        Ok(w) => {
+            info!(target: "roam::mqtt", mqtt = %e.mqtt_topic, topic = %e.ros_topic, ty = %ros_type, "bridging MQTT -> ROS");
+            Some(w)
+        }
+        Err(err) => {
+            warn!(target: "roam::mqtt", topic = %e.ros_topic, "cannot publish the ROS topic: {err}");
+            None
+        }
+    }
+}
+
+/// `std_msgs/msg/Float64` on `<node>/latencies/<ros topic>`, keep last 1 as mqtt_client.
+fn latency_writer(participant: &Participant, node: &str, ros_topic: &str) -> Option<Writer> {
+    let name = wire::latency_topic(node, ros_topic);
+    let topic = TopicInfo::keyless(
+        roam_edge::ros_names::topic_to_dds(&name),
+        "std_msgs::msg::dds_::Float64_",
+    );
+    Writer::new(
+        participant,
+        &topic,
+        &Qos {
+            history: History::KeepLast(1),
+            ..Qos::default()
+        },
+    )
+    .map_err(|err| warn!(target: "roam::mqtt", topic = %name, "cannot publish latencies: {err}"))
+    .ok()
+}

@@ -1,0 +1,156 @@
+//! One `ros2mqtt` entry: a DDS reader on the ROS topic, each sample to the MQTT topic.
+//!
+//! The reader is made when a publisher of the topic is discovered: with the publisher's
+//! type (unless `ros_type` fixes it) and, for `auto`, its reliability and durability, as
+//! mqtt_client does. A publisher of another type re-makes it (the type changed at run time).
+//! The retained type message goes out with the first message of every type and of every
+//! broker session (mqtt_client sends it before every message; receivers need it once).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use roam_dds::{Endpoint, History, Participant, Qos, Reader, TopicInfo};
+use roam_mqtt::convert::{self, full_type_name};
+use roam_mqtt::params::{Durability, Reliability, Ros2Mqtt};
+use roam_mqtt::MqttClient;
+use roam_msg::{MessageType, TypeName};
+use tokio::sync::mpsc;
+use tracing::{info, warn};
+
+/// Samples waiting for the MQTT connection; beyond this, the newest are dropped (counted).
+const BACKLOG: usize = 256;
+
+struct Current {
+    _reader: Reader,
+    /// `pkg/msg/Type`.
+    ros_type: String,
+}
+
+pub async fn run(
+    e: Ros2Mqtt,
+    json: Option<Arc<MessageType>>,
+    mut publishers: mpsc::UnboundedReceiver<Endpoint>,
+    client: MqttClient,
+    participant: Participant,
+) {
+    let dds_topic = roam_edge::ros_names::topic_to_dds(&e.ros_topic);
+    let fixed = match e.ros_type.as_deref().map(full_type_name).transpose() {
+        Ok(t) => t,
+        Err(err) => {
+            warn!(target: "roam::mqtt", topic = %e.ros_topic, "{err}");
+            return;
+        }
+    };
+    let (tx, mut samples) = mpsc::channel::<Vec<u8>>(BACKLOG);
+    let dropped = Arc::new(AtomicU64::new(0));
+    let mut current: Option<Current> = None;
+    let mut type_sent: Option<(String, u64)> = None;
+    let mut failures = 0u64;
+    // A fixed type with fixed QoS needs no publisher to start reading.
+    let auto = e.reliability == Reliability::Auto || e.durability == Durability::Auto;
+    if let (Some(t), false) = (&fixed, auto) {
+        current = make_reader(&e, &participant, &dds_topic, t, None, &tx, &dropped);
+    }
+    loop {
+        tokio::select! {
+            ep = publishers.recv() => {
+                let Some(ep) = ep else { return };
+                if !ep.alive {
+                    continue;
+                }
+                let Ok(announced) = full_type_name(&ep.type_name) else { continue };
+                let ros_type = fixed.clone().unwrap_or(announced);
+                if current.as_ref().is_some_and(|c| c.ros_type == ros_type) {
+                    continue;
+                }
+                if let Some(c) = &current {
+                    info!(target: "roam::mqtt", topic = %e.ros_topic, from = %c.ros_type, to = %ros_type, "the ROS topic's type changed");
+                }
+                drop(current.take());
+                current = make_reader(&e, &participant, &dds_topic, &ros_type, Some(&ep.qos), &tx, &dropped);
+            }
+            cdr = samples.recv() => {
+                let Some(cdr) = cdr else { return };
+                let Some(c) = &current else { continue };
+                let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
+                let payload = match convert::outbound(&e, &c.ros_type, &cdr, json.as_deref(), now) {
+                    Ok(p) => p,
+                    Err(err) => {
+                        if failures == 0 {
+                            warn!(target: "roam::mqtt", topic = %e.ros_topic, ty = %c.ros_type, "cannot send to MQTT: {err} (said once for this topic; counted)");
+                        }
+                        failures += 1;
+                        continue;
+                    }
+                };
+                let session = client.stats().connects.load(Ordering::Relaxed);
+                let fresh = type_sent.as_ref() != Some(&(c.ros_type.clone(), session));
+                if fresh {
+                    if let Some((topic, msg)) = convert::type_message(&e, &c.ros_type) {
+                        client.publish(&topic, msg, e.mqtt_qos, true);
+                    }
+                    type_sent = Some((c.ros_type.clone(), session));
+                }
+                client.publish(&e.mqtt_topic, payload, e.mqtt_qos, e.retained);
+            }
+        }
+    }
+}
+
+/// A reader of `ros_type` on the topic, with the entry's QoS (`auto`: the publisher's).
+fn make_reader(
+    e: &Ros2Mqtt,
+    participant: &Participant,
+    dds_topic: &str,
+    ros_type: &str,
+    publisher: Option<&Qos>,
+    tx: &mpsc::Sender<Vec<u8>>,
+    dropped: &Arc<AtomicU64>,
+) -> Option<Current> {
+    let dds_type = match TypeName::parse(ros_type) {
+        Ok(t) => t.dds(),
+        Err(err) => {
+            warn!(target: "roam::mqtt", topic = %e.ros_topic, "{ros_type}: {err}");
+            return None;
+        }
+    };
+    let reliable = match e.reliability {
+        Reliability::Auto => publisher.is_none_or(|q| q.reliable),
+        Reliability::BestEffort => false,
+        Reliability::Reliable | Reliability::SystemDefault => true,
+    };
+    let transient_local = match e.durability {
+        Durability::Auto => publisher.is_some_and(|q| q.transient_local),
+        Durability::TransientLocal => true,
+        Durability::Volatile | Durability::SystemDefault => false,
+    };
+    let qos = Qos {
+        reliable,
+        transient_local,
+        history: History::KeepLast(e.queue_size),
+    };
+    let topic = TopicInfo::keyless(dds_topic, &dds_type);
+    let (tx, dropped2, name) = (tx.clone(), dropped.clone(), e.ros_topic.clone());
+    let reader = Reader::new(participant, &topic, &qos, move |s| {
+        if s.kind != roam_dds::SampleKind::Data {
+            return;
+        }
+        if tx.try_send(s.cdr).is_err() && dropped2.fetch_add(1, Ordering::Relaxed) == 0 {
+            warn!(target: "roam::mqtt", topic = %name, "the MQTT connection falls behind: dropping the newest samples (said once; counted)");
+        }
+    });
+    match reader {
+        Ok(r) => {
+            info!(target: "roam::mqtt", topic = %e.ros_topic, ty = %ros_type, mqtt = %e.mqtt_topic, reliable, transient_local, "bridging ROS -> MQTT");
+            Some(Current {
+                _reader: r,
+                ros_type: ros_type.to_string(),
+            })
+        }
+        Err(err) => {
+            warn!(target: "roam::mqtt", topic = %e.ros_topic, "cannot read the ROS topic: {err}");
+            None
+        }
+    }
+}
