@@ -39,7 +39,10 @@ pub async fn run(a: MqttArgs) -> CmdResult {
         .all(|c| c.is_ascii_alphanumeric() || c == '_')
         || a.node_name.is_empty()
     {
-        return Err(format!("--node-name {}: letters, digits and _ only", a.node_name).into());
+        return Err(format!(
+            "--node-name {}: letters, digits and _ only",
+            a.node_name
+        ));
     }
     let domain = match a.domain {
         Some(d) => d,
