@@ -407,3 +407,53 @@ fn tls_and_a_password_file() {
         w.logs()
     );
 }
+
+/// A cloud box with no ROS nodes bridges a robot's exported topic to MQTT, and MQTT into a
+/// topic the robot imports: `realm:` entries in the proxy's inline `mqtt:` section.
+#[test]
+fn realm_topics_cross_to_mqtt_without_dds_on_the_bridging_box() {
+    let dir = test_dir("realm");
+    let broker = Broker::started(&dir, None);
+    let port = broker.port.to_string();
+    let net = Net::new("mqtt-realm");
+    let (_router, addr) = net.router("hub", "127.0.0.1:0", &[]);
+    let _robot = net.proxy(
+        "robot",
+        149,
+        &addr,
+        "exports:\n  - topic: /scan\n    realm: test\nimports:\n  - topic: /cmd\n    realm: test\n",
+    );
+    let mqtt = format!(
+        "mqtt:\n  broker: {{host: 127.0.0.1, port: {port}}}\n  bridge:\n    ros2mqtt:\n      ros_topics: [/scan]\n      /scan: {{mqtt_topic: cloud/scan, realm: test, inject_timestamp: true}}\n    mqtt2ros:\n      mqtt_topics: [cloud/cmd]\n      cloud/cmd: {{ros_topic: /cmd, realm: test, ros_type: std_msgs/msg/String}}\n"
+    );
+    let cloud = net.proxy("cloud", 150, &addr, &mqtt);
+    assert!(
+        cloud.wait_log("connected to the MQTT broker", T),
+        "{}",
+        cloud.logs()
+    );
+    let reader = peer("paho-read", &["read", &port, "cloud/scan"]);
+    let _talker = python("talker", "talker.py", &["149", "rt/scan", "scan"]);
+    assert_eq!(
+        wait_line(&reader, "type ", T).as_deref(),
+        Some("type std_msgs/msg/String 1"),
+        "{}",
+        cloud.logs()
+    );
+    assert_eq!(
+        lines(&reader, "msg std_msgs/msg/String scan ", 5, T).len(),
+        5
+    );
+
+    let listener = python("listener", "listener.py", &["149", "rt/cmd"]);
+    let _writer = peer(
+        "paho-write",
+        &["write", &port, "cloud/cmd", "100", "--period", "0.05"],
+    );
+    assert_eq!(
+        lines(&listener, "data: paho ", 5, T).len(),
+        5,
+        "{}",
+        cloud.logs()
+    );
+}

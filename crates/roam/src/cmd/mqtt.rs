@@ -64,6 +64,7 @@ pub async fn run(a: MqttArgs) -> CmdResult {
         Context {
             participant,
             definitions,
+            realms: None,
         },
     )
     .await?;

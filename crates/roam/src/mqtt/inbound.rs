@@ -7,9 +7,11 @@
 //! counted, and said once per topic.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use roam_dds::{History, Participant, Qos, TopicInfo, Writer};
+use roam_edge::{Edge, Publisher, Realm, StreamQos, StreamSpec, TopicRef};
 use roam_mqtt::convert::{InAction, Inbound};
 use roam_mqtt::params::{Durability, Mqtt2Ros, Reliability};
 use roam_mqtt::wire::{self, data_topic_of};
@@ -20,10 +22,80 @@ use tracing::{info, warn};
 
 struct Entry {
     state: Inbound,
-    writer: Option<Writer>,
+    /// Where its messages go: the local DDS domain, or a realm topic (`realm:`).
+    sink: Sink,
     latency: Option<Writer>,
     failures: u64,
 }
+
+enum Sink {
+    Dds(Option<Writer>),
+    Realm {
+        topic: TopicRef,
+        edge: Edge,
+        publisher: Option<Publisher>,
+    },
+}
+
+impl Sink {
+    /// A publisher of `ros_type` in place of the one before.
+    async fn retype(&mut self, participant: &Participant, e: &Mqtt2Ros, ros_type: &str) {
+        match self {
+            Sink::Dds(w) => {
+                drop(w.take());
+                *w = make_writer(participant, e, ros_type);
+            }
+            Sink::Realm {
+                topic,
+                edge,
+                publisher,
+            } => {
+                drop(publisher.take());
+                let Ok(t) = TypeName::parse(ros_type) else {
+                    return;
+                };
+                let mut spec = StreamSpec::new(t.dds());
+                spec.qos = StreamQos {
+                    reliable: e.reliability != Reliability::BestEffort,
+                    transient_local: e.latched || e.durability == Durability::TransientLocal,
+                    depth: e.queue_size,
+                };
+                match edge.publisher(topic, spec).await {
+                    Ok(p) => {
+                        info!(target: "roam::mqtt", mqtt = %e.mqtt_topic, topic = %e.ros_topic, realm = %topic.realm.label, ty = %ros_type, "bridging MQTT -> realm");
+                        *publisher = Some(p);
+                    }
+                    Err(err) => {
+                        warn!(target: "roam::mqtt", topic = %e.ros_topic, "cannot publish in the realm: {err}")
+                    }
+                }
+            }
+        }
+    }
+
+    fn ready(&self) -> bool {
+        match self {
+            Sink::Dds(w) => w.is_some(),
+            Sink::Realm { publisher, .. } => publisher.is_some(),
+        }
+    }
+
+    async fn publish(&self, e: &Mqtt2Ros, cdr: &[u8]) {
+        let r = match self {
+            Sink::Dds(Some(w)) => w.write_cdr(cdr).map_err(|e| e.to_string()),
+            Sink::Realm {
+                publisher: Some(p), ..
+            } => p.publish(cdr).await.map_err(|e| e.to_string()),
+            _ => Ok(()),
+        };
+        if let Err(err) = r {
+            warn!(target: "roam::mqtt", topic = %e.ros_topic, "publishing failed: {err}");
+        }
+    }
+}
+
+/// Where `realm:` entries publish: the proxy's edge and its realms.
+pub type Realms = Option<(Edge, std::collections::BTreeMap<String, Arc<Realm>>)>;
 
 pub async fn run(
     entries: Vec<Inbound>,
@@ -31,21 +103,36 @@ pub async fn run(
     client: MqttClient,
     participant: Participant,
     node: String,
+    realms: Realms,
 ) {
     let mut by_topic: HashMap<String, usize> = HashMap::new();
     let mut all: Vec<Entry> = Vec::new();
-    for (i, state) in entries.into_iter().enumerate() {
-        by_topic.insert(state.entry.mqtt_topic.clone(), i);
+    for state in entries {
+        let sink = match (&state.entry.realm, &realms) {
+            (Some(key), Some((edge, realms))) => match realms.get(key) {
+                Some(r) => Sink::Realm {
+                    topic: TopicRef::new(r.clone(), state.entry.ros_topic.clone()),
+                    edge: edge.clone(),
+                    publisher: None,
+                },
+                None => continue,
+            },
+            _ => Sink::Dds(None),
+        };
         let mut entry = Entry {
             state,
-            writer: None,
+            sink,
             latency: None,
             failures: 0,
         };
         // A configured type publishes from the start (the ROS graph shows the topic).
         if let Some(t) = entry.state.ros_type().map(str::to_string) {
-            entry.writer = make_writer(&participant, &entry.state.entry, &t);
+            entry
+                .sink
+                .retype(&participant, &entry.state.entry, &t)
+                .await;
         }
+        by_topic.insert(entry.state.entry.mqtt_topic.clone(), all.len());
         all.push(entry);
     }
     while let Some(m) = inbox.recv().await {
@@ -72,19 +159,12 @@ pub async fn run(
             match a {
                 InAction::Subscribe(t) => client.subscribe(&t, e.state.entry.mqtt_qos),
                 InAction::Retype(t) => {
-                    if e.writer.is_some() {
+                    if e.sink.ready() {
                         info!(target: "roam::mqtt", topic = %e.state.entry.ros_topic, to = %t, "the MQTT topic's type changed: new ROS publisher");
                     }
-                    drop(e.writer.take());
-                    e.writer = make_writer(&participant, &e.state.entry, &t);
+                    e.sink.retype(&participant, &e.state.entry, &t).await;
                 }
-                InAction::Publish(cdr) => {
-                    if let Some(w) = &e.writer {
-                        if let Err(err) = w.write_cdr(&cdr) {
-                            warn!(target: "roam::mqtt", topic = %e.state.entry.ros_topic, "DDS write failed: {err}");
-                        }
-                    }
-                }
+                InAction::Publish(cdr) => e.sink.publish(&e.state.entry, &cdr).await,
                 InAction::Latency(s) => {
                     if e.latency.is_none() {
                         e.latency = latency_writer(&participant, &node, &e.state.entry.ros_topic);

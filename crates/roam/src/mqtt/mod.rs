@@ -31,6 +31,8 @@ pub struct Context {
     pub participant: Participant,
     /// Where `json: true` entries find their type's definition.
     pub definitions: Arc<DefinitionSource>,
+    /// The edge and realms `realm:` entries use (a proxy's); `None` standalone.
+    pub realms: inbound::Realms,
 }
 
 /// A running bridge; [`Bridge::stop`] ends it.
@@ -48,6 +50,27 @@ impl Bridge {
         let MqttSection { params, node } = section;
         for w in &params.warnings {
             warn!(target: "roam::mqtt", "{w}");
+        }
+        let realm_of = |key: &Option<String>,
+                        at: &str|
+         -> Result<Option<Arc<roam_edge::Realm>>, String> {
+            let Some(key) = key else { return Ok(None) };
+            match &ctx.realms {
+                Some((_, realms)) => realms
+                    .get(key)
+                    .cloned()
+                    .map(Some)
+                    .ok_or_else(|| format!("mqtt: {at}: unknown realm {key:?}")),
+                None => Err(format!(
+                    "mqtt: {at}: realm {key:?}: realm topics are bridged by `roam proxy` (its mqtt: section), not standalone"
+                )),
+            }
+        };
+        for e in &params.ros2mqtt {
+            realm_of(&e.realm, &format!("bridge.ros2mqtt.{}", e.ros_topic))?;
+        }
+        for e in &params.mqtt2ros {
+            realm_of(&e.realm, &format!("bridge.mqtt2ros.{}", e.mqtt_topic))?;
         }
         let default_id = format!(
             "roam_{}_{}",
@@ -83,6 +106,7 @@ impl Bridge {
                 client.clone(),
                 ctx.participant.clone(),
                 node.clone(),
+                ctx.realms.clone(),
             )));
         }
 
@@ -91,6 +115,17 @@ impl Bridge {
             HashMap::new();
         for e in &params.ros2mqtt {
             let json = json_type(&ctx, e.json, e.ros_type.as_deref()).await?;
+            if let (Some(realm), Some((edge, _))) = (realm_of(&e.realm, &e.ros_topic)?, &ctx.realms)
+            {
+                tasks.push(tokio::spawn(outbound::run_realm(
+                    e.clone(),
+                    json,
+                    client.clone(),
+                    edge.clone(),
+                    realm,
+                )));
+                continue;
+            }
             let (tx, rx) = mpsc::unbounded_channel();
             by_topic.insert(roam_edge::ros_names::topic_to_dds(&e.ros_topic), tx);
             tasks.push(tokio::spawn(outbound::run(

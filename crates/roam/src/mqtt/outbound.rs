@@ -11,6 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use roam_dds::{Endpoint, History, Participant, Qos, Reader, TopicInfo};
+use std::collections::HashMap;
+
+use roam_edge::{Edge, Event, PayloadKind, Realm, StreamId, SubscriberOptions, TopicRef};
 use roam_mqtt::convert::{self, full_type_name};
 use roam_mqtt::params::{Durability, Reliability, Ros2Mqtt};
 use roam_mqtt::MqttClient;
@@ -27,6 +30,61 @@ struct Current {
     ros_type: String,
 }
 
+/// Sends one entry's messages: converts each, and publishes the type message when the type
+/// or the broker session is new.
+pub struct Sender {
+    e: Ros2Mqtt,
+    json: Option<Arc<MessageType>>,
+    client: MqttClient,
+    /// The type last announced, and in which session.
+    type_sent: Option<(String, u64)>,
+    failures: u64,
+}
+
+impl Sender {
+    pub fn new(e: Ros2Mqtt, json: Option<Arc<MessageType>>, client: MqttClient) -> Self {
+        Self {
+            e,
+            json,
+            client,
+            type_sent: None,
+            failures: 0,
+        }
+    }
+
+    /// One ROS message of `ros_type` (`pkg/msg/Type`).
+    pub fn send(&mut self, ros_type: &str, cdr: &[u8]) {
+        let e = &self.e;
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO);
+        let payload = match convert::outbound(e, ros_type, cdr, self.json.as_deref(), now) {
+            Ok(p) => p,
+            Err(err) => {
+                if self.failures == 0 {
+                    warn!(target: "roam::mqtt", topic = %e.ros_topic, ty = %ros_type, "cannot send to MQTT: {err} (said once for this topic; counted)");
+                }
+                self.failures += 1;
+                return;
+            }
+        };
+        let session = self.client.stats().connects.load(Ordering::Relaxed);
+        let announced = self
+            .type_sent
+            .as_ref()
+            .is_some_and(|(t, s)| t == ros_type && *s == session);
+        if !announced {
+            if let Some((topic, msg)) = convert::type_message(e, ros_type) {
+                self.client.publish(&topic, msg, e.mqtt_qos, true);
+            }
+            self.type_sent = Some((ros_type.to_string(), session));
+        }
+        self.client
+            .publish(&e.mqtt_topic, payload, e.mqtt_qos, e.retained);
+    }
+}
+
+/// An entry on the local DDS domain.
 pub async fn run(
     e: Ros2Mqtt,
     json: Option<Arc<MessageType>>,
@@ -45,8 +103,7 @@ pub async fn run(
     let (tx, mut samples) = mpsc::channel::<Vec<u8>>(BACKLOG);
     let dropped = Arc::new(AtomicU64::new(0));
     let mut current: Option<Current> = None;
-    let mut type_sent: Option<(String, u64)> = None;
-    let mut failures = 0u64;
+    let mut out = Sender::new(e.clone(), json, client);
     // A fixed type with fixed QoS needs no publisher to start reading.
     let auto = e.reliability == Reliability::Auto || e.durability == Durability::Auto;
     if let (Some(t), false) = (&fixed, auto) {
@@ -72,27 +129,9 @@ pub async fn run(
             }
             cdr = samples.recv() => {
                 let Some(cdr) = cdr else { return };
-                let Some(c) = &current else { continue };
-                let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
-                let payload = match convert::outbound(&e, &c.ros_type, &cdr, json.as_deref(), now) {
-                    Ok(p) => p,
-                    Err(err) => {
-                        if failures == 0 {
-                            warn!(target: "roam::mqtt", topic = %e.ros_topic, ty = %c.ros_type, "cannot send to MQTT: {err} (said once for this topic; counted)");
-                        }
-                        failures += 1;
-                        continue;
-                    }
-                };
-                let session = client.stats().connects.load(Ordering::Relaxed);
-                let fresh = type_sent.as_ref() != Some(&(c.ros_type.clone(), session));
-                if fresh {
-                    if let Some((topic, msg)) = convert::type_message(&e, &c.ros_type) {
-                        client.publish(&topic, msg, e.mqtt_qos, true);
-                    }
-                    type_sent = Some((c.ros_type.clone(), session));
+                if let Some(c) = &current {
+                    out.send(&c.ros_type, &cdr);
                 }
-                client.publish(&e.mqtt_topic, payload, e.mqtt_qos, e.retained);
             }
         }
     }
@@ -151,6 +190,51 @@ fn make_reader(
         Err(err) => {
             warn!(target: "roam::mqtt", topic = %e.ros_topic, "cannot read the ROS topic: {err}");
             None
+        }
+    }
+}
+
+/// An entry naming a realm topic (`realm:`): its messages straight from the realm, no DDS.
+pub async fn run_realm(
+    e: Ros2Mqtt,
+    json: Option<Arc<MessageType>>,
+    client: MqttClient,
+    edge: Edge,
+    realm: Arc<Realm>,
+) {
+    let fixed = e.ros_type.as_deref().and_then(|t| full_type_name(t).ok());
+    let topic = TopicRef::new(realm, e.ros_topic.clone());
+    let options = SubscriberOptions {
+        hold_unannounced: true,
+        ..SubscriberOptions::default()
+    };
+    let mut sub = edge.subscriber(&topic, options).await;
+    info!(target: "roam::mqtt", topic = %e.ros_topic, realm = %topic.realm.label, mqtt = %e.mqtt_topic, "bridging realm -> MQTT");
+    let mut out = Sender::new(e, json, client);
+    let mut cdr = Vec::new();
+    // Each announced stream's type (`pkg/msg/Type`).
+    let mut types: HashMap<StreamId, String> = HashMap::new();
+    while let Some(ev) = sub.recv(&mut cdr).await {
+        let r = match ev {
+            Event::Message(r) => r,
+            Event::Streams => {
+                types = sub
+                    .streams()
+                    .into_iter()
+                    .filter_map(|(id, s)| full_type_name(&s.dds_type).ok().map(|t| (id, t)))
+                    .collect();
+                continue;
+            }
+            Event::Definitions => continue,
+        };
+        if r.kind != PayloadKind::Data {
+            continue;
+        }
+        let ty = fixed
+            .as_ref()
+            .or_else(|| r.stream.and_then(|id| types.get(&id)));
+        if let Some(ty) = ty {
+            out.send(ty, &cdr);
         }
     }
 }

@@ -342,3 +342,38 @@ fn an_imported_topic_is_never_exported_back() {
         "{e}"
     );
 }
+
+#[test]
+fn an_mqtt_section_takes_mqtt_clients_keys_and_points_at_its_mistakes() {
+    let with = |m: &str| format!("{GOOD}mqtt:\n{m}");
+    let c = ProxyConfig::parse(
+        &with("  broker: {host: 127.0.0.1, port: 1884}\n  node_name: bridge\n  bridge:\n    mqtt2ros:\n      mqtt_topics: [a/b]\n      a/b: {ros_topic: /ab, realm: warehouse}\n"),
+        "/etc/roam/robot.yaml",
+    )
+    .unwrap();
+    let m = c.mqtt.unwrap();
+    assert_eq!(m.node, "/bridge");
+    assert_eq!(m.params.broker.port, 1884);
+    assert_eq!(m.params.mqtt2ros[0].realm.as_deref(), Some("warehouse"));
+    for (m, want) in [
+        (
+            "  bridge:\n    mqtt2ros:\n      mqtt_topics: [a/b]\n      a/b: {ros_topic: /ab, advanced: {mqtt: {qos: 7}}}\n",
+            "mqtt.bridge.mqtt2ros.a/b.advanced.mqtt.qos: expected a whole number from 0 to 2",
+        ),
+        (
+            "  bridge:\n    ros2mqtt:\n      ros_topics: [/x]\n      /x: {mqtt_topic: x, realm: nowhere}\n",
+            "mqtt.bridge.ros2mqtt./x.realm: unknown realm \"nowhere\"",
+        ),
+        (
+            "  params: missing.yaml\n",
+            "mqtt.params: cannot read missing.yaml",
+        ),
+        ("  node_name: 'a b'\n  params: x.yaml\n", "mqtt.node_name: expected a ROS node name"),
+    ] {
+        let e = ProxyConfig::parse(&with(m), "robot.yaml").unwrap_err().to_string();
+        assert!(
+            e.starts_with("robot.yaml: line ") && e.contains(want),
+            "{m}\n got: {e}\nwant: {want}"
+        );
+    }
+}

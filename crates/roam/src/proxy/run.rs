@@ -107,6 +107,7 @@ pub async fn run(
                 crate::mqtt::Context {
                     participant: participant.clone(),
                     definitions: definitions.clone(),
+                    realms: Some((edge.clone(), realms.clone())),
                 },
             )
             .await?,
