@@ -76,6 +76,7 @@ async fn start_router(
 ) -> Result<(RouterHandle, JoinHandle<()>), String> {
     let identity = pki.identity(name, Role::Router)?;
     let config = RouterConfig {
+        listen_mqtt: Vec::new(),
         identity,
         listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         listen_tcp: None,

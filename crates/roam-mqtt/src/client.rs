@@ -18,9 +18,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use rumqttc::{AsyncClient, Event, EventLoop, Incoming, MqttOptions, Outgoing, QoS};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tracing::{info, warn};
 
+pub use crate::params::MqttQos as Qos;
 use crate::params::{MqttQos, Params};
 use crate::tls::{client_config, TlsError};
 
@@ -56,6 +57,15 @@ impl ClientStats {
     pub fn is_connected(&self) -> bool {
         self.connected.load(Ordering::Relaxed)
     }
+}
+
+/// Why [`MqttClient::try_publish`] did not publish.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PublishError {
+    /// No broker session now.
+    Offline,
+    /// The connection's queue is full: try again shortly.
+    Busy,
 }
 
 /// Why a client could not be made.
@@ -99,11 +109,38 @@ pub struct MqttClient {
     buffer: usize,
     stats: Arc<ClientStats>,
     task: Arc<tokio::task::JoinHandle<()>>,
+    session: watch::Receiver<Session>,
+}
+
+/// How to reach a broker: what [`MqttClient::connect`] takes.
+#[derive(Clone)]
+pub struct Connect {
+    pub host: String,
+    pub port: u16,
+    pub id: String,
+    /// User name and password.
+    pub user: Option<(String, String)>,
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+    pub keep_alive: Duration,
+    pub clean_session: bool,
+    pub max_inflight: u16,
+    /// Publications kept while the broker is away (0: none).
+    pub buffer: usize,
+    pub last_will: Option<crate::params::LastWill>,
+}
+
+/// The broker session, as [`MqttClient::session`] reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Session {
+    /// Sessions begun so far (1 after the first connection).
+    pub number: u64,
+    pub connected: bool,
 }
 
 impl MqttClient {
-    /// Starts connecting (in the background, retrying until [`MqttClient::stop`]); received
-    /// messages arrive on the returned channel of `inbox` messages.
+    /// Starts connecting as mqtt_client's parameters say (in the background, retrying until
+    /// [`MqttClient::stop`]); received messages arrive on the returned channel of `inbox`
+    /// messages.
     pub fn start(
         params: &Params,
         default_id: &str,
@@ -111,14 +148,38 @@ impl MqttClient {
     ) -> Result<(MqttClient, mpsc::Receiver<Received>), ClientError> {
         let b = &params.broker;
         let c = &params.client;
-        let id = if c.id.is_empty() { default_id } else { &c.id };
-        let mut o = MqttOptions::new(id, b.host.clone(), b.port);
+        let tls = match &b.tls {
+            Some(t) => Some(Arc::new(client_config(t, &c.tls)?)),
+            None => None,
+        };
+        let connect = Connect {
+            host: b.host.clone(),
+            port: b.port,
+            id: if c.id.is_empty() {
+                default_id.to_string()
+            } else {
+                c.id.clone()
+            },
+            user: b.user.clone().map(|u| (u, b.pass.clone())),
+            tls,
+            keep_alive: c.keep_alive,
+            clean_session: c.clean_session,
+            max_inflight: c.max_inflight,
+            buffer: c.buffer_size,
+            last_will: c.last_will.clone(),
+        };
+        Ok(Self::connect(connect, inbox))
+    }
+
+    /// Starts connecting with `c` (see [`MqttClient::start`]).
+    pub fn connect(c: Connect, inbox: usize) -> (MqttClient, mpsc::Receiver<Received>) {
+        let mut o = MqttOptions::new(c.id.clone(), c.host.clone(), c.port);
         o.set_keep_alive(c.keep_alive.max(Duration::from_secs(1)));
         o.set_clean_session(c.clean_session);
-        o.set_inflight(c.max_inflight);
+        o.set_inflight(c.max_inflight.max(1));
         o.set_max_packet_size(DEFAULT_MAX_PACKET, DEFAULT_MAX_PACKET);
-        if let Some(user) = &b.user {
-            o.set_credentials(user.clone(), b.pass.clone());
+        if let Some((user, pass)) = &c.user {
+            o.set_credentials(user.clone(), pass.clone());
         }
         if let Some(w) = &c.last_will {
             o.set_last_will(rumqttc::LastWill::new(
@@ -128,10 +189,9 @@ impl MqttClient {
                 w.retained,
             ));
         }
-        if let Some(tls) = &b.tls {
-            let config = client_config(tls, &c.tls)?;
+        if let Some(config) = &c.tls {
             o.set_transport(rumqttc::Transport::tls_with_config(
-                rumqttc::TlsConfiguration::Rustls(Arc::new(config)),
+                rumqttc::TlsConfiguration::Rustls(config.clone()),
             ));
         }
         let (client, eventloop) = AsyncClient::new(o, REQUEST_CAPACITY);
@@ -147,7 +207,8 @@ impl MqttClient {
         }));
         let stats = Arc::new(ClientStats::default());
         let (tx, rx) = mpsc::channel(inbox.max(1));
-        let broker = format!("{}:{}", b.host, b.port);
+        let (session_tx, session) = watch::channel(Session::default());
+        let broker = format!("{}:{}", c.host, c.port);
         let task = tokio::spawn(run(
             eventloop,
             client.clone(),
@@ -155,21 +216,60 @@ impl MqttClient {
             stats.clone(),
             tx,
             broker,
+            session_tx,
         ));
-        Ok((
+        (
             MqttClient {
                 client,
                 flight,
-                buffer: c.buffer_size,
+                buffer: c.buffer,
                 stats,
                 task: Arc::new(task),
+                session,
             },
             rx,
-        ))
+        )
+    }
+
+    /// Follows the broker sessions: which one is up (a count), and whether it still is.
+    pub fn session(&self) -> watch::Receiver<Session> {
+        self.session.clone()
     }
 
     pub fn stats(&self) -> &Arc<ClientStats> {
         &self.stats
+    }
+
+    /// Publishes now or not at all: for callers that wait themselves when the connection is
+    /// busy, and give up when the broker is away (nothing is buffered or counted).
+    pub fn try_publish(
+        &self,
+        topic: &str,
+        payload: Bytes,
+        qos: MqttQos,
+    ) -> Result<(), PublishError> {
+        let mut f = self.flight.lock().unwrap_or_else(|p| p.into_inner());
+        if !f.connected {
+            return Err(PublishError::Offline);
+        }
+        let m = Outbound {
+            seq: f.next_seq,
+            topic: topic.to_string(),
+            payload,
+            qos,
+            retain: false,
+        };
+        f.next_seq += 1;
+        match self
+            .client
+            .try_publish(m.topic.clone(), self::qos(qos), false, m.payload.to_vec())
+        {
+            Ok(()) => {
+                f.handed.push_back(m);
+                Ok(())
+            }
+            Err(_) => Err(PublishError::Busy),
+        }
     }
 
     /// Publishes now, or buffers while the broker is away; `false` if it was dropped
@@ -202,6 +302,16 @@ impl MqttClient {
         let sent = f.connected && self.client.try_subscribe(topic, self::qos(qos)).is_ok();
         if !sent {
             f.unsent_subscriptions.insert(topic.to_string());
+        }
+    }
+
+    /// Subscribes no more (now, and in later sessions).
+    pub fn unsubscribe(&self, topic: &str) {
+        let mut f = self.flight.lock().unwrap_or_else(|p| p.into_inner());
+        f.subscriptions.remove(topic);
+        f.unsent_subscriptions.remove(topic);
+        if f.connected {
+            let _ = self.client.try_unsubscribe(topic);
         }
     }
 
@@ -249,6 +359,7 @@ async fn run(
     stats: Arc<ClientStats>,
     tx: mpsc::Sender<Received>,
     broker: String,
+    session: watch::Sender<Session>,
 ) {
     let mut backoff = Duration::from_millis(100);
     let mut failing_since_logged = false;
@@ -265,8 +376,14 @@ async fn run(
                     .iter()
                     .filter(|r| matches!(r, rumqttc::Request::Publish(_)))
                     .count();
-                let mut f = flight.lock().unwrap_or_else(|p| p.into_inner());
-                on_session(&client, &mut f, ack.session_present, resume, &stats);
+                {
+                    let mut f = flight.lock().unwrap_or_else(|p| p.into_inner());
+                    on_session(&client, &mut f, ack.session_present, resume, &stats);
+                }
+                session.send_modify(|s| {
+                    s.number += 1;
+                    s.connected = true;
+                });
             }
             Ok(Event::Incoming(Incoming::Publish(p))) => {
                 stats.received.fetch_add(1, Ordering::Relaxed);
@@ -300,6 +417,7 @@ async fn run(
             Err(e) => {
                 let was = stats.connected.swap(false, Ordering::Relaxed);
                 flight.lock().unwrap_or_else(|p| p.into_inner()).connected = false;
+                session.send_if_modified(|s| std::mem::replace(&mut s.connected, false));
                 if was {
                     warn!(%broker, "lost the MQTT broker: {e}; reconnecting");
                 } else if !failing_since_logged {

@@ -21,6 +21,6 @@ pub mod primitive;
 pub mod tls;
 pub mod wire;
 
-pub use client::{ClientStats, MqttClient, Received};
+pub use client::{ClientStats, Connect, MqttClient, PublishError, Received, Session};
 pub use params::{Params, ParamsError};
 pub use wire::{RosMsgType, WireError};

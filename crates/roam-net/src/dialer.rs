@@ -7,22 +7,23 @@ use std::time::Duration;
 use crate::link::{Established, Inbound, LinkConfig, LinkError, LinkId, LocalInfo};
 use crate::pki::Identity;
 use crate::runtime::PeerAddr;
-use crate::{quic, tcp};
+use crate::{mqtt, quic, tcp};
 
 /// Dials `peer` once: a QUIC connection on `ep`, or TCP+TLS with `identity`; the handshake
 /// and the Hello exchange complete or fail within the link's handshake timeout.
 pub(crate) async fn dial(
     ep: &quinn::Endpoint,
     identity: &Identity,
-    peer: PeerAddr,
+    peer: &PeerAddr,
     me: &LocalInfo,
     link: &LinkConfig,
     id: LinkId,
     inbound: Inbound,
 ) -> Result<Established, LinkError> {
     match peer {
-        PeerAddr::Quic(addr) => quic::dial(ep, addr, me, link, id, inbound).await,
-        PeerAddr::Tcp(addr) => tcp::dial(identity, addr, me, link, id, inbound).await,
+        PeerAddr::Quic(addr) => quic::dial(ep, *addr, me, link, id, inbound).await,
+        PeerAddr::Tcp(addr) => tcp::dial(identity, *addr, me, link, id, inbound).await,
+        PeerAddr::Mqtt(m) => mqtt::dial(identity, m, me, link, id, inbound).await,
     }
 }
 
@@ -90,6 +91,10 @@ pub fn no_answer(router: &PeerAddr, waited: Duration) -> String {
         ),
         PeerAddr::Tcp(a) => format!(
             "no answer within {waited:?}: is the address {a} right, and does a firewall let it through?"
+        ),
+        PeerAddr::Mqtt(m) => format!(
+            "no answer within {waited:?}: is the broker {}:{} up, and a router listening at {m} (listen_mqtt)?",
+            m.host, m.port
         ),
     }
 }

@@ -17,6 +17,7 @@ pub mod framing;
 pub mod lane;
 pub mod latency;
 pub mod link;
+pub mod mqtt;
 pub mod pause;
 pub mod pki;
 pub mod quic;

@@ -75,6 +75,49 @@ pub fn acceptor(id: &Identity) -> Result<TlsAcceptor, LinkError> {
     ))
 }
 
+/// The TLS server side and the link over any byte stream (an MQTT tunnel's), like
+/// [`accept`] over a TCP socket.
+pub(crate) async fn accept_stream<S>(
+    acceptor: &TlsAcceptor,
+    stream: S,
+    me: &LocalInfo,
+    cfg: &LinkConfig,
+    link: LinkId,
+    inbound: Inbound,
+) -> Result<Established, LinkError>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let stream = acceptor
+        .accept(stream)
+        .await
+        .map_err(|e| LinkError::Connect(e.to_string()))?;
+    let certs = stream.get_ref().1.peer_certificates().map(|c| c.to_vec());
+    run(stream, certs, me, cfg, link, inbound).await
+}
+
+/// The TLS client side and the link over any byte stream, like [`dial`] over TCP.
+pub(crate) async fn dial_stream<S>(
+    id: &Identity,
+    stream: S,
+    me: &LocalInfo,
+    cfg: &LinkConfig,
+    link: LinkId,
+    inbound: Inbound,
+) -> Result<Established, LinkError>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let connector =
+        TlsConnector::from(tls::client_config(id).map_err(|e| LinkError::Connect(e.to_string()))?);
+    let stream = connector
+        .connect(tls::router_server_name(), stream)
+        .await
+        .map_err(|e| LinkError::Connect(e.to_string()))?;
+    let certs = stream.get_ref().1.peer_certificates().map(|c| c.to_vec());
+    run(stream, certs, me, cfg, link, inbound).await
+}
+
 async fn run<S>(
     stream: S,
     certs: Option<Vec<rustls_pki_types::CertificateDer<'static>>>,

@@ -24,8 +24,10 @@ pub enum AddrError {
         port: String,
         min: u16,
     },
-    #[error("unknown scheme {scheme:?} in {addr:?}: use quic://HOST:PORT, tcp://HOST:PORT or HOST:PORT (QUIC)")]
+    #[error("unknown scheme {scheme:?} in {addr:?}: use quic://HOST:PORT, tcp://HOST:PORT, HOST:PORT (QUIC) or mqtt://HOST:PORT/RENDEZVOUS")]
     BadScheme { addr: String, scheme: String },
+    #[error("{0}")]
+    Mqtt(String),
 }
 
 /// What an address is for: a listener may take port 0 (any free port), a dialer may not.
@@ -79,6 +81,11 @@ pub fn check_host_port(s: &str, usage: Use) -> Result<(), AddrError> {
 pub fn check_peer(s: &str) -> Result<(), AddrError> {
     let rest = match s.split_once("://") {
         Some(("quic" | "tcp", rest)) => rest,
+        Some(("mqtt" | "mqtts", _)) => {
+            return roam_net::mqtt::MqttPeer::parse(s)
+                .map(|_| ())
+                .map_err(AddrError::Mqtt)
+        }
         Some((scheme, _)) => {
             return Err(AddrError::BadScheme {
                 addr: s.into(),

@@ -18,6 +18,8 @@ pub struct RouterBoot<'a> {
     pub pki: &'a Path,
     pub listen: Option<SocketAddr>,
     pub listen_tcp: Option<SocketAddr>,
+    /// Rendezvous in MQTT brokers to be found at (`listen_mqtt:`).
+    pub listen_mqtt: Vec<roam_net::mqtt::MqttPeer>,
     pub connect: Vec<PeerAddr>,
     /// The `link:` section, flags already applied.
     pub link: &'a LinkFile,
@@ -40,6 +42,7 @@ pub async fn start_router(b: RouterBoot<'_>) -> Result<(RouterHandle, JoinHandle
         identity: Arc::new(identity),
         listen: b.listen,
         listen_tcp: b.listen_tcp,
+        listen_mqtt: b.listen_mqtt.clone(),
         connect: b.connect,
         link,
         timers: RoutingTimers::default(),
@@ -52,6 +55,9 @@ pub async fn start_router(b: RouterBoot<'_>) -> Result<(RouterHandle, JoinHandle
     }
     if let Some(a) = handle.tcp_addr {
         println!("listening tcp {a}");
+    }
+    for m in &b.listen_mqtt {
+        println!("listening mqtt {m}");
     }
     Ok((handle, task))
 }

@@ -5,6 +5,8 @@
 //! pki: /etc/roam/pki         # directory with ca.pem and the identity files
 //! listen: 0.0.0.0:7447       # QUIC (UDP); omit on a robot that only dials out
 //! listen_tcp: 0.0.0.0:7447   # TCP+TLS fallback for networks that block UDP
+//! listen_mqtt:               # be found through MQTT brokers (for peers that reach only a
+//!   - mqtt://broker.example:1883/site-a  # broker; the broker sees ciphertext only)
 //! connect:                   # routers to keep a link to (reconnects by itself)
 //!   - quic://cloud.example.com:7447
 //!   - tcp://backup.example.com:7447
@@ -43,6 +45,8 @@ pub struct RouterFile {
     pub pki: Option<PathBuf>,
     pub listen: Option<String>,
     pub listen_tcp: Option<String>,
+    #[serde(default)]
+    pub listen_mqtt: Vec<String>,
     #[serde(default)]
     pub connect: Vec<String>,
     pub status_interval_s: Option<u64>,
@@ -277,6 +281,10 @@ impl RouterFile {
                 check_host_port(a, Use::Listen)
                     .map_err(|e| doc.err(&FieldPath::new(field), e.to_string()))?;
             }
+        }
+        for (i, m) in self.listen_mqtt.iter().enumerate() {
+            roam_net::mqtt::MqttPeer::parse(m)
+                .map_err(|e| doc.err(&FieldPath::new("listen_mqtt").index(i), e))?;
         }
         for (i, c) in self.connect.iter().enumerate() {
             check_peer(c)

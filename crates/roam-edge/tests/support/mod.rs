@@ -38,6 +38,7 @@ pub async fn router(dir: &Dir, name: &str) -> RouterHandle {
     pki::issue(&dir.0, name, Role::Router, Validity::days(1)).unwrap();
     let identity = Arc::new(pki::load_identity(&dir.0, name).unwrap());
     let (h, _task) = runtime::start(RouterConfig {
+        listen_mqtt: Vec::new(),
         identity,
         listen: Some("127.0.0.1:0".parse().unwrap()),
         listen_tcp: None,

@@ -49,7 +49,7 @@ pub(super) async fn run(
         let dial = dialer::dial(
             &ep,
             &cfg.identity,
-            cfg.router,
+            &cfg.router,
             &me,
             &cfg.link,
             link_id,

@@ -93,6 +93,47 @@ pub(super) async fn accept_tcp(s: Shared, listener: tokio::net::TcpListener) {
     }
 }
 
+/// Accepts links through an MQTT broker at a rendezvous until the router stops.
+pub(super) async fn accept_mqtt(s: Shared, peer: crate::mqtt::MqttPeer) {
+    let mut listening = match crate::mqtt::Listening::new(peer.clone()) {
+        Ok(l) => l,
+        Err(e) => return tracing::warn!("MQTT listener {peer} disabled: {e}"),
+    };
+    let acceptor = match tcp::acceptor(&s.config.identity) {
+        Ok(a) => a,
+        Err(e) => return tracing::warn!("MQTT listener disabled: {e}"),
+    };
+    tracing::info!("listening through the MQTT broker at {peer}");
+    // Tunnels have no source address: admission counts them all as one source.
+    let source = std::net::SocketAddr::from(([0, 0, 0, 0], 0));
+    loop {
+        let stream = tokio::select! {
+            t = listening.next() => t,
+            _ = s.stopping() => return,
+        };
+        let Some(stream) = stream else { return };
+        let Some(pass) = s.gate.admit(source, Listener::Tcp) else {
+            continue;
+        };
+        let s = s.clone();
+        let acceptor = acceptor.clone();
+        tokio::spawn(async move {
+            let link = s.link_id();
+            let handshake = tcp::accept_stream(
+                &acceptor,
+                stream,
+                &s.me,
+                &s.config.link,
+                link,
+                s.inbound.clone(),
+            );
+            if let Some(est) = pass.run(handshake).await {
+                s.link_up(link, est).await;
+            }
+        });
+    }
+}
+
 /// Writes out, about once a second, the log counts the gate held back, until the router stops.
 pub(super) async fn flush_gate_log(gate: Arc<Gate>, s: Shared) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));

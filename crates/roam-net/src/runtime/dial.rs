@@ -17,7 +17,7 @@ pub(super) async fn dial_loop(s: Shared, peer: PeerAddr) {
         let dial = dialer::dial(
             &s.ep,
             id,
-            peer,
+            &peer,
             &s.me,
             &s.config.link,
             link,

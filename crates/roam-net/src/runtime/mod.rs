@@ -49,23 +49,29 @@ use crate::pki::Identity;
 use crate::{quic, tls};
 
 /// Where to reach a peer router.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PeerAddr {
     Quic(SocketAddr),
     Tcp(SocketAddr),
+    /// Through an MQTT broker, at a rendezvous (docs/operations.md).
+    Mqtt(crate::mqtt::MqttPeer),
 }
 
 impl std::str::FromStr for PeerAddr {
     type Err = String;
 
-    /// `quic://HOST:PORT`, `tcp://HOST:PORT`, or `HOST:PORT` (QUIC).
+    /// `quic://HOST:PORT`, `tcp://HOST:PORT`, `HOST:PORT` (QUIC), or
+    /// `mqtt[s]://[USER:PASS@]HOST:PORT/RENDEZVOUS`.
     fn from_str(s: &str) -> Result<Self, String> {
         let (tcp, rest) = match s.split_once("://") {
             Some(("quic", r)) => (false, r),
             Some(("tcp", r)) => (true, r),
+            Some(("mqtt" | "mqtts", _)) => {
+                return crate::mqtt::MqttPeer::parse(s).map(PeerAddr::Mqtt)
+            }
             Some((scheme, _)) => {
                 return Err(format!(
-                    "unknown scheme {scheme:?} in {s:?}: use quic:// or tcp://"
+                    "unknown scheme {scheme:?} in {s:?}: use quic://, tcp:// or mqtt://"
                 ))
             }
             None => (false, s),
@@ -84,6 +90,7 @@ impl std::fmt::Display for PeerAddr {
         match self {
             PeerAddr::Quic(a) => write!(f, "quic://{a}"),
             PeerAddr::Tcp(a) => write!(f, "tcp://{a}"),
+            PeerAddr::Mqtt(m) => write!(f, "{m}"),
         }
     }
 }
@@ -121,6 +128,8 @@ pub struct RouterConfig {
     pub identity: Arc<Identity>,
     pub listen: Option<SocketAddr>,
     pub listen_tcp: Option<SocketAddr>,
+    /// Rendezvous in MQTT brokers where dialers find this router.
+    pub listen_mqtt: Vec<crate::mqtt::MqttPeer>,
     pub connect: Vec<PeerAddr>,
     pub link: LinkConfig,
     pub timers: RoutingTimers,
@@ -284,11 +293,14 @@ pub async fn start(
         }
         None => None,
     };
+    for peer in &config.listen_mqtt {
+        tokio::spawn(accept::accept_mqtt(shared.clone(), peer.clone()));
+    }
     tokio::spawn(accept::flush_gate_log(gate.clone(), shared.clone()));
     let dialers: Vec<_> = config
         .connect
         .iter()
-        .map(|peer| tokio::spawn(dial::dial_loop(shared.clone(), *peer)))
+        .map(|peer| tokio::spawn(dial::dial_loop(shared.clone(), peer.clone())))
         .collect();
     info!(router = %config.identity.name, id = format_args!("{id:#018x}"), quic = ?quic_addr, tcp = ?tcp_addr, "router started");
     let rt = Runtime {

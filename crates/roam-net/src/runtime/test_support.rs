@@ -32,6 +32,7 @@ async fn router(
     let config = RouterConfig {
         identity: identity(dir, name),
         listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        listen_mqtt: Vec::new(),
         listen_tcp: None,
         connect: connect.map(PeerAddr::Quic).into_iter().collect(),
         link,

@@ -24,7 +24,13 @@ pub struct RouterArgs {
     /// Also listen for TCP+TLS links (for peers whose network blocks UDP).
     #[arg(long, value_name = "ADDR")]
     pub listen_tcp: Option<String>,
-    /// Keep a link to this router (repeatable): quic://HOST:PORT, tcp://HOST:PORT or HOST:PORT.
+    /// Also be found through an MQTT broker (repeatable): mqtt://[USER:PASS@]HOST:PORT/RENDEZVOUS
+    /// or mqtts://... (TLS to the broker); peers dial the same address. The broker sees
+    /// hashed topics and TLS records only (docs/operations.md "Links through an MQTT broker").
+    #[arg(long, value_name = "URL")]
+    pub listen_mqtt: Vec<String>,
+    /// Keep a link to this router (repeatable): quic://HOST:PORT, tcp://HOST:PORT, HOST:PORT,
+    /// or mqtt://HOST:PORT/RENDEZVOUS (through a broker).
     #[arg(long, value_name = "ADDR")]
     pub connect: Vec<String>,
     /// PKI directory with ca.pem and this router's identity.
@@ -96,6 +102,15 @@ pub async fn run(a: RouterArgs) -> CmdResult {
         .or_else(|| from_file(|f| f.listen_tcp.clone()))
         .map(|s| addr::parse_listen(&s))
         .transpose()?;
+    let listen_mqtt = if a.listen_mqtt.is_empty() {
+        file.map(|f| f.listen_mqtt.clone()).unwrap_or_default()
+    } else {
+        a.listen_mqtt
+    };
+    let listen_mqtt = listen_mqtt
+        .iter()
+        .map(|s| roam_net::mqtt::MqttPeer::parse(s).map_err(|e| format!("listen_mqtt: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
     let connect = if a.connect.is_empty() {
         file.map(|f| f.connect.clone()).unwrap_or_default()
     } else {
@@ -125,6 +140,7 @@ pub async fn run(a: RouterArgs) -> CmdResult {
         pki: &pki_dir,
         listen,
         listen_tcp,
+        listen_mqtt,
         connect,
         link: &link_file,
         what: "roam router",

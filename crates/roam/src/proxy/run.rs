@@ -43,6 +43,7 @@ pub async fn run(
         pki: &cfg.pki,
         listen,
         listen_tcp: None,
+        listen_mqtt: Vec::new(),
         connect,
         link: &cfg.link,
         what: "the proxy (its edge router)",

@@ -124,9 +124,14 @@ impl Broker {
     /// Writes the configuration; `secure`: TLS and a password file (user `robot`, password
     /// `s3cret`), no anonymous clients.
     pub fn configure(dir: &Path, secure: Option<&BrokerTls>) -> Broker {
+        Self::configure_with(dir, secure, "")
+    }
+
+    /// As [`Broker::configure`], with more configuration lines (e.g. `max_packet_size`).
+    pub fn configure_with(dir: &Path, secure: Option<&BrokerTls>, extra: &str) -> Broker {
         let port = free_port();
         let mut conf = format!(
-            "listener {port} 127.0.0.1\npersistence false\nlog_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\n"
+            "listener {port} 127.0.0.1\npersistence false\nlog_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\n{extra}"
         );
         match secure {
             None => conf += "allow_anonymous true\n",

@@ -11,6 +11,7 @@ usage:
       injected timestamp), one every --period seconds
   mqtt_client_peer.py sub   PORT TOPIC [opts]       prints "raw TOPIC RETAINED QOS TEXT" per
       message (primitive and JSON payloads as text)
+  mqtt_client_peer.py sniff PORT FILTER            prints "hex TOPIC PAYLOAD_HEX" per message
   mqtt_client_peer.py pub   PORT TOPIC PAYLOAD [opts]  one message (--hex: PAYLOAD is hex)
   mqtt_client_peer.py announce PORT TOPIC TYPE      a retained RosMsgType naming TYPE
   mqtt_client_peer.py garbage PORT TOPIC            junk on TOPIC and on its type topic
@@ -68,6 +69,9 @@ def ready_on_subscribe(c, userdata, mid, reason_codes, properties):
 
 
 def on_message(c, userdata, m):
+    if a.mode == "sniff":
+        print(f"hex {m.topic} {m.payload.hex()}", flush=True)
+        return
     if a.mode == "sub":
         text = m.payload.decode("utf-8", "replace")
         print(f"raw {m.topic} {int(m.retain)} {m.qos} {text}", flush=True)
@@ -93,12 +97,12 @@ def on_message(c, userdata, m):
 
 
 client.on_message = on_message
-if a.mode in ("read", "sub"):
+if a.mode in ("read", "sub", "sniff"):
     client.connect_async("127.0.0.1", a.port)
 else:
     client.connect("127.0.0.1", a.port)
 
-if a.mode in ("read", "sub"):
+if a.mode in ("read", "sub", "sniff"):
     topics = [(a.topic, a.qos)]
     if a.mode == "read":
         topics.insert(0, (TYPE_PREFIX + a.topic, a.qos))

@@ -88,6 +88,7 @@ pub async fn run(a: GatewayArgs) -> CmdResult {
         pki: &cfg.pki,
         listen: router_listen,
         listen_tcp: None,
+        listen_mqtt: Vec::new(),
         connect,
         link: &cfg.link,
         what: "the gateway (its edge router)",
