@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo test fuzz-smoke bench bench-build bench-full bench-plots clean
+.PHONY: setup build demo test fuzz-smoke bench bench-build bench-full bench-mqtt bench-plots clean
 
 setup:
 	@scripts/setup.sh
@@ -46,7 +46,15 @@ bench-full: bench-build
 	target/release/roam-bench
 	target/release/roam-msg-bench
 	target/release/roam-gateway-bench
+	target/release/roam-mqtt-bench
 	target/release/roam-lab --full
+	$(MAKE) bench-plots
+
+# Seed 003's MQTT study (roam mqtt against a Python paho + cyclonedds bridge, Mosquitto on
+# loopback): bench/results/mqtt.json, bench/MQTT.md and its ECDF plots.
+bench-mqtt: setup
+	$(CARGO) build --release -p roam -p roam-bench
+	target/release/roam-mqtt-bench $(if $(QUICK),--quick,)
 	$(MAKE) bench-plots
 
 bench-plots:

@@ -157,12 +157,52 @@ def e6(ms):
         save(fig, name)
 
 
+def mqtt():
+    """Seed 003's Fig. 4: the ECDF of round trips through the MQTT bridges."""
+    path = os.path.join(os.path.dirname(RESULTS), "mqtt.json")
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        runs = json.load(f)["runs"]
+    for message, name in (
+        ("1.08 MB point cloud", "mqtt-rtt-ecdf.png"),
+        ("0.18 MB scan", "mqtt-rtt-ecdf-scan.png"),
+    ):
+        these = [r for r in runs if r["spec"]["message"] == message and r["rtt_us"]]
+        if not these:
+            continue
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        systems = list(dict.fromkeys(r["spec"]["system"] for r in these))
+        styles = ["-", "--", ":", "-."]
+        for r in these:
+            v = r["rtt_us"]
+            sp = r["spec"]
+            variant = f'QoS {sp["qos"]}' + (", TLS" if sp["tls"] else "")
+            variants = list(dict.fromkeys(
+                f'QoS {x["spec"]["qos"]}' + (", TLS" if x["spec"]["tls"] else "") for x in these))
+            ax.plot(
+                [x / 1000 for x in v],
+                [(i + 1) / len(v) for i in range(len(v))],
+                color=f"C{systems.index(sp['system']) % 10}",
+                linestyle=styles[variants.index(variant) % len(styles)],
+                label=f'{"roam mqtt" if sp["system"] == "Roam" else "Python bridge"} [{variant}]',
+            )
+        ax.set_xscale("log")
+        ax.set_xlabel("round trip (ms)")
+        ax.set_ylabel("fraction of messages")
+        ax.set_title(f"MQTT bridges, seed 003's ping-pong: ECDF of round trips, {message}")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+        save(fig, name)
+
+
 def main():
     with open(RESULTS) as f:
         report = json.load(f)
     ms = report["measurements"]
     for plot in (e1, e3, e4, e6, e7):
         plot(ms)
+    mqtt()
 
 
 if __name__ == "__main__":

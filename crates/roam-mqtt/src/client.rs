@@ -36,6 +36,8 @@ pub struct Received {
     pub topic: String,
     pub payload: Bytes,
     pub retained: bool,
+    /// When the connection task took it from the broker.
+    pub at: std::time::Instant,
 }
 
 /// What the connection counted since it started.
@@ -330,8 +332,14 @@ impl MqttClient {
 }
 
 /// Hands one publication to rumqttc; `false` if its queue is full (counted).
-fn hand(client: &AsyncClient, f: &mut Flight, m: Outbound, stats: &ClientStats) -> bool {
-    match client.try_publish(m.topic.clone(), qos(m.qos), m.retain, m.payload.to_vec()) {
+fn hand(client: &AsyncClient, f: &mut Flight, mut m: Outbound, stats: &ClientStats) -> bool {
+    // A QoS 0 message is never sent again: its bytes go to rumqttc without a copy (a unique
+    // `Bytes` becomes the `Vec` it was made from); QoS 1 and 2 keep theirs until acknowledged.
+    let payload: Vec<u8> = match m.qos {
+        MqttQos::AtMostOnce => Vec::from(std::mem::take(&mut m.payload)),
+        _ => m.payload.to_vec(),
+    };
+    match client.try_publish(m.topic.clone(), qos(m.qos), m.retain, payload) {
         Ok(()) => {
             f.handed.push_back(m);
             true
@@ -391,6 +399,7 @@ async fn run(
                     topic: p.topic,
                     payload: p.payload,
                     retained: p.retain,
+                    at: std::time::Instant::now(),
                 };
                 if tx.send(r).await.is_err() {
                     return;

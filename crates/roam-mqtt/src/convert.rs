@@ -40,12 +40,12 @@ pub fn full_type_name(name: &str) -> Result<String, ConvertError> {
 pub fn outbound(
     e: &Ros2Mqtt,
     ros_type: &str,
-    cdr: &[u8],
+    cdr: Vec<u8>,
     json: Option<&MessageType>,
     now: Duration,
 ) -> Result<Bytes, ConvertError> {
     if e.primitive {
-        return match primitive::to_text(ros_type, cdr) {
+        return match primitive::to_text(ros_type, &cdr) {
             Some(text) => Ok(Bytes::from(text?)),
             None => Err(ConvertError::NotPrimitive(ros_type.to_string())),
         };
@@ -53,13 +53,14 @@ pub fn outbound(
     if e.json {
         let ty = json.ok_or_else(|| ConvertError::Json(format!("no definition of {ros_type}")))?;
         let mut out = Vec::with_capacity(cdr.len() * 2);
-        ty.cdr_to_json(cdr, &mut out)
+        ty.cdr_to_json(&cdr, &mut out)
             .map_err(|err| ConvertError::Json(err.to_string()))?;
         return Ok(Bytes::from(out));
     }
     Ok(match e.inject_timestamp {
-        true => Bytes::from(wire::join_stamped(now, cdr)),
-        false => Bytes::copy_from_slice(cdr),
+        true => Bytes::from(wire::join_stamped(now, &cdr)),
+        // The sample's own buffer becomes the payload: no copy.
+        false => Bytes::from(cdr),
     })
 }
 
@@ -88,7 +89,7 @@ pub enum InAction {
     /// The topic's type is now this (`pkg/msg/Type`): (re)create the ROS publisher.
     Retype(String),
     /// Publish this CDR on the entry's ROS topic.
-    Publish(Vec<u8>),
+    Publish(Bytes),
     /// Publish this latency (seconds) on the entry's latency topic.
     Latency(f64),
 }
@@ -143,7 +144,7 @@ impl Inbound {
     pub fn on_message(
         &mut self,
         topic: &str,
-        payload: &[u8],
+        payload: &Bytes,
         now_ns: i64,
     ) -> Result<Vec<InAction>, ConvertError> {
         if topic != self.entry.mqtt_topic {
@@ -152,7 +153,9 @@ impl Inbound {
         let e = &self.entry;
         if e.primitive {
             return Ok(match &self.ros_type {
-                Some(fixed) => vec![InAction::Publish(primitive::parse_fixed(fixed, payload)?)],
+                Some(fixed) => vec![InAction::Publish(
+                    primitive::parse_fixed(fixed, payload)?.into(),
+                )],
                 None => {
                     let (ty, cdr) = primitive::probe(payload);
                     let mut a = Vec::new();
@@ -160,7 +163,7 @@ impl Inbound {
                         self.probed = Some(ty);
                         a.push(InAction::Retype(ty.to_string()));
                     }
-                    a.push(InAction::Publish(cdr));
+                    a.push(InAction::Publish(cdr.into()));
                     a
                 }
             });
@@ -172,7 +175,7 @@ impl Inbound {
             let mut cdr = Vec::new();
             ty.json_to_cdr(payload, &EncodeOptions::default(), &mut cdr)
                 .map_err(|err| ConvertError::Json(err.to_string()))?;
-            return Ok(vec![InAction::Publish(cdr)]);
+            return Ok(vec![InAction::Publish(cdr.into())]);
         }
         if self.ros_type.is_none() {
             return Err(ConvertError::NoType(format!(
@@ -182,11 +185,11 @@ impl Inbound {
         }
         let mut a = Vec::new();
         let cdr = if self.stamped {
-            let (sent_ns, rest) = wire::split_stamped(payload)?;
+            let (sent_ns, _) = wire::split_stamped(payload)?;
             a.push(InAction::Latency((now_ns - sent_ns) as f64 / 1e9));
-            rest
+            payload.slice(wire::STAMP_LEN..)
         } else {
-            payload
+            payload.clone()
         };
         // Refuse what is not CDR at all before it reaches a ROS publisher.
         if cdr.len() < 4 || !matches!(cdr[..2], [0, 0] | [0, 1]) {
@@ -196,7 +199,7 @@ impl Inbound {
             }
             .into());
         }
-        a.push(InAction::Publish(cdr.to_vec()));
+        a.push(InAction::Publish(cdr));
         Ok(a)
     }
 

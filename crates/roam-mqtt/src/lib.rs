@@ -16,6 +16,7 @@
 mod cdr;
 pub mod client;
 pub mod convert;
+pub mod hops;
 pub mod params;
 pub mod primitive;
 pub mod tls;

@@ -28,6 +28,11 @@ pub struct MqttArgs {
     /// AMENT_PREFIX_PATH (a package, an install prefix, or a folder of packages); repeatable.
     #[arg(long = "msg-path", value_name = "DIR")]
     pub msg_paths: Vec<PathBuf>,
+    /// At exit, write how long messages spent inside the bridge per entry (mean, median,
+    /// min, max, std in microseconds: DDS arrival to MQTT hand-off, MQTT arrival to DDS
+    /// write) to this JSON file (what the MQTT benchmark reads).
+    #[arg(long, value_name = "FILE")]
+    pub hop_stats_file: Option<PathBuf>,
 }
 
 pub async fn run(a: MqttArgs) -> CmdResult {
@@ -71,6 +76,10 @@ pub async fn run(a: MqttArgs) -> CmdResult {
     println!("mqtt bridge up on DDS domain {domain}");
     let why = stop.wait().await;
     tracing::info!("{why}: stopping");
+    if let Some(f) = &a.hop_stats_file {
+        let text = serde_json::to_string_pretty(&bridge.hop_figures()).unwrap_or_default();
+        std::fs::write(f, text).map_err(|e| format!("--hop-stats-file {}: {e}", f.display()))?;
+    }
     bridge.stop().await;
     Ok(())
 }

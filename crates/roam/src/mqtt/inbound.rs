@@ -13,6 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use roam_dds::{History, Participant, Qos, TopicInfo, Writer};
 use roam_edge::{Edge, Publisher, Realm, StreamQos, StreamSpec, TopicRef};
 use roam_mqtt::convert::{InAction, Inbound};
+use roam_mqtt::hops::HopStats;
 use roam_mqtt::params::{Durability, Mqtt2Ros, Reliability};
 use roam_mqtt::wire::{self, data_topic_of};
 use roam_mqtt::{MqttClient, Received};
@@ -22,6 +23,7 @@ use tracing::{info, warn};
 
 struct Entry {
     state: Inbound,
+    hops: Arc<HopStats>,
     /// Where its messages go: the local DDS domain, or a realm topic (`realm:`).
     sink: Sink,
     latency: Option<Writer>,
@@ -98,7 +100,7 @@ impl Sink {
 pub type Realms = Option<(Edge, std::collections::BTreeMap<String, Arc<Realm>>)>;
 
 pub async fn run(
-    entries: Vec<Inbound>,
+    entries: Vec<(Inbound, Arc<HopStats>)>,
     mut inbox: mpsc::Receiver<Received>,
     client: MqttClient,
     participant: Participant,
@@ -107,7 +109,7 @@ pub async fn run(
 ) {
     let mut by_topic: HashMap<String, usize> = HashMap::new();
     let mut all: Vec<Entry> = Vec::new();
-    for state in entries {
+    for (state, hops) in entries {
         let sink = match (&state.entry.realm, &realms) {
             (Some(key), Some((edge, realms))) => match realms.get(key) {
                 Some(r) => Sink::Realm {
@@ -121,6 +123,7 @@ pub async fn run(
         };
         let mut entry = Entry {
             state,
+            hops,
             sink,
             latency: None,
             failures: 0,
@@ -164,7 +167,10 @@ pub async fn run(
                     }
                     e.sink.retype(&participant, &e.state.entry, &t).await;
                 }
-                InAction::Publish(cdr) => e.sink.publish(&e.state.entry, &cdr).await,
+                InAction::Publish(cdr) => {
+                    e.sink.publish(&e.state.entry, &cdr).await;
+                    e.hops.record(m.at.elapsed());
+                }
                 InAction::Latency(s) => {
                     if e.latency.is_none() {
                         e.latency = latency_writer(&participant, &node, &e.state.entry.ros_topic);

@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use roam_dds::{Discovery, DiscoveryEvent, Participant};
 use roam_edge::definitions::DefinitionSource;
+use roam_mqtt::hops::HopStats;
 use roam_mqtt::MqttClient;
 use roam_msg::MessageType;
 use tokio::sync::mpsc;
@@ -38,6 +39,8 @@ pub struct Context {
 /// A running bridge; [`Bridge::stop`] ends it.
 pub struct Bridge {
     client: MqttClient,
+    /// Time inside the bridge per entry: (direction, topic, figures).
+    hops: Vec<(&'static str, String, Arc<HopStats>)>,
     tasks: Vec<JoinHandle<()>>,
     _discovery: Option<Discovery>,
 }
@@ -88,6 +91,7 @@ impl Bridge {
             "MQTT bridge starting"
         );
         let mut tasks = Vec::new();
+        let mut hops = Vec::new();
 
         let mut entries = Vec::new();
         for e in &params.mqtt2ros {
@@ -97,7 +101,9 @@ impl Bridge {
             for t in inb.subscriptions() {
                 client.subscribe(&t, e.mqtt_qos);
             }
-            entries.push(inb);
+            let h = Arc::new(HopStats::default());
+            hops.push(("mqtt2ros", e.mqtt_topic.clone(), h.clone()));
+            entries.push((inb, h));
         }
         if !entries.is_empty() {
             tasks.push(tokio::spawn(inbound::run(
@@ -115,6 +121,8 @@ impl Bridge {
             HashMap::new();
         for e in &params.ros2mqtt {
             let json = json_type(&ctx, e.json, e.ros_type.as_deref()).await?;
+            let h = Arc::new(HopStats::default());
+            hops.push(("ros2mqtt", e.ros_topic.clone(), h.clone()));
             if let (Some(realm), Some((edge, _))) = (realm_of(&e.realm, &e.ros_topic)?, &ctx.realms)
             {
                 tasks.push(tokio::spawn(outbound::run_realm(
@@ -123,6 +131,7 @@ impl Bridge {
                     client.clone(),
                     edge.clone(),
                     realm,
+                    h,
                 )));
                 continue;
             }
@@ -134,6 +143,7 @@ impl Bridge {
                 rx,
                 client.clone(),
                 ctx.participant.clone(),
+                h,
             )));
         }
         let discovery = if by_topic.is_empty() {
@@ -157,9 +167,20 @@ impl Bridge {
         };
         Ok(Bridge {
             client,
+            hops,
             tasks,
             _discovery: discovery,
         })
+    }
+
+    /// The time messages spent inside the bridge, per entry, as JSON:
+    /// `{"ros2mqtt": {topic: figures}, "mqtt2ros": {topic: figures}}` (microseconds).
+    pub fn hop_figures(&self) -> serde_json::Value {
+        let mut out = serde_json::json!({"ros2mqtt": {}, "mqtt2ros": {}});
+        for (dir, topic, h) in &self.hops {
+            out[*dir][topic] = serde_json::to_value(h.summary()).unwrap_or_default();
+        }
+        out
     }
 
     /// The broker connection's counters.

@@ -8,13 +8,14 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use roam_dds::{Endpoint, History, Participant, Qos, Reader, TopicInfo};
 use std::collections::HashMap;
 
 use roam_edge::{Edge, Event, PayloadKind, Realm, StreamId, SubscriberOptions, TopicRef};
 use roam_mqtt::convert::{self, full_type_name};
+use roam_mqtt::hops::HopStats;
 use roam_mqtt::params::{Durability, Reliability, Ros2Mqtt};
 use roam_mqtt::MqttClient;
 use roam_msg::{MessageType, TypeName};
@@ -34,6 +35,7 @@ struct Current {
 /// or the broker session is new.
 pub struct Sender {
     e: Ros2Mqtt,
+    hops: Arc<HopStats>,
     json: Option<Arc<MessageType>>,
     client: MqttClient,
     /// The type last announced, and in which session.
@@ -42,9 +44,15 @@ pub struct Sender {
 }
 
 impl Sender {
-    pub fn new(e: Ros2Mqtt, json: Option<Arc<MessageType>>, client: MqttClient) -> Self {
+    pub fn new(
+        e: Ros2Mqtt,
+        json: Option<Arc<MessageType>>,
+        client: MqttClient,
+        hops: Arc<HopStats>,
+    ) -> Self {
         Self {
             e,
+            hops,
             json,
             client,
             type_sent: None,
@@ -52,8 +60,8 @@ impl Sender {
         }
     }
 
-    /// One ROS message of `ros_type` (`pkg/msg/Type`).
-    pub fn send(&mut self, ros_type: &str, cdr: &[u8]) {
+    /// One ROS message of `ros_type` (`pkg/msg/Type`) that arrived at `at`.
+    pub fn send(&mut self, ros_type: &str, cdr: Vec<u8>, at: Instant) {
         let e = &self.e;
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -81,6 +89,7 @@ impl Sender {
         }
         self.client
             .publish(&e.mqtt_topic, payload, e.mqtt_qos, e.retained);
+        self.hops.record(at.elapsed());
     }
 }
 
@@ -91,6 +100,7 @@ pub async fn run(
     mut publishers: mpsc::UnboundedReceiver<Endpoint>,
     client: MqttClient,
     participant: Participant,
+    hops: Arc<HopStats>,
 ) {
     let dds_topic = roam_edge::ros_names::topic_to_dds(&e.ros_topic);
     let fixed = match e.ros_type.as_deref().map(full_type_name).transpose() {
@@ -100,10 +110,10 @@ pub async fn run(
             return;
         }
     };
-    let (tx, mut samples) = mpsc::channel::<Vec<u8>>(BACKLOG);
+    let (tx, mut samples) = mpsc::channel::<(Instant, Vec<u8>)>(BACKLOG);
     let dropped = Arc::new(AtomicU64::new(0));
     let mut current: Option<Current> = None;
-    let mut out = Sender::new(e.clone(), json, client);
+    let mut out = Sender::new(e.clone(), json, client, hops);
     // A fixed type with fixed QoS needs no publisher to start reading.
     let auto = e.reliability == Reliability::Auto || e.durability == Durability::Auto;
     if let (Some(t), false) = (&fixed, auto) {
@@ -128,9 +138,9 @@ pub async fn run(
                 current = make_reader(&e, &participant, &dds_topic, &ros_type, Some(&ep.qos), &tx, &dropped);
             }
             cdr = samples.recv() => {
-                let Some(cdr) = cdr else { return };
+                let Some((at, cdr)) = cdr else { return };
                 if let Some(c) = &current {
-                    out.send(&c.ros_type, &cdr);
+                    out.send(&c.ros_type, cdr, at);
                 }
             }
         }
@@ -144,7 +154,7 @@ fn make_reader(
     dds_topic: &str,
     ros_type: &str,
     publisher: Option<&Qos>,
-    tx: &mpsc::Sender<Vec<u8>>,
+    tx: &mpsc::Sender<(Instant, Vec<u8>)>,
     dropped: &Arc<AtomicU64>,
 ) -> Option<Current> {
     let dds_type = match TypeName::parse(ros_type) {
@@ -175,7 +185,9 @@ fn make_reader(
         if s.kind != roam_dds::SampleKind::Data {
             return;
         }
-        if tx.try_send(s.cdr).is_err() && dropped2.fetch_add(1, Ordering::Relaxed) == 0 {
+        if tx.try_send((Instant::now(), s.cdr)).is_err()
+            && dropped2.fetch_add(1, Ordering::Relaxed) == 0
+        {
             warn!(target: "roam::mqtt", topic = %name, "the MQTT connection falls behind: dropping the newest samples (said once; counted)");
         }
     });
@@ -201,6 +213,7 @@ pub async fn run_realm(
     client: MqttClient,
     edge: Edge,
     realm: Arc<Realm>,
+    hops: Arc<HopStats>,
 ) {
     let fixed = e.ros_type.as_deref().and_then(|t| full_type_name(t).ok());
     let topic = TopicRef::new(realm, e.ros_topic.clone());
@@ -210,7 +223,7 @@ pub async fn run_realm(
     };
     let mut sub = edge.subscriber(&topic, options).await;
     info!(target: "roam::mqtt", topic = %e.ros_topic, realm = %topic.realm.label, mqtt = %e.mqtt_topic, "bridging realm -> MQTT");
-    let mut out = Sender::new(e, json, client);
+    let mut out = Sender::new(e, json, client, hops);
     let mut cdr = Vec::new();
     // Each announced stream's type (`pkg/msg/Type`).
     let mut types: HashMap<StreamId, String> = HashMap::new();
@@ -234,7 +247,7 @@ pub async fn run_realm(
             .as_ref()
             .or_else(|| r.stream.and_then(|id| types.get(&id)));
         if let Some(ty) = ty {
-            out.send(ty, &cdr);
+            out.send(ty, std::mem::take(&mut cdr), Instant::now());
         }
     }
 }

@@ -147,8 +147,9 @@ elif a.mode == "announce":
     client.loop_stop()
 elif a.mode == "garbage":
     client.loop_start()
-    print("ready", flush=True)
-    client.publish(TYPE_PREFIX + a.topic, b"\x00\x01\x00\x00\xff\xff\xff\xff", 1).wait_for_publish(5)
+    # Retained, so a bridge that subscribes after this was sent still gets it.
+    client.publish(TYPE_PREFIX + a.topic, b"\x00\x01\x00\x00\xff\xff\xff\xff", 1, True).wait_for_publish(5)
     client.publish(a.topic, b"not cdr at all", 1).wait_for_publish(5)
-    print("done", flush=True)
+    # Only now: the test stops this process once it reads "ready".
+    print("ready", flush=True)
     client.loop_stop()
