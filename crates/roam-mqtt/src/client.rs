@@ -16,13 +16,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::conn::{self, Api, Ev, Loop};
 use bytes::Bytes;
-use rumqttc::{AsyncClient, Event, EventLoop, Incoming, MqttOptions, Outgoing, QoS};
 use tokio::sync::{mpsc, watch};
 use tracing::{info, warn};
 
 pub use crate::params::MqttQos as Qos;
-use crate::params::{MqttQos, Params};
+use crate::params::{MqttQos, MqttVersion, Params};
 use crate::tls::{client_config, TlsError};
 
 /// How many requests rumqttc's channel holds (publications handed over, subscriptions).
@@ -106,7 +106,7 @@ struct Flight {
 /// A connection to the broker a bridge publishes and subscribes through.
 #[derive(Clone)]
 pub struct MqttClient {
-    client: AsyncClient,
+    client: Api,
     flight: Arc<Mutex<Flight>>,
     buffer: usize,
     stats: Arc<ClientStats>,
@@ -129,6 +129,7 @@ pub struct Connect {
     /// Publications kept while the broker is away (0: none).
     pub buffer: usize,
     pub last_will: Option<crate::params::LastWill>,
+    pub version: MqttVersion,
 }
 
 /// The broker session, as [`MqttClient::session`] reports it.
@@ -169,34 +170,14 @@ impl MqttClient {
             max_inflight: c.max_inflight,
             buffer: c.buffer_size,
             last_will: c.last_will.clone(),
+            version: c.mqtt_version,
         };
         Ok(Self::connect(connect, inbox))
     }
 
     /// Starts connecting with `c` (see [`MqttClient::start`]).
     pub fn connect(c: Connect, inbox: usize) -> (MqttClient, mpsc::Receiver<Received>) {
-        let mut o = MqttOptions::new(c.id.clone(), c.host.clone(), c.port);
-        o.set_keep_alive(c.keep_alive.max(Duration::from_secs(1)));
-        o.set_clean_session(c.clean_session);
-        o.set_inflight(c.max_inflight.max(1));
-        o.set_max_packet_size(DEFAULT_MAX_PACKET, DEFAULT_MAX_PACKET);
-        if let Some((user, pass)) = &c.user {
-            o.set_credentials(user.clone(), pass.clone());
-        }
-        if let Some(w) = &c.last_will {
-            o.set_last_will(rumqttc::LastWill::new(
-                w.topic.clone(),
-                w.message.clone().into_bytes(),
-                qos(w.qos),
-                w.retained,
-            ));
-        }
-        if let Some(config) = &c.tls {
-            o.set_transport(rumqttc::Transport::tls_with_config(
-                rumqttc::TlsConfiguration::Rustls(config.clone()),
-            ));
-        }
-        let (client, eventloop) = AsyncClient::new(o, REQUEST_CAPACITY);
+        let (client, eventloop) = conn::build(&c, REQUEST_CAPACITY);
         let flight = Arc::new(Mutex::new(Flight {
             connected: false,
             next_seq: 0,
@@ -264,7 +245,7 @@ impl MqttClient {
         f.next_seq += 1;
         match self
             .client
-            .try_publish(m.topic.clone(), self::qos(qos), false, m.payload.to_vec())
+            .try_publish(m.topic.clone(), qos, false, m.payload.to_vec())
         {
             Ok(()) => {
                 f.handed.push_back(m);
@@ -301,7 +282,7 @@ impl MqttClient {
     pub fn subscribe(&self, topic: &str, qos: MqttQos) {
         let mut f = self.flight.lock().unwrap_or_else(|p| p.into_inner());
         f.subscriptions.insert(topic.to_string(), qos);
-        let sent = f.connected && self.client.try_subscribe(topic, self::qos(qos)).is_ok();
+        let sent = f.connected && self.client.try_subscribe(topic.to_string(), qos).is_ok();
         if !sent {
             f.unsent_subscriptions.insert(topic.to_string());
         }
@@ -313,7 +294,7 @@ impl MqttClient {
         f.subscriptions.remove(topic);
         f.unsent_subscriptions.remove(topic);
         if f.connected {
-            let _ = self.client.try_unsubscribe(topic);
+            self.client.try_unsubscribe(topic.to_string());
         }
     }
 
@@ -332,14 +313,14 @@ impl MqttClient {
 }
 
 /// Hands one publication to rumqttc; `false` if its queue is full (counted).
-fn hand(client: &AsyncClient, f: &mut Flight, mut m: Outbound, stats: &ClientStats) -> bool {
+fn hand(client: &Api, f: &mut Flight, mut m: Outbound, stats: &ClientStats) -> bool {
     // A QoS 0 message is never sent again: its bytes go to rumqttc without a copy (a unique
     // `Bytes` becomes the `Vec` it was made from); QoS 1 and 2 keep theirs until acknowledged.
     let payload: Vec<u8> = match m.qos {
         MqttQos::AtMostOnce => Vec::from(std::mem::take(&mut m.payload)),
         _ => m.payload.to_vec(),
     };
-    match client.try_publish(m.topic.clone(), qos(m.qos), m.retain, payload) {
+    match client.try_publish(m.topic.clone(), m.qos, m.retain, payload) {
         Ok(()) => {
             f.handed.push_back(m);
             true
@@ -351,18 +332,10 @@ fn hand(client: &AsyncClient, f: &mut Flight, mut m: Outbound, stats: &ClientSta
     }
 }
 
-fn qos(q: MqttQos) -> QoS {
-    match q {
-        MqttQos::AtMostOnce => QoS::AtMostOnce,
-        MqttQos::AtLeastOnce => QoS::AtLeastOnce,
-        MqttQos::ExactlyOnce => QoS::ExactlyOnce,
-    }
-}
-
 /// The connection task: polls rumqttc, keeps [`Flight`] in step with what it reports.
 async fn run(
-    mut eventloop: EventLoop,
-    client: AsyncClient,
+    mut eventloop: Loop,
+    client: Api,
     flight: Arc<Mutex<Flight>>,
     stats: Arc<ClientStats>,
     tx: mpsc::Sender<Received>,
@@ -373,41 +346,40 @@ async fn run(
     let mut failing_since_logged = false;
     loop {
         match eventloop.poll().await {
-            Ok(Event::Incoming(Incoming::ConnAck(ack))) => {
+            Ok(Ev::ConnAck { session_present }) => {
                 backoff = Duration::from_millis(100);
                 failing_since_logged = false;
                 stats.connects.fetch_add(1, Ordering::Relaxed);
                 stats.connected.store(true, Ordering::Relaxed);
-                info!(%broker, session_present = ack.session_present, "connected to the MQTT broker");
-                let resume: usize = eventloop
-                    .pending
-                    .iter()
-                    .filter(|r| matches!(r, rumqttc::Request::Publish(_)))
-                    .count();
+                info!(%broker, session_present, "connected to the MQTT broker");
+                let resume = eventloop.pending_publishes();
                 {
                     let mut f = flight.lock().unwrap_or_else(|p| p.into_inner());
-                    on_session(&client, &mut f, ack.session_present, resume, &stats);
+                    on_session(&client, &mut f, session_present, resume, &stats);
                 }
                 session.send_modify(|s| {
                     s.number += 1;
                     s.connected = true;
                 });
             }
-            Ok(Event::Incoming(Incoming::Publish(p))) => {
+            Ok(Ev::Publish {
+                topic,
+                payload,
+                retain,
+            }) => {
                 stats.received.fetch_add(1, Ordering::Relaxed);
                 let r = Received {
-                    topic: p.topic,
-                    payload: p.payload,
-                    retained: p.retain,
+                    topic,
+                    payload,
+                    retained: retain,
                     at: std::time::Instant::now(),
                 };
                 if tx.send(r).await.is_err() {
                     return;
                 }
             }
-            Ok(Event::Incoming(Incoming::PubAck(a))) => acked(&flight, a.pkid),
-            Ok(Event::Incoming(Incoming::PubRec(a))) => acked(&flight, a.pkid),
-            Ok(Event::Outgoing(Outgoing::Publish(pkid))) => {
+            Ok(Ev::Acked(pkid)) => acked(&flight, pkid),
+            Ok(Ev::Written(pkid)) => {
                 stats.published.fetch_add(1, Ordering::Relaxed);
                 let mut f = flight.lock().unwrap_or_else(|p| p.into_inner());
                 if f.resent_by_rumqttc > 0 {
@@ -418,7 +390,7 @@ async fn run(
                     }
                 }
             }
-            Ok(Event::Outgoing(Outgoing::Disconnect)) => {
+            Ok(Ev::Disconnected) => {
                 stats.connected.store(false, Ordering::Relaxed);
                 return;
             }
@@ -447,7 +419,7 @@ fn acked(flight: &Mutex<Flight>, pkid: u16) {
 
 /// A new session: resend what the old one lost, subscribe again, flush the buffer.
 fn on_session(
-    client: &AsyncClient,
+    client: &Api,
     f: &mut Flight,
     session_present: bool,
     rumqttc_resends: usize,
@@ -475,7 +447,7 @@ fn on_session(
         if session_present && !unsent.contains(topic) {
             continue;
         }
-        if let Err(e) = client.try_subscribe(topic.clone(), qos(*q)) {
+        if let Err(e) = client.try_subscribe(topic.clone(), *q) {
             warn!(topic, "cannot subscribe: {e}");
             f.unsent_subscriptions.insert(topic.clone());
         }

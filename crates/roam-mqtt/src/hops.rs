@@ -58,7 +58,7 @@ pub fn summarize(v: &[f64], n: u64) -> HopSummary {
     let mean = s.iter().sum::<f64>() / s.len() as f64;
     let var = s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / s.len() as f64;
     let mid = s.len() / 2;
-    let median = if s.len() % 2 == 0 {
+    let median = if s.len().is_multiple_of(2) {
         (s[mid - 1] + s[mid]) / 2.0
     } else {
         s[mid]

@@ -15,6 +15,7 @@
 
 mod cdr;
 pub mod client;
+mod conn;
 pub mod convert;
 pub mod hops;
 pub mod params;

@@ -457,3 +457,41 @@ fn realm_topics_cross_to_mqtt_without_dds_on_the_bridging_box() {
         cloud.logs()
     );
 }
+
+/// `client.mqtt_version: 5`: the bridge speaks MQTT 5 (Mosquitto says so), both ways, QoS 2.
+#[test]
+fn mqtt_5_when_asked() {
+    let dir = test_dir("v5");
+    let broker = Broker::started(&dir, None);
+    let port = broker.port.to_string();
+    let p = params(
+        broker.port,
+        "    client: {id: roam-v5, mqtt_version: 5}\n",
+        "      ros2mqtt:\n        ros_topics: [/five]\n        /five: {mqtt_topic: v5/out, advanced: {mqtt: {qos: 2}}}\n      mqtt2ros:\n        mqtt_topics: [v5/in]\n        v5/in: {ros_topic: /five_in, primitive: true, advanced: {mqtt: {qos: 2}}}\n",
+    );
+    let b = bridge(&dir, "bridge", 153, &p, &[]);
+    assert!(
+        b.wait_log("connected to the MQTT broker", T),
+        "{}",
+        b.logs()
+    );
+    let mosquitto = broker.proc.as_ref().unwrap();
+    assert!(
+        mosquitto.wait_log("as roam-v5 (p5", T),
+        "{}",
+        mosquitto.logs()
+    );
+    let reader = peer("paho-read", &["read", &port, "v5/out", "--qos", "2"]);
+    let _talker = python("talker", "talker.py", &["153", "rt/five", "five"]);
+    assert_eq!(
+        lines(&reader, "msg std_msgs/msg/String five ", 3, T).len(),
+        3
+    );
+    let listener = python("listener", "listener.py", &["153", "rt/five_in"]);
+    peer("pub", &["pub", &port, "v5/in", "over five", "--qos", "2"]);
+    assert!(
+        wait_line(&listener, "data: over five", T).is_some(),
+        "{}",
+        b.logs()
+    );
+}

@@ -83,6 +83,7 @@ impl Broker {
                 max_inflight: 64,
                 buffer: 0,
                 last_will: None,
+                version: roam_mqtt::params::MqttVersion::V311,
             },
             1024,
         );
