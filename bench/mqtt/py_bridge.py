@@ -77,7 +77,7 @@ dp = DomainParticipant(a.domain)
 client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"py-bridge-{time.time_ns()}")
 if a.ca:
     client.tls_set(ca_certs=a.ca)
-hops = {"ros2mqtt": {}, "mqtt2ros": {}}
+hops = {"ros2mqtt": {}, "mqtt2ros": {}, "dds_write": {}}
 lock = threading.Lock()
 
 
@@ -109,8 +109,11 @@ for spec in a.inn:
 def on_message(c, userdata, m):
     t0 = time.perf_counter()
     ros, w = writers[m.topic]
-    w.write(PointCloud2_.deserialize(m.payload))
-    record("mqtt2ros", m.topic, time.perf_counter() - t0)
+    msg = PointCloud2_.deserialize(m.payload)
+    t1 = time.perf_counter()
+    w.write(msg)
+    record("mqtt2ros", m.topic, t1 - t0)
+    record("dds_write", m.topic, time.perf_counter() - t1)
 
 
 subscribed = threading.Event()

@@ -229,7 +229,7 @@ fn setup() -> Result<(Env, Proc), String> {
     };
     let (plain_port, tls_port) = (free()?, free()?);
     let conf = format!(
-        "per_listener_settings false\nallow_anonymous true\npersistence false\nlog_dest stderr\nlog_type error\n\
+        "per_listener_settings false\nallow_anonymous true\npersistence false\nlog_dest stderr\nlog_type error\nset_tcp_nodelay true\n\
          listener {plain_port} 127.0.0.1\n\
          listener {tls_port} 127.0.0.1\ncafile {d}/ca.pem\ncertfile {d}/server.pem\nkeyfile {d}/server.key\n",
         d = dir.display()

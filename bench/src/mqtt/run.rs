@@ -195,8 +195,8 @@ pub fn run(env: &Env, spec: &Spec) -> Result<Run, String> {
     rtt_us.sort_by(|a, b| a.total_cmp(b));
     let mut hops = BTreeMap::new();
     for (side, dirs) in [
-        ("vehicle", ["ros2mqtt", "mqtt2ros"]),
-        ("cloud", ["mqtt2ros", "ros2mqtt"]),
+        ("vehicle", ["ros2mqtt", "mqtt2ros", "dds_write"]),
+        ("cloud", ["mqtt2ros", "dds_write", "ros2mqtt"]),
     ] {
         let text = std::fs::read_to_string(stats(side))
             .map_err(|e| format!("{side} bridge's hop figures: {e}"))?;

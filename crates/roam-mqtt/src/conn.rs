@@ -87,7 +87,8 @@ pub fn build(c: &Connect, requests: usize) -> (Api, Loop) {
             if let Some(t) = transport {
                 o.set_transport(t);
             }
-            let (api, lp) = rumqttc::AsyncClient::new(o, requests);
+            let (api, mut lp) = rumqttc::AsyncClient::new(o, requests);
+            lp.network_options.set_tcp_nodelay(true);
             (Api::V4(api), Loop::V4(Box::new(lp)))
         }
         MqttVersion::V5 => {
@@ -115,6 +116,7 @@ pub fn build(c: &Connect, requests: usize) -> (Api, Loop) {
             if let Some(t) = transport {
                 o.set_transport(t);
             }
+            o.set_network_options(nodelay());
             let (api, lp) = rumqttc::v5::AsyncClient::new(o, requests);
             (Api::V5(api), Loop::V5(Box::new(lp)))
         }
@@ -217,6 +219,15 @@ impl Loop {
                 .count(),
         }
     }
+}
+
+/// Messages are written whole and at once: waiting to fill segments (Nagle) would hold the
+/// last part of each one, behind TLS's record boundaries most of all, until the broker's
+/// delayed acknowledgement (tens of milliseconds).
+fn nodelay() -> rumqttc::NetworkOptions {
+    let mut n = rumqttc::NetworkOptions::new();
+    n.set_tcp_nodelay(true);
+    n
 }
 
 fn outgoing(o: Outgoing) -> Ev {

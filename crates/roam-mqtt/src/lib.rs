@@ -26,3 +26,6 @@ pub mod wire;
 pub use client::{ClientStats, Connect, MqttClient, PublishError, Received, Session};
 pub use params::{Params, ParamsError};
 pub use wire::{RosMsgType, WireError};
+
+#[cfg(test)]
+mod outside_bytes_tests;

@@ -231,6 +231,32 @@ fn primitive_and_json_payloads_qos_and_retained_messages() {
         "{}",
         b.logs()
     );
+    // Mosquitto's own command-line clients read and write the same payloads.
+    let out = std::process::Command::new("mosquitto_sub")
+        .args(["-p", &port, "-t", "out/text", "-C", "1", "-W", "10"])
+        .output()
+        .expect("mosquitto_sub (run scripts/setup.sh)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("plain "), "mosquitto_sub read {text:?}");
+    let st = std::process::Command::new("mosquitto_pub")
+        .args([
+            "-p",
+            &port,
+            "-t",
+            "in/text",
+            "-m",
+            "from mosquitto_pub",
+            "-q",
+            "1",
+        ])
+        .status()
+        .expect("mosquitto_pub");
+    assert!(st.success());
+    assert!(
+        wait_line(&from_text, "data: from mosquitto_pub", T).is_some(),
+        "{}",
+        b.logs()
+    );
     // Bad JSON: said once, counted, nothing published, the bridge goes on.
     peer("pub-bad", &["pub", &port, "in/doc", "{\"data\": 5}"]);
     peer("pub-bad2", &["pub", &port, "in/doc", "{"]);

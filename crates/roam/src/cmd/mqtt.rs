@@ -29,8 +29,8 @@ pub struct MqttArgs {
     #[arg(long = "msg-path", value_name = "DIR")]
     pub msg_paths: Vec<PathBuf>,
     /// At exit, write how long messages spent inside the bridge per entry (mean, median,
-    /// min, max, std in microseconds: DDS arrival to MQTT hand-off, MQTT arrival to DDS
-    /// write) to this JSON file (what the MQTT benchmark reads).
+    /// min, max, std in microseconds: DDS arrival to MQTT hand-off, MQTT arrival to the DDS
+    /// write, and the DDS write call) to this JSON file (what the MQTT benchmark reads).
     #[arg(long, value_name = "FILE")]
     pub hop_stats_file: Option<PathBuf>,
 }

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use roam_dds::{History, Participant, Qos, TopicInfo, Writer};
@@ -23,7 +24,9 @@ use tracing::{info, warn};
 
 struct Entry {
     state: Inbound,
-    hops: Arc<HopStats>,
+    /// MQTT arrival to the DDS write call, and the write call itself (CycloneDDS sends the
+    /// data within it).
+    hops: (Arc<HopStats>, Arc<HopStats>),
     /// Where its messages go: the local DDS domain, or a realm topic (`realm:`).
     sink: Sink,
     latency: Option<Writer>,
@@ -100,7 +103,7 @@ impl Sink {
 pub type Realms = Option<(Edge, std::collections::BTreeMap<String, Arc<Realm>>)>;
 
 pub async fn run(
-    entries: Vec<(Inbound, Arc<HopStats>)>,
+    entries: Vec<(Inbound, (Arc<HopStats>, Arc<HopStats>))>,
     mut inbox: mpsc::Receiver<Received>,
     client: MqttClient,
     participant: Participant,
@@ -168,8 +171,10 @@ pub async fn run(
                     e.sink.retype(&participant, &e.state.entry, &t).await;
                 }
                 InAction::Publish(cdr) => {
+                    let write = Instant::now();
+                    e.hops.0.record(write - m.at);
                     e.sink.publish(&e.state.entry, &cdr).await;
-                    e.hops.record(m.at.elapsed());
+                    e.hops.1.record(write.elapsed());
                 }
                 InAction::Latency(s) => {
                     if e.latency.is_none() {

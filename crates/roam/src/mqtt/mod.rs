@@ -101,9 +101,10 @@ impl Bridge {
             for t in inb.subscriptions() {
                 client.subscribe(&t, e.mqtt_qos);
             }
-            let h = Arc::new(HopStats::default());
-            hops.push(("mqtt2ros", e.mqtt_topic.clone(), h.clone()));
-            entries.push((inb, h));
+            let (h, w) = (Arc::default(), Arc::default());
+            hops.push(("mqtt2ros", e.mqtt_topic.clone(), Arc::clone(&h)));
+            hops.push(("dds_write", e.mqtt_topic.clone(), Arc::clone(&w)));
+            entries.push((inb, (h, w)));
         }
         if !entries.is_empty() {
             tasks.push(tokio::spawn(inbound::run(
@@ -174,9 +175,10 @@ impl Bridge {
     }
 
     /// The time messages spent inside the bridge, per entry, as JSON:
-    /// `{"ros2mqtt": {topic: figures}, "mqtt2ros": {topic: figures}}` (microseconds).
+    /// `{"ros2mqtt": {topic: figures}, "mqtt2ros": {..}, "dds_write": {..}}` (microseconds;
+    /// mqtt2ros ends where the DDS write begins, dds_write is the write call itself).
     pub fn hop_figures(&self) -> serde_json::Value {
-        let mut out = serde_json::json!({"ros2mqtt": {}, "mqtt2ros": {}});
+        let mut out = serde_json::json!({"ros2mqtt": {}, "mqtt2ros": {}, "dds_write": {}});
         for (dir, topic, h) in &self.hops {
             out[*dir][topic] = serde_json::to_value(h.summary()).unwrap_or_default();
         }
