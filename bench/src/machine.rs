@@ -4,7 +4,7 @@ use std::process::Command;
 
 use serde::Serialize;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Machine {
     pub nproc: usize,
     pub cpu: String,

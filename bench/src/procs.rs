@@ -32,7 +32,7 @@ pub struct Proc {
 }
 
 /// CPU and memory of one process over a window.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct Usage {
     pub process: String,
     /// Percent of one core.

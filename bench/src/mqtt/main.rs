@@ -17,12 +17,13 @@ use roam_bench::machine;
 use roam_bench::procs::Proc;
 use run::{Env, Spec, System};
 
-const USAGE: &str = "usage: roam-mqtt-bench [--quick] [--count N] [--only roam|python] [--out FILE.json] [--markdown FILE.md]\n\
+const USAGE: &str = "usage: roam-mqtt-bench [--quick] [--count N] [--only roam|python] [--out FILE.json] [--markdown FILE.md] [--report-from FILE.json]\n\
   --quick     50 messages per run (default 200), QoS 1 and 2 only for the point cloud\n\
   --count N   messages per run\n\
   --only S    one system\n\
   --out       results file (default bench/results/mqtt.json)\n\
-  --markdown  report (default bench/MQTT.md)";
+  --markdown  report (default bench/MQTT.md)\n\
+  --report-from FILE.json  write the report from earlier results, measuring nothing";
 
 fn main() {
     let bench_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -38,6 +39,19 @@ fn main() {
             "--only" => only = Some(value()),
             "--out" => out = PathBuf::from(value()),
             "--markdown" => markdown = PathBuf::from(value()),
+            "--report-from" => {
+                let path = value();
+                let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+                    eprintln!("{path}: {e}");
+                    std::process::exit(1)
+                });
+                let results: report::Results = serde_json::from_str(&text).unwrap_or_else(|e| {
+                    eprintln!("{path}: {e}");
+                    std::process::exit(1)
+                });
+                std::fs::write(&markdown, report::markdown(&results)).expect("writing the report");
+                return;
+            }
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return;
@@ -70,7 +84,7 @@ fn main() {
                 }
                 specs.push(Spec {
                     system: *system,
-                    message,
+                    message: message.to_string(),
                     bytes,
                     tls,
                     qos,

@@ -3,11 +3,11 @@
 use std::fmt::Write;
 
 use roam_bench::machine::Machine;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::run::{Run, System};
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Results {
     pub machine: Machine,
     pub date: String,
@@ -120,12 +120,23 @@ pub fn markdown(r: &Results) -> String {
                 );
             }
             if let Some(tls) = find(System::Roam, true, 0) {
+                let inside = |x: &Run| {
+                    x.hops
+                        .iter()
+                        .filter(|(k, _)| !k.ends_with("dds_write"))
+                        .map(|(_, h)| h.median_us)
+                        .sum::<f64>()
+                };
+                let pct = |a: f64, b: f64| (a / b.max(1e-9) - 1.0) * 100.0;
                 let _ = writeln!(
                     s,
-                    "- TLS to the broker: roam's round trip median {} ms against {} ms without: {:+.0}% (goal: under 20%; seed 003 saw about +67% on its interface cost).",
+                    "- TLS to the broker: roam's interface cost (the four hops, medians summed) {} ms against {} ms without: {:+.0}% (goal: under 20%; seed 003 measured about +67% on mqtt_client's). The round trip, which also pays for four TLS connections through Mosquitto (its OpenSSL included): median {} ms against {} ms, {:+.0}%.",
+                    ms(inside(tls)),
+                    ms(inside(roam)),
+                    pct(inside(tls), inside(roam)),
                     ms(tls.rtt.median_us),
                     ms(roam.rtt.median_us),
-                    (tls.rtt.median_us / roam.rtt.median_us.max(1e-9) - 1.0) * 100.0
+                    pct(tls.rtt.median_us, roam.rtt.median_us)
                 );
             }
             let _ = writeln!(s);

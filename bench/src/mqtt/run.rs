@@ -12,10 +12,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use roam_bench::procs::{cyclonedds_uri, Proc, Usage};
 use roam_bench::ros_msgs::{self, Kind, Stamp};
 use roam_dds::{Participant, Qos, Reader, TopicInfo, Writer};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Which bridge carries the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum System {
     /// `roam mqtt` with mqtt_client parameter files.
     Roam,
@@ -32,10 +32,10 @@ impl System {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Spec {
     pub system: System,
-    pub message: &'static str,
+    pub message: String,
     pub bytes: usize,
     pub tls: bool,
     pub qos: u8,
@@ -45,7 +45,7 @@ pub struct Spec {
 /// Figures in microseconds, as roam-mqtt's hop stats give them.
 pub type Summary = roam_mqtt::hops::HopSummary;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Run {
     pub spec: Spec,
     pub sent: usize,
