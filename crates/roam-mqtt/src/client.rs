@@ -101,6 +101,8 @@ struct Flight {
     subscriptions: BTreeMap<String, MqttQos>,
     /// Subscriptions made while the broker was away (a resumed session lacks them).
     unsent_subscriptions: BTreeSet<String>,
+    /// Whether this outage's first offline drop was said.
+    said_full: bool,
 }
 
 /// A connection to the broker a bridge publishes and subscribes through.
@@ -187,6 +189,7 @@ impl MqttClient {
             resent_by_rumqttc: 0,
             subscriptions: BTreeMap::new(),
             unsent_subscriptions: BTreeSet::new(),
+            said_full: false,
         }));
         let stats = Arc::new(ClientStats::default());
         let (tx, rx) = mpsc::channel(inbox.max(1));
@@ -270,6 +273,12 @@ impl MqttClient {
         if !f.connected {
             if f.offline.len() >= self.buffer {
                 self.stats.dropped_offline.fetch_add(1, Ordering::Relaxed);
+                if !std::mem::replace(&mut f.said_full, true) {
+                    warn!(
+                        buffer = self.buffer,
+                        "the MQTT broker is away and client.buffer is full: dropping new messages until it is back (said once per outage; counted)"
+                    );
+                }
                 return false;
             }
             f.offline.push_back(m);
@@ -453,6 +462,7 @@ fn on_session(
         }
     }
     f.connected = true;
+    f.said_full = false;
     let offline: Vec<Outbound> = f.offline.drain(..).collect();
     for m in again.into_iter().chain(offline) {
         hand(client, f, m, stats);

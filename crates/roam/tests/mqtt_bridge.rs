@@ -286,12 +286,15 @@ fn a_broker_down_at_start_or_restarted_mid_stream_is_reconnected() {
         "    client: {id: faulty, buffer: {size: 50}}\n",
         "      ros2mqtt:\n        ros_topics: [/up]\n        /up: {mqtt_topic: t/up, advanced: {mqtt: {qos: 1}}}\n      mqtt2ros:\n        mqtt_topics: [t/down]\n        t/down: {ros_topic: /down, primitive: true, advanced: {mqtt: {qos: 1}}}\n",
     );
-    let b = bridge(&dir, "bridge", 145, &p, &[]);
+    let mut b = bridge(&dir, "bridge", 145, &p, &[]);
     assert!(
         b.wait_log("cannot reach the MQTT broker", T),
         "{}",
         b.logs()
     );
+    // Meanwhile the ROS side goes on: 50 messages wait in the buffer, then drops are said.
+    let talker = python("talker", "talker.py", &["145", "rt/up", "up"]);
+    assert!(b.wait_log("client.buffer is full", T), "{}", b.logs());
     broker.start();
     assert!(
         b.wait_log("connected to the MQTT broker", T),
@@ -299,7 +302,7 @@ fn a_broker_down_at_start_or_restarted_mid_stream_is_reconnected() {
         b.logs()
     );
     let reader = peer("paho-read", &["read", &port, "t/up", "--qos", "1"]);
-    let _talker = python("talker", "talker.py", &["145", "rt/up", "up"]);
+    let _talker = talker;
     assert_eq!(lines(&reader, "msg ", 5, T).len(), 5, "{}", b.logs());
 
     broker.kill();
@@ -329,6 +332,27 @@ fn a_broker_down_at_start_or_restarted_mid_stream_is_reconnected() {
         "retries are not logged one by one: {}",
         b.logs()
     );
+    // The drops were counted, and said once.
+    assert!(b.terminate().is_some_and(|s| s.success()));
+    assert_eq!(
+        b.logs().matches("client.buffer is full").count(),
+        1,
+        "{}",
+        b.logs()
+    );
+    let stopped = b
+        .logs()
+        .lines()
+        .find(|l| l.contains("MQTT bridge stopped"))
+        .map(str::to_string)
+        .unwrap_or_default();
+    let dropped: u64 = stopped
+        .split("dropped_offline=")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(dropped > 0, "{stopped}");
 }
 
 /// Garbage from MQTT (a broken type message, bytes that are not CDR) is dropped, said once

@@ -22,11 +22,13 @@ use roam_msg::TypeName;
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
+/// An entry's figures: MQTT arrival to the DDS write call, and the write call itself
+/// (CycloneDDS sends the data within it).
+pub type EntryHops = (Arc<HopStats>, Arc<HopStats>);
+
 struct Entry {
     state: Inbound,
-    /// MQTT arrival to the DDS write call, and the write call itself (CycloneDDS sends the
-    /// data within it).
-    hops: (Arc<HopStats>, Arc<HopStats>),
+    hops: EntryHops,
     /// Where its messages go: the local DDS domain, or a realm topic (`realm:`).
     sink: Sink,
     latency: Option<Writer>,
@@ -103,7 +105,7 @@ impl Sink {
 pub type Realms = Option<(Edge, std::collections::BTreeMap<String, Arc<Realm>>)>;
 
 pub async fn run(
-    entries: Vec<(Inbound, (Arc<HopStats>, Arc<HopStats>))>,
+    entries: Vec<(Inbound, EntryHops)>,
     mut inbox: mpsc::Receiver<Received>,
     client: MqttClient,
     participant: Participant,
