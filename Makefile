@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo test fuzz-smoke bench bench-build bench-full bench-mqtt bench-plots clean
+.PHONY: setup build demo test fuzz-smoke bench bench-build bench-full bench-mqtt bench-rules bench-plots clean
 
 setup:
 	@scripts/setup.sh
@@ -47,6 +47,7 @@ bench-full: bench-build
 	target/release/roam-msg-bench
 	target/release/roam-gateway-bench
 	target/release/roam-mqtt-bench
+	target/release/roam-rules-bench
 	target/release/roam-lab --full
 	$(MAKE) bench-plots
 
@@ -56,6 +57,12 @@ bench-mqtt: setup
 	$(CARGO) build --release -p roam -p roam-bench
 	target/release/roam-mqtt-bench $(if $(QUICK),--quick,)
 	$(MAKE) bench-plots
+
+# Seed 001's question: what metrics and rules cost a proxy, next to Python hz/bw monitors
+# (bench/results/rules.json, bench/RULES.md).
+bench-rules: setup
+	$(CARGO) build --release -p roam -p roam-bench
+	target/release/roam-rules-bench $(if $(QUICK),--quick,)
 
 bench-plots:
 	@python3 -c "import matplotlib" 2>/dev/null || python3 -m pip install --quiet matplotlib \

@@ -248,9 +248,11 @@ impl Engine {
         let mut verdict = Verdict::default();
         // Monitors see every message of their topics, passed or dropped: a spoofing attempt
         // shows in a Count too.
+        // The plan holds the rules whose TOPIC conditions hold for this topic: they are not
+        // tested again per message (a regex each).
         for &i in &plan.monitors {
             let r = &rules.rules()[i];
-            if !matches(r, m, content, false) {
+            if !matches(r, m, content, Skip::TOPIC) {
                 continue;
             }
             let a = &mut self.figures[i];
@@ -274,13 +276,13 @@ impl Engine {
             .filters
             .iter()
             .copied()
-            .filter(|&i| matches(&rules.rules()[i], m, content, false))
+            .filter(|&i| matches(&rules.rules()[i], m, content, Skip::TOPIC))
             .collect();
         let drop = if matched.is_empty() {
             // Bound to its publishers and the rest of the rule held: a sender that may not.
             let spoof = plan.filters.iter().any(|&i| {
                 let r = &rules.rules()[i];
-                r.binds_sender() && matches(r, m, content, true)
+                r.binds_sender() && matches(r, m, content, Skip::TOPIC_AND_SENDER)
             });
             Some(if spoof {
                 DropCause::Spoofed
@@ -359,12 +361,31 @@ impl Engine {
     }
 }
 
-/// Whether every condition of `r` holds (with `skip_identity`, ignoring NODE and PEER).
+/// Conditions [`matches`] takes as holding.
+#[derive(Clone, Copy)]
+struct Skip {
+    topic: bool,
+    sender: bool,
+}
+
+impl Skip {
+    const TOPIC: Skip = Skip {
+        topic: true,
+        sender: false,
+    };
+    const TOPIC_AND_SENDER: Skip = Skip {
+        topic: true,
+        sender: true,
+    };
+}
+
+/// Whether every condition of `r` holds, but those `skip` names (TOPIC: already known to
+/// hold from the topic's plan; NODE and PEER, to ask whether only the sender is wrong).
 /// A condition on something unknown (no node, no decodable field) does not hold, `!=`
 /// included: a rule never matches on what it cannot see.
-fn matches(r: &Rule, m: &Message, content: &mut dyn Content, skip_identity: bool) -> bool {
+fn matches(r: &Rule, m: &Message, content: &mut dyn Content, skip: Skip) -> bool {
     r.conditions.iter().all(|c| {
-        if skip_identity && c.operand.is_identity() {
+        if (skip.sender && c.operand.is_identity()) || (skip.topic && c.operand == Operand::Topic) {
             return true;
         }
         let owned;

@@ -567,9 +567,15 @@ fn judge(t: &RouteTable, k: &StreamKey, p: &Publisher, s: &Sample) -> Option<Vec
     if s.kind != SampleKind::Data || !ctx.rules.is_active() {
         return Some(Vec::new());
     }
-    let node = ctx.nodes.node_of(&s.writer_guid);
-    // The writer's participant (its GUID prefix): the DDS peer it came from.
-    let peer = hex::encode(&s.writer_guid[..12]);
+    // The writer's node, and its participant (its GUID prefix: the DDS peer it came from),
+    // looked up only when a rule asks about senders.
+    let (node, peer) = match ctx.rules.reads_sender() {
+        true => (
+            ctx.nodes.node_of(&s.writer_guid),
+            Some(hex::encode(&s.writer_guid[..12])),
+        ),
+        false => (None, None),
+    };
     let (ty, d) = match t.types.get(&k.class.dds_type) {
         Some((ty, d)) => (ty.as_str(), d.as_deref()),
         None => (k.class.dds_type.as_str(), None),
@@ -579,7 +585,7 @@ fn judge(t: &RouteTable, k: &StreamKey, p: &Publisher, s: &Sample) -> Option<Vec
         type_name: ty,
         node: node.as_deref(),
         realm: &ctx.realm,
-        peer: Some(&peer),
+        peer: peer.as_deref(),
         size: s.cdr.len(),
     };
     let v = ctx

@@ -55,10 +55,17 @@ pub struct ProxyRules {
     engine: Mutex<Engine>,
     /// False while there are no rules: the hot path skips the lock.
     active: AtomicBool,
+    /// Whether a rule names a sender (NODE or PEER): else the export does not look them up.
+    reads_sender: AtomicBool,
     /// Bumped on every reload, so exports prepare the publishers of new Copy targets.
     generation: watch::Sender<u64>,
     /// The files of `Log` actions.
     logs: LogFiles,
+}
+
+/// Whether any rule has a NODE or PEER condition.
+fn names_sender(rules: &Rules) -> bool {
+    rules.rules().iter().any(|r| r.binds_sender())
 }
 
 /// The files the `Log` actions of `rules` name.
@@ -82,13 +89,16 @@ impl ProxyRules {
             None => Rules::default(),
         };
         let active = !rules.rules().is_empty();
+        let rules_arc = Arc::new(rules);
+        let rules = &*rules_arc;
         if let Some(p) = path {
             info!(target: "roam::rules", file = %p.display(), rules = rules.rules().len(), "rules loaded");
         }
         Ok(Arc::new(ProxyRules {
             path: path.map(Path::to_path_buf),
-            engine: Mutex::new(Engine::new(Arc::new(rules))),
+            engine: Mutex::new(Engine::new(rules_arc.clone())),
             active: AtomicBool::new(active),
+            reads_sender: AtomicBool::new(names_sender(&rules_arc)),
             generation: watch::Sender::new(0),
             logs: LogFiles::new(
                 path.and_then(Path::parent)
@@ -106,6 +116,12 @@ impl ProxyRules {
     /// rules would look at (a lock and an allocation per message on the hot path).
     pub fn is_active(&self) -> bool {
         self.active.load(Ordering::Relaxed)
+    }
+
+    /// Whether a rule names a sender (NODE or PEER): without one, the writer's node and
+    /// participant need not be looked up per message.
+    pub fn reads_sender(&self) -> bool {
+        self.reads_sender.load(Ordering::Relaxed)
     }
 
     /// Whether the proxy has a rules file (then SIGHUP reloads it).
@@ -127,6 +143,8 @@ impl ProxyRules {
                 let n = rules.rules().len();
                 self.logs.retain(&log_files(&rules));
                 let mut e = self.engine();
+                self.reads_sender
+                    .store(names_sender(&rules), Ordering::Relaxed);
                 *e = Engine::new(Arc::new(rules));
                 self.active.store(n > 0, Ordering::Relaxed);
                 drop(e);
