@@ -21,6 +21,20 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
 fi
 
+# Fast DDS 2.9 (the default DDS of ROS 2): the tests build small ROS 2-shaped C++ nodes
+# (crates/roam/tests/fastdds) with Debian's library, its type generator fastddsgen (a Java
+# program: its dependencies pull in a JRE; one is added when none is there) and fastdds-tools.
+need_fastdds=()
+for pkg in libfastrtps-dev libfastcdr-dev fastddsgen fastdds-tools; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need_fastdds+=("$pkg")
+done
+command -v java >/dev/null 2>&1 || need_fastdds+=(default-jre-headless)
+if [ ${#need_fastdds[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_fastdds[@]}"
+fi
+
 # Rust: roam needs 1.88 or newer (the workspace's rust-version; Debian 12's own rustc is 1.63,
 # too old for quinn/rustls, and the ros2-client/RustDDS node of the tests needs 1.88).
 if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
