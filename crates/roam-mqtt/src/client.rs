@@ -238,38 +238,15 @@ impl MqttClient {
         if !f.connected {
             return Err(PublishError::Offline);
         }
-        let m = Outbound {
-            seq: f.next_seq,
-            topic: topic.to_string(),
-            payload,
-            qos,
-            retain: false,
-        };
-        f.next_seq += 1;
-        match self
-            .client
-            .try_publish(m.topic.clone(), qos, false, m.payload.to_vec())
-        {
-            Ok(()) => {
-                f.handed.push_back(m);
-                Ok(())
-            }
-            Err(_) => Err(PublishError::Busy),
-        }
+        let m = f.outbound(topic, payload, qos, false);
+        hand(&self.client, &mut f, m)
     }
 
     /// Publishes now, or buffers while the broker is away; `false` if it was dropped
     /// (counted).
     pub fn publish(&self, topic: &str, payload: Bytes, qos: MqttQos, retain: bool) -> bool {
         let mut f = self.flight.lock().unwrap_or_else(|p| p.into_inner());
-        let m = Outbound {
-            seq: f.next_seq,
-            topic: topic.to_string(),
-            payload,
-            qos,
-            retain,
-        };
-        f.next_seq += 1;
+        let m = f.outbound(topic, payload, qos, retain);
         if !f.connected {
             if f.offline.len() >= self.buffer {
                 self.stats.dropped_offline.fetch_add(1, Ordering::Relaxed);
@@ -284,7 +261,7 @@ impl MqttClient {
             f.offline.push_back(m);
             return true;
         }
-        hand(&self.client, &mut f, m, &self.stats)
+        hand_or_count(&self.client, &mut f, m, &self.stats)
     }
 
     /// Subscribes now and on every new session.
@@ -321,24 +298,42 @@ impl MqttClient {
     }
 }
 
-/// Hands one publication to rumqttc; `false` if its queue is full (counted).
-fn hand(client: &Api, f: &mut Flight, mut m: Outbound, stats: &ClientStats) -> bool {
+impl Flight {
+    /// The next publication, numbered in the order it was asked for.
+    fn outbound(&mut self, topic: &str, payload: Bytes, qos: MqttQos, retain: bool) -> Outbound {
+        self.next_seq += 1;
+        Outbound {
+            seq: self.next_seq,
+            topic: topic.to_string(),
+            payload,
+            qos,
+            retain,
+        }
+    }
+}
+
+/// As [`hand`]; a full queue drops the message, counted.
+fn hand_or_count(client: &Api, f: &mut Flight, m: Outbound, stats: &ClientStats) -> bool {
+    let handed = hand(client, f, m).is_ok();
+    if !handed {
+        stats.dropped_busy.fetch_add(1, Ordering::Relaxed);
+    }
+    handed
+}
+
+/// Hands one publication to rumqttc; `Busy` if its queue is full.
+fn hand(client: &Api, f: &mut Flight, mut m: Outbound) -> Result<(), PublishError> {
     // A QoS 0 message is never sent again: its bytes go to rumqttc without a copy (a unique
     // `Bytes` becomes the `Vec` it was made from); QoS 1 and 2 keep theirs until acknowledged.
     let payload: Vec<u8> = match m.qos {
         MqttQos::AtMostOnce => Vec::from(std::mem::take(&mut m.payload)),
         _ => m.payload.to_vec(),
     };
-    match client.try_publish(m.topic.clone(), m.qos, m.retain, payload) {
-        Ok(()) => {
-            f.handed.push_back(m);
-            true
-        }
-        Err(_) => {
-            stats.dropped_busy.fetch_add(1, Ordering::Relaxed);
-            false
-        }
-    }
+    client
+        .try_publish(m.topic.clone(), m.qos, m.retain, payload)
+        .map_err(|()| PublishError::Busy)?;
+    f.handed.push_back(m);
+    Ok(())
 }
 
 /// The connection task: polls rumqttc, keeps [`Flight`] in step with what it reports.
@@ -465,6 +460,6 @@ fn on_session(
     f.said_full = false;
     let offline: Vec<Outbound> = f.offline.drain(..).collect();
     for m in again.into_iter().chain(offline) {
-        hand(client, f, m, stats);
+        hand_or_count(client, f, m, stats);
     }
 }

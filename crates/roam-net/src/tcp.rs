@@ -31,17 +31,10 @@ pub async fn dial(
     link: LinkId,
     inbound: Inbound,
 ) -> Result<Established, LinkError> {
-    let connector =
-        TlsConnector::from(tls::client_config(id).map_err(|e| LinkError::Connect(e.to_string()))?);
     let handshake = async {
         let tcp = TcpStream::connect(addr).await?;
         tcp.set_nodelay(true)?;
-        let stream = connector
-            .connect(tls::router_server_name(), tcp)
-            .await
-            .map_err(|e| LinkError::Connect(e.to_string()))?;
-        let certs = stream.get_ref().1.peer_certificates().map(|c| c.to_vec());
-        run(stream, certs, me, cfg, link, inbound).await
+        dial_stream(id, tcp, me, cfg, link, inbound).await
     };
     // A router out of file descriptors completes the TCP handshake (the kernel does) but
     // never accepts: without a deadline the dialer would wait forever instead of retrying.
@@ -50,33 +43,15 @@ pub async fn dial(
         .map_err(|_| LinkError::HandshakeTimeout(cfg.handshake_timeout))?
 }
 
-/// Accepts one TCP+TLS connection from a listener. Unbounded in time: the caller bounds it
-/// (see [`crate::admission`]).
-pub async fn accept(
-    acceptor: &TlsAcceptor,
-    tcp: TcpStream,
-    me: &LocalInfo,
-    cfg: &LinkConfig,
-    link: LinkId,
-    inbound: Inbound,
-) -> Result<Established, LinkError> {
-    tcp.set_nodelay(true)?;
-    let stream = acceptor
-        .accept(tcp)
-        .await
-        .map_err(|e| LinkError::Connect(e.to_string()))?;
-    let certs = stream.get_ref().1.peer_certificates().map(|c| c.to_vec());
-    run(stream, certs, me, cfg, link, inbound).await
-}
-
 pub fn acceptor(id: &Identity) -> Result<TlsAcceptor, LinkError> {
     Ok(TlsAcceptor::from(
         tls::server_config(id).map_err(|e| LinkError::Connect(e.to_string()))?,
     ))
 }
 
-/// The TLS server side and the link over any byte stream (an MQTT tunnel's), like
-/// [`accept`] over a TCP socket.
+/// The TLS server side and the link over an accepted byte stream: a TCP socket (with
+/// TCP_NODELAY set) or an MQTT tunnel. Unbounded in time: the caller bounds it (see
+/// [`crate::admission`]).
 pub(crate) async fn accept_stream<S>(
     acceptor: &TlsAcceptor,
     stream: S,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tracing::debug;
 
 use super::{Command, Shared};
-use crate::admission::gate::{Gate, Listener};
+use crate::admission::gate::{Gate, Listener, Pass};
 use crate::link::{Established, LinkError};
 use crate::{quic, tcp};
 
@@ -74,22 +74,10 @@ pub(super) async fn accept_tcp(s: Shared, listener: tokio::net::TcpListener) {
         let Some(pass) = s.gate.admit(remote, Listener::Tcp) else {
             continue;
         };
-        let s = s.clone();
-        let acceptor = acceptor.clone();
-        tokio::spawn(async move {
-            let link = s.link_id();
-            let handshake = tcp::accept(
-                &acceptor,
-                sock,
-                &s.me,
-                &s.config.link,
-                link,
-                s.inbound.clone(),
-            );
-            if let Some(est) = pass.run(handshake).await {
-                s.link_up(link, est).await;
-            }
-        });
+        if let Err(e) = sock.set_nodelay(true) {
+            debug!("TCP_NODELAY on {remote}: {e}");
+        }
+        s.handshake(pass, acceptor.clone(), sock);
     }
 }
 
@@ -115,22 +103,7 @@ pub(super) async fn accept_mqtt(s: Shared, peer: crate::mqtt::MqttPeer) {
         let Some(pass) = s.gate.admit(source, Listener::Tcp) else {
             continue;
         };
-        let s = s.clone();
-        let acceptor = acceptor.clone();
-        tokio::spawn(async move {
-            let link = s.link_id();
-            let handshake = tcp::accept_stream(
-                &acceptor,
-                stream,
-                &s.me,
-                &s.config.link,
-                link,
-                s.inbound.clone(),
-            );
-            if let Some(est) = pass.run(handshake).await {
-                s.link_up(link, est).await;
-            }
-        });
+        s.handshake(pass, acceptor.clone(), stream);
     }
 }
 
@@ -146,6 +119,29 @@ pub(super) async fn flush_gate_log(gate: Arc<Gate>, s: Shared) {
 }
 
 impl Shared {
+    /// Runs TLS and the Hello on an admitted byte stream (a TCP socket, an MQTT tunnel)
+    /// within the admission pass, and hands the link to the runtime if it is authenticated.
+    fn handshake<S>(&self, pass: Pass, acceptor: tokio_rustls::TlsAcceptor, stream: S)
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let s = self.clone();
+        tokio::spawn(async move {
+            let link = s.link_id();
+            let handshake = tcp::accept_stream(
+                &acceptor,
+                stream,
+                &s.me,
+                &s.config.link,
+                link,
+                s.inbound.clone(),
+            );
+            if let Some(est) = pass.run(handshake).await {
+                s.link_up(link, est).await;
+            }
+        });
+    }
+
     /// Hands an accepted, authenticated link to the runtime.
     async fn link_up(&self, link: crate::link::LinkId, est: Established) {
         let up = Command::Up {
