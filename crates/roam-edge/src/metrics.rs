@@ -293,6 +293,10 @@ pub struct Link {
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub drops: LinkDrops,
+    /// The link's send queue and its back-pressure (absent in snapshots from before it was
+    /// reported).
+    #[serde(default)]
+    pub queue: LinkQueue,
     /// The QUIC connection's own path estimates; absent on TCP links (the kernel keeps
     /// those).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -316,6 +320,20 @@ impl LinkDrops {
     pub fn by_cause(&self) -> [(&'static str, u64); 2] {
         [("full", self.full), ("stale", self.stale)]
     }
+}
+
+/// A link's send queue: what waits to be written, and how often reliable topics had to wait
+/// for room (each stall pauses that topic's publishers, never the others').
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkQueue {
+    /// Messages waiting in the link's lanes now.
+    pub messages: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Times a reliable topic found the lane full and paused.
+    pub stalls: u64,
+    /// Topics paused on this link now.
+    pub stalled_topics: u64,
 }
 
 /// A QUIC connection's view of its network path.
@@ -360,6 +378,12 @@ impl From<&LinkReport> for Link {
             drops: LinkDrops {
                 full: l.dropped_full,
                 stale: l.dropped_stale,
+            },
+            queue: LinkQueue {
+                messages: l.queued.messages as u64,
+                bytes: l.queued.bytes as u64,
+                stalls: l.stalls,
+                stalled_topics: l.stalled_topics as u64,
             },
             path: l.path.as_ref().map(QuicPath::from),
             data_age: Ages::from(&l.data_age),

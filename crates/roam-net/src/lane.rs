@@ -39,6 +39,23 @@ pub enum Pushed {
     Closed,
 }
 
+/// How much waits in one or more lanes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Depth {
+    pub messages: usize,
+    pub bytes: usize,
+}
+
+impl std::ops::Add for Depth {
+    type Output = Depth;
+    fn add(self, o: Depth) -> Depth {
+        Depth {
+            messages: self.messages + o.messages,
+            bytes: self.bytes + o.bytes,
+        }
+    }
+}
+
 /// Anything with a size that can sit in a lane.
 pub trait Weighted {
     fn size(&self) -> usize;
@@ -178,6 +195,23 @@ impl<T: Weighted> Lane<T> {
 
     pub fn queued_bytes(&self) -> usize {
         self.state.lock().map(|s| s.bytes).unwrap_or(0)
+    }
+
+    /// What waits in the lane now: messages and their bytes.
+    pub fn depth(&self) -> Depth {
+        match self.state.lock() {
+            Ok(s) => Depth {
+                messages: s.queue.len(),
+                bytes: s.bytes,
+            },
+            Err(p) => {
+                let s = p.into_inner();
+                Depth {
+                    messages: s.queue.len(),
+                    bytes: s.bytes,
+                }
+            }
+        }
     }
 }
 

@@ -270,6 +270,9 @@ pub struct LinkStats {
     pub dropped_full: AtomicU64,
     /// Best-effort messages dropped to make room for newer ones.
     pub dropped_stale: AtomicU64,
+    /// Times a reliable topic found this link's lane full and was paused (back-pressure on
+    /// its publishers) until the lane had room again.
+    pub stalls: AtomicU64,
     /// Age of the data arriving on this link (its envelopes' send time to reading it here).
     pub data_age: crate::latency::LatencyHistogram,
 }
@@ -373,6 +376,8 @@ pub trait Transport: Send + Sync + 'static {
     fn path(&self) -> Option<PathStats> {
         None
     }
+    /// What waits in the link's lanes, not yet handed to the socket or the QUIC connection.
+    fn depth(&self) -> crate::lane::Depth;
 }
 
 /// A link's view of its network path, from the QUIC connection's own estimates: what tells
@@ -412,6 +417,10 @@ impl LinkSender {
 
     pub fn stats(&self) -> &LinkStats {
         self.0.stats()
+    }
+
+    pub fn depth(&self) -> crate::lane::Depth {
+        self.0.depth()
     }
 
     pub fn path(&self) -> Option<PathStats> {

@@ -409,6 +409,21 @@ impl Transport for ArcTransport {
     fn kind(&self) -> &'static str {
         "quic"
     }
+
+    fn depth(&self) -> crate::lane::Depth {
+        let t = &self.0;
+        let mut depth = t.control.depth();
+        if let Ok(lanes) = t.lanes.lock() {
+            // Topics past `max_lanes` share a lane: count each lane once.
+            let mut seen = std::collections::HashSet::new();
+            for l in lanes.values() {
+                if seen.insert(Arc::as_ptr(l)) {
+                    depth = depth + l.depth();
+                }
+            }
+        }
+        depth
+    }
 }
 
 struct ArcTransport(Arc<QuicTransport>);

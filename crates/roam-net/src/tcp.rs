@@ -220,6 +220,10 @@ impl Transport for TcpTransport {
     fn kind(&self) -> &'static str {
         "tcp+tls"
     }
+
+    fn depth(&self) -> crate::lane::Depth {
+        self.control.depth() + self.reliable.depth() + self.best_effort.depth()
+    }
 }
 
 async fn writer<W: AsyncWrite + Unpin>(t: Arc<TcpTransport>, mut w: BufWriter<W>) {

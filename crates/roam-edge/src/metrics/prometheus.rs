@@ -441,6 +441,8 @@ fn encode_links(enc: &mut DescriptorEncoder, links: &[Link]) -> Fmt {
     let mut bytes = Vec::new();
     let mut drops = Vec::new();
     let mut ages = Vec::new();
+    let (mut queued, mut queued_bytes, mut stalls, mut stalled) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut rtt, mut cwnd, mut sent, mut lost, mut cong) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (i, l) in links.iter().enumerate() {
@@ -453,6 +455,10 @@ fn encode_links(enc: &mut DescriptorEncoder, links: &[Link]) -> Fmt {
             drops.push((with(i, "cause", c), n));
         }
         ages.push((base(i), Hist::from_ages(&l.data_age)));
+        queued.push((base(i), l.queue.messages as f64));
+        queued_bytes.push((base(i), l.queue.bytes as f64));
+        stalls.push((base(i), l.queue.stalls));
+        stalled.push((base(i), l.queue.stalled_topics as f64));
         if let Some(p) = &l.path {
             rtt.push((base(i), p.rtt_us as f64 / 1e6));
             cwnd.push((base(i), p.cwnd as f64));
@@ -480,6 +486,30 @@ fn encode_links(enc: &mut DescriptorEncoder, links: &[Link]) -> Fmt {
         &bytes,
     )?;
     counters(enc, "link_dropped", "Messages the link dropped, by cause (full: reliable queue full; stale: best-effort replaced).", &drops)?;
+    gauges(
+        enc,
+        "link_queued_messages",
+        "Messages waiting in the link's send queue.",
+        &queued,
+    )?;
+    gauges(
+        enc,
+        "link_queued_bytes",
+        "Bytes waiting in the link's send queue.",
+        &queued_bytes,
+    )?;
+    counters(
+        enc,
+        "link_stalls",
+        "Times a reliable topic found the link's queue full and paused its publishers.",
+        &stalls,
+    )?;
+    gauges(
+        enc,
+        "link_stalled_topics",
+        "Reliable topics paused on the link now, waiting for room in its queue.",
+        &stalled,
+    )?;
     histograms(
         enc,
         "link_data_age_seconds",

@@ -38,6 +38,10 @@ pub struct LinkRate {
     pub bytes_in_per_s: f64,
     pub bytes_out_per_s: f64,
     pub lost_packets: Option<u64>,
+    /// Bytes waiting in the link's send queue now.
+    pub queued_bytes: u64,
+    /// Reliable topics paused on the link now (back-pressure).
+    pub stalled_topics: u64,
 }
 
 fn seconds(before: &Snapshot, now: &Snapshot) -> f64 {
@@ -148,6 +152,8 @@ pub fn link_rates(before: Option<&Snapshot>, now: &Snapshot) -> Vec<LinkRate> {
                 bytes_in_per_s: per_s(l.bytes_in, was.map(|w| w.bytes_in)),
                 bytes_out_per_s: per_s(l.bytes_out, was.map(|w| w.bytes_out)),
                 lost_packets: l.path.as_ref().map(|p| p.lost_packets),
+                queued_bytes: l.queue.bytes,
+                stalled_topics: l.queue.stalled_topics,
             }
         })
         .collect()

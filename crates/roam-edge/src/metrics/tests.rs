@@ -35,6 +35,12 @@ fn link(id: u32, peer: &str, kind: &'static str, path: Option<PathStats>) -> Lin
         bytes_out: 2000,
         dropped_full: 3,
         dropped_stale: 4,
+        queued: roam_net::lane::Depth {
+            messages: 5,
+            bytes: 5000,
+        },
+        stalls: 6,
+        stalled_topics: 1,
         data_age: histogram(&[100, 200, 300]).snapshot(),
         path,
         closed: false,

@@ -18,6 +18,8 @@ pub use local::LocalId;
 #[cfg(test)]
 mod congestion_tests;
 #[cfg(test)]
+mod link_queue_tests;
+#[cfg(test)]
 mod local_stall_tests;
 #[cfg(test)]
 mod local_tests;
@@ -168,6 +170,12 @@ pub struct LinkReport {
     pub bytes_out: u64,
     pub dropped_full: u64,
     pub dropped_stale: u64,
+    /// What waits in the link's lanes now (its send queue).
+    pub queued: crate::lane::Depth,
+    /// Times a reliable topic found the link's lane full and paused its publishers.
+    pub stalls: u64,
+    /// Topics paused on this link now, waiting for room in its lane.
+    pub stalled_topics: usize,
     /// Age of the data that arrived on the link (see [`crate::latency`]): every bucket, so
     /// an export format loses nothing; `.summary()` gives the quantiles.
     pub data_age: crate::latency::LatencySnapshot,
@@ -542,7 +550,11 @@ impl Runtime {
         let mut links: Vec<LinkReport> = self
             .links
             .iter()
-            .map(|(id, l)| link_report(*id, l))
+            .map(|(id, l)| {
+                let mut r = link_report(*id, l);
+                r.stalled_topics = self.stalls.keys().filter(|(k, _)| k == id).count();
+                r
+            })
             .collect();
         links.sort_by_key(|l| l.link);
         links.extend(self.closed.iter().cloned());
@@ -568,6 +580,9 @@ fn link_report(link: LinkId, l: &LinkEntry) -> LinkReport {
         bytes_out: g(&s.bytes_out),
         dropped_full: g(&s.dropped_full),
         dropped_stale: g(&s.dropped_stale),
+        queued: l.tx.depth(),
+        stalls: g(&s.stalls),
+        stalled_topics: 0,
         data_age: s.data_age.snapshot(),
         path: l.tx.path(),
         closed: false,

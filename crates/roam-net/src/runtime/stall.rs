@@ -54,6 +54,7 @@ impl Runtime {
         }
         let size = wire_size(&frame);
         if l.tx.0.send_reliable(frame.clone()) == Pushed::Refused {
+            l.tx.stats().stalls.fetch_add(1, Ordering::Relaxed);
             let mut frames = std::collections::VecDeque::new();
             frames.push_back(frame);
             self.stalls.insert(

@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::metrics::{
-    Ages, Bucket, Link, LinkDrops, LinkKind, PeerRole, Process, ProcessKind, QuicPath, Routing,
-    Snapshot, Topic, TopicDrops,
+    Ages, Bucket, Link, LinkDrops, LinkKind, LinkQueue, PeerRole, Process, ProcessKind, QuicPath,
+    Routing, Snapshot, Topic, TopicDrops,
 };
 
 fn process() -> Process {
@@ -79,6 +79,12 @@ fn snapshot(topics: Vec<Topic>) -> Snapshot {
         bytes_in: 1000,
         bytes_out: 2000,
         drops: LinkDrops { full: 1, stale: 2 },
+        queue: LinkQueue {
+            messages: 4,
+            bytes: 4096,
+            stalls: 9,
+            stalled_topics: 1,
+        },
         path: Some(QuicPath {
             rtt_us: 70_000,
             cwnd: 12_000,
@@ -127,6 +133,16 @@ fn counters_gauges_and_families_follow_the_conventions() {
         2.0
     );
     assert_eq!(v(r#"roam_link_rtt_seconds{peer="cloud",link="3"}"#), 0.07);
+    assert_eq!(
+        v(r#"roam_link_queued_messages{peer="cloud",link="3"}"#),
+        4.0
+    );
+    assert_eq!(
+        v(r#"roam_link_queued_bytes{peer="cloud",link="3"}"#),
+        4096.0
+    );
+    assert_eq!(v(r#"roam_link_stalls_total{peer="cloud",link="3"}"#), 9.0);
+    assert_eq!(v(r#"roam_link_stalled_topics{peer="cloud",link="3"}"#), 1.0);
     assert_eq!(v(r#"roam_link_up{peer="cloud",link="3"}"#), 1.0);
     assert_eq!(v("roam_process_cpu_seconds_total"), 2.5);
     assert_eq!(v("roam_process_resident_memory_bytes"), (10 << 20) as f64);

@@ -1,0 +1,90 @@
+//! A link's send queue in the status report: a subscriber that stops reading fills the
+//! publisher's lane toward it, the reliable topic stalls (counted, and shown as paused), and
+//! once the subscriber reads again the queue drains to empty with nothing lost.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use roam_proto::{Name, RealmSecret, Sealer};
+
+use super::test_support::{pub_sub, Dir, PubSub};
+use super::{LinkReport, RouterHandle};
+use crate::lane::LaneLimits;
+use crate::link::LinkConfig;
+
+async fn link_to_sub(h: &RouterHandle) -> LinkReport {
+    let r = h.report().await.expect("router stopped");
+    r.links
+        .into_iter()
+        .find(|l| l.peer.name == "sub" && !l.closed)
+        .expect("no link to the subscriber")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_link_reports_its_queue_and_stalls_then_drains() {
+    let dir = Dir(std::env::temp_dir().join(format!("roam-link-queue-{}", std::process::id())));
+    let name = Name([11; 32]);
+    let mut link = LinkConfig::default();
+    link.reliable = LaneLimits {
+        max_messages: 2,
+        max_bytes: 1 << 20,
+    };
+    // The subscriber's queue holds one message and is not read: its router pauses the
+    // topic, QUIC flow control (16 MiB per stream) stops the publisher's lane writer, and
+    // the publisher's lane fills.
+    let PubSub {
+        sub_router,
+        pub_router,
+        mut rx,
+    } = pub_sub(&dir, name, 1, link).await;
+    let mut sealer = Sealer::new(&RealmSecret::from_bytes([3; 32]), name, false, None).unwrap();
+    const N: u64 = 200;
+    let payload = vec![0u8; 256 << 10];
+    let envs: Vec<Bytes> = (0..N)
+        .map(|_| Bytes::from(sealer.seal_to_vec(&payload, 0).unwrap()))
+        .collect();
+    let sender = {
+        let h = pub_router.clone();
+        tokio::spawn(async move {
+            for e in envs {
+                h.send(name, e).await;
+            }
+        })
+    };
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let stalled = loop {
+        let l = link_to_sub(&pub_router).await;
+        if l.stalls >= 1 && l.stalled_topics == 1 && l.queued.messages >= 1 {
+            break l;
+        }
+        assert!(Instant::now() < deadline, "the link never stalled: {l:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(stalled.queued.bytes >= 256 << 10, "{:?}", stalled.queued);
+    assert_eq!(stalled.dropped_full, 0, "a stall is not a drop");
+
+    let mut seqs = Vec::new();
+    while seqs.len() < N as usize {
+        let env = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .unwrap_or_else(|_| panic!("stuck after {} messages", seqs.len()))
+            .unwrap();
+        seqs.push(roam_proto::EnvelopeHeader::parse(&env).unwrap().seq);
+    }
+    sender.await.unwrap();
+    assert_eq!(seqs, (1..=N).collect::<Vec<_>>(), "lost or reordered");
+
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let l = link_to_sub(&pub_router).await;
+        if l.stalled_topics == 0 && l.queued.messages == 0 && l.queued.bytes == 0 {
+            assert!(l.stalls >= stalled.stalls, "the stall count went back");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the queue did not drain: {l:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    sub_router.shutdown().await;
+    pub_router.shutdown().await;
+}
