@@ -45,9 +45,10 @@ impl Plan<'_> {
         }
     }
 
-    /// The systems compared everywhere: native, roam, and the Zenoh bridge when it is built.
+    /// The systems compared everywhere: native, roam proxy to proxy (the Zenoh bridge's
+    /// process count) and through a router, and the Zenoh bridge when it is built.
     fn systems(&self, zenoh_quic_too: bool) -> Vec<System> {
-        let mut v = vec![System::Native, System::ROAM];
+        let mut v = vec![System::Native, System::ROAM_P2P, System::ROAM];
         if self.lab.zenoh.is_some() && self.suite != Suite::Smoke {
             v.push(System::Zenoh { quic: false });
             if zenoh_quic_too {
@@ -107,9 +108,9 @@ impl Plan<'_> {
             &[8, KIB, 8 * KIB, 64 * KIB, 1 << 20],
         );
         let mut systems = self.systems(true);
-        systems.insert(2, ROAM_TCP);
+        systems.insert(3, ROAM_TCP);
         systems.insert(
-            3,
+            4,
             System::Roam {
                 routers: 2,
                 encrypt: true,
@@ -139,7 +140,7 @@ impl Plan<'_> {
         let count = self.pick(2_000, 50_000, 200_000);
         let mut systems = self.systems(true);
         systems.insert(
-            2,
+            3,
             System::Roam {
                 routers: 1,
                 encrypt: false,
@@ -147,14 +148,14 @@ impl Plan<'_> {
             },
         );
         systems.insert(
-            3,
+            4,
             System::Roam {
                 routers: 2,
                 encrypt: true,
                 links: Links::Quic,
             },
         );
-        systems.insert(4, ROAM_TCP);
+        systems.insert(5, ROAM_TCP);
         for sys in systems {
             self.run(
                 "e2",
@@ -268,6 +269,7 @@ impl Plan<'_> {
         ];
         // roam's three link kinds: a lossy path is where the congestion controller shows.
         let mut systems = vec![
+            System::ROAM_P2P,
             System::ROAM,
             System::Roam {
                 routers: 1,

@@ -154,8 +154,10 @@ pub fn markdown(r: &Report) -> String {
         s,
         "Systems: **native** = source and sink in one DDS domain (CycloneDDS, what ROS 2 nodes on \
          rmw_cyclonedds do); **roam** = domain A - `roam proxy` - `roam router` - `roam proxy` - domain B, \
-         payloads sealed (AES-256-GCM) unless marked clear text (authenticated only), links QUIC; \
-         **zenoh bridge** = domain A - zenoh-plugin-ros2dds bridge - bridge - domain B ({}). \
+         or **roam, proxy to proxy** = domain A - `roam proxy` - `roam proxy` - domain B (B listens, A dials: \
+         the same two processes as the Zenoh bridge's rows); every roam link is mutual TLS and payloads sealed (AES-256-GCM) unless marked clear text (authenticated only), links QUIC; \
+         **zenoh bridge** = domain A - zenoh-plugin-ros2dds bridge - bridge - domain B ({}); its TCP rows are \
+         plain TCP (no TLS, nothing authenticated), its QUIC rows TLS with server certificates only. \
          The load generator (`roam-loadgen`) is a CycloneDDS participant announcing itself in \
          `ros_discovery_info` like a ROS 2 node. The routing plane on its own (seal/open, RIB, router \
          throughput, memory) is in [ROUTING-PLANE.md](ROUTING-PLANE.md). Plots: `bench/results/plots/` \
@@ -213,7 +215,7 @@ fn e1(r: &Report, s: &mut String) {
     for x in &sys {
         let _ = write!(head, " {} |", x.label());
     }
-    head += " roam added over native | roam / zenoh (TCP) |";
+    head += " roam added over native (proxy to proxy / 1 router) | roam / zenoh (TCP) (proxy to proxy / 1 router) |";
     let _ = writeln!(s, "{head}\n|{}", "---|".repeat(sys.len() + 3));
     let mut sizes: Vec<usize> = ms.iter().map(|m| m.load.size).collect();
     sizes.dedup();
@@ -229,13 +231,16 @@ fn e1(r: &Report, s: &mut String) {
             );
         }
         let med = |x: System| find(&ms, x, |m| m.load.size == sz).and_then(|m| m.rtt("median_us"));
-        let added = match (med(System::ROAM), med(System::Native)) {
+        let added = |x: System| match (med(x), med(System::Native)) {
             (Some(a), Some(b)) => us(Some(a - b)),
             _ => "—".into(),
         };
         let _ = writeln!(
             row,
-            " {added} | {} |",
+            " {} / {} | {} / {} |",
+            added(System::ROAM_P2P),
+            added(System::ROAM),
+            ratio(med(System::ROAM_P2P), med(ZENOH_TCP)),
             ratio(med(System::ROAM), med(ZENOH_TCP))
         );
         s.push_str(&row);

@@ -1,7 +1,9 @@
 //! The systems under test, started fresh for every run the way a user starts them:
 //! - native: source and sink in one DDS domain, nothing between them;
 //! - roam: DDS domain A - proxy - router (- router) - proxy - DDS domain B, payloads sealed
-//!   or in clear text (authenticated) to show what encryption costs;
+//!   or in clear text (authenticated) to show what encryption costs; or proxy to proxy (no
+//!   router: proxy A's edge router listens, proxy B dials it), the same two processes as
+//!   two Zenoh bridges;
 //! - zenoh: DDS domain A - Zenoh ROS 2 bridge - (TCP or QUIC) - bridge - DDS domain B.
 //!
 //! A wide-area path puts `roam-wan-relay` (delay, jitter, loss) between the two sides: between
@@ -50,8 +52,12 @@ impl System {
                 encrypt,
                 links,
             } => format!(
-                "roam, {routers} router{}{}{}",
-                if routers > 1 { "s" } else { "" },
+                "roam, {}{}{}",
+                match routers {
+                    0 => "proxy to proxy".to_string(),
+                    1 => "1 router".to_string(),
+                    n => format!("{n} routers"),
+                },
                 if encrypt { "" } else { ", clear text" },
                 match links {
                     Links::Quic => "",
@@ -68,6 +74,13 @@ impl System {
     /// The default roam system: one router, sealed.
     pub const ROAM: System = System::Roam {
         routers: 1,
+        encrypt: true,
+        links: Links::Quic,
+    };
+
+    /// roam with as many processes as the Zenoh bridge: proxy to proxy over QUIC, sealed.
+    pub const ROAM_P2P: System = System::Roam {
+        routers: 0,
         encrypt: true,
         links: Links::Quic,
     };
@@ -257,6 +270,39 @@ impl Lab {
             p.wait_line(Duration::from_secs(10), |l| l.starts_with("listening"))?;
             Ok(p)
         };
+        let echo = format!("{topic}/echo");
+        let mut a = self.proxy_yaml(
+            "proxy-a",
+            ROAM_DOMAINS.0,
+            (encrypt, congestion),
+            topic,
+            &echo,
+        );
+        let mut b = self.proxy_yaml(
+            "proxy-b",
+            ROAM_DOMAINS.1,
+            (encrypt, congestion),
+            &echo,
+            topic,
+        );
+        if routers == 0 {
+            // Proxy to proxy: B's edge router listens (as the cloud side would), A dials it
+            // (through the relay on a wide-area path), as proxy A dials router 1 otherwise.
+            if tcp {
+                return Err("proxy to proxy runs over QUIC only (a proxy listens on QUIC)".into());
+            }
+            b.push_str(&format!("listen: 127.0.0.1:{ROUTER1_PORT}\n"));
+            let a_port = match wan {
+                Some(w) => self.relay(procs, true, ROUTER1_PORT, w)?,
+                None => ROUTER1_PORT,
+            };
+            a.push_str(&format!("upstream: [127.0.0.1:{a_port}]\n"));
+            let b = self.start_proxy("proxy-b", b)?;
+            b.wait_line(Duration::from_secs(10), |l| l.starts_with("listening"))?;
+            procs.push(b);
+            procs.push(self.start_proxy("proxy-a", a)?);
+            return Ok(());
+        }
         procs.push(router("r1", ROUTER1_PORT, None)?);
         let b_port = if routers > 1 {
             procs.push(router("r2", ROUTER2_PORT, Some(ROUTER1_PORT))?);
@@ -268,37 +314,26 @@ impl Lab {
             Some(w) => self.relay(procs, !tcp, ROUTER1_PORT, w)?,
             None => ROUTER1_PORT,
         };
-        let echo = format!("{topic}/echo");
-        let a = self.proxy_yaml(
-            "proxy-a",
-            ROAM_DOMAINS.0,
-            format!("{scheme}127.0.0.1:{a_port}"),
-            (encrypt, congestion),
-            topic,
-            &echo,
-        );
-        let b = self.proxy_yaml(
-            "proxy-b",
-            ROAM_DOMAINS.1,
-            format!("{scheme}127.0.0.1:{b_port}"),
-            (encrypt, congestion),
-            &echo,
-            topic,
-        );
-        for (id, yaml) in [("proxy-a", a), ("proxy-b", b)] {
-            let path = self.dir.join(format!("{id}.yaml"));
-            let metrics = self.metrics_file(id)?;
-            let yaml = format!("{yaml}metrics_file: {}\n", metrics.display());
-            std::fs::write(&path, yaml).map_err(|e| e.to_string())?;
-            let mut p = Proc::start(
-                id,
-                &self.roam,
-                &["proxy".into(), "-c".into(), path.to_string_lossy().into()],
-            )?;
-            p.metrics_file = Some(metrics);
-            procs.push(p);
-        }
+        a.push_str(&format!("upstream: [{scheme}127.0.0.1:{a_port}]\n"));
+        b.push_str(&format!("upstream: [{scheme}127.0.0.1:{b_port}]\n"));
+        procs.push(self.start_proxy("proxy-a", a)?);
+        procs.push(self.start_proxy("proxy-b", b)?);
         Ok(())
+    }
+
+    /// Starts `roam proxy` with the configuration `yaml` (plus its metrics file).
+    fn start_proxy(&self, id: &str, yaml: String) -> Result<Proc, String> {
+        let path = self.dir.join(format!("{id}.yaml"));
+        let metrics = self.metrics_file(id)?;
+        let yaml = format!("{yaml}metrics_file: {}\n", metrics.display());
+        std::fs::write(&path, yaml).map_err(|e| e.to_string())?;
+        let mut p = Proc::start(
+            id,
+            &self.roam,
+            &["proxy".into(), "-c".into(), path.to_string_lossy().into()],
+        )?;
+        p.metrics_file = Some(metrics);
+        Ok(p)
     }
 
     /// Where roam process `id` keeps its metrics snapshot; a previous run's is removed, so
@@ -317,13 +352,12 @@ impl Lab {
         &self,
         id: &str,
         domain: u32,
-        upstream: String,
         (encrypt, congestion): (bool, &str),
         export: &str,
         import: &str,
     ) -> String {
         format!(
-            "id: {id}\npki: {}\nupstream: [{upstream}]\n\
+            "id: {id}\npki: {}\n\
              dds: {{domain: {domain}, interfaces: [lo], peers: [127.0.0.1]}}\n\
              realms: {{lab: {}}}\nencrypt_payloads: {encrypt}\n\
              link: {{congestion: {congestion}}}\n\
