@@ -24,6 +24,9 @@ pub enum DdsError {
          CycloneDDS has one configuration per domain and process"
     )]
     DomainConfigConflict(u32),
+    /// The RustDDS stack ([`crate::rpc`]) refused an operation.
+    #[error("{0}")]
+    Rtps(String),
 }
 
 impl DdsError {

@@ -22,6 +22,10 @@
 //!   and durability are per instance and the instance lifecycle ([`SampleKind`],
 //!   [`Writer::dispose_cdr`], [`Writer::unregister_cdr`]) can be forwarded.
 //!
+//! - [`rpc`]: a second DDS stack (RustDDS, safe Rust) for the one thing CycloneDDS cannot do:
+//!   read a sample's identity and write `related_sample_identity`, which services in
+//!   rmw_fastrtps's convention rely on.
+//!
 //! # What it does not do
 //!
 //! No (de)serialization of message contents, no partitions, no content filters, no loans /
@@ -87,6 +91,7 @@ mod participant;
 mod qos;
 mod reader;
 pub mod ros_discovery_info;
+pub mod rpc;
 mod types;
 mod writer;
 
