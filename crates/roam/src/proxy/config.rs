@@ -24,6 +24,8 @@
 //!     realm: warehouse
 //!   - service: /add_two_ints     # a service this network serves
 //!     realm: warehouse
+//!     convention: auto           # where local endpoints carry a call's identity: auto (by
+//!                                # DDS vendor), cyclonedds or fastdds (docs/services.md)
 //! encrypt_payloads: true         # false: exported payloads in clear text, still
 //!                                # authenticated (public data; measuring encryption's cost)
 //! status_interval_s: 30          # per-topic and per-link status lines (0: only at exit)
@@ -163,6 +165,9 @@ pub struct ExportFile {
     pub realm: String,
     #[serde(rename = "as")]
     pub rename: Option<String>,
+    /// A service's convention here: `auto` (by each endpoint's DDS vendor), `cyclonedds`
+    /// or `fastdds` (docs/services.md).
+    pub convention: Option<super::convention::Setting>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -174,6 +179,9 @@ pub struct ImportFile {
     pub realm: String,
     #[serde(rename = "as")]
     pub rename: Option<String>,
+    /// A service's convention here: `auto` (by each endpoint's DDS vendor), `cyclonedds`
+    /// or `fastdds` (docs/services.md).
+    pub convention: Option<super::convention::Setting>,
 }
 
 /// Whether an export or import is a topic or a service.
@@ -212,6 +220,23 @@ fn check_name(what: What, n: &str) -> Result<String, String> {
     }
 }
 
+/// `convention:` belongs to services only.
+fn check_convention(
+    doc: &Doc,
+    what: What,
+    c: Option<super::convention::Setting>,
+    entry: &FieldPath,
+) -> Result<super::convention::Setting, ConfigError> {
+    match (what, c) {
+        (What::Service, c) => Ok(c.unwrap_or_default()),
+        (_, None) => Ok(super::convention::Setting::Auto),
+        (_, Some(_)) => Err(doc.err(
+            &entry.clone().key("convention"),
+            "`convention` applies to services only (where a call's identity travels)",
+        )),
+    }
+}
+
 fn kind_word(what: What) -> &'static str {
     match what {
         What::Topic => "topic",
@@ -227,6 +252,8 @@ pub struct Mapping {
     pub local: String,
     pub remote: String,
     pub realm: String,
+    /// Services: where local endpoints carry a call's identity (`auto` for others).
+    pub convention: super::convention::Setting,
 }
 
 /// Export every local topic matching `allow` and none of `deny`, under its own name.
@@ -356,7 +383,8 @@ impl ProxyConfig {
                             .map_err(|m| doc.err(&entry.clone().key("as"), m))?,
                         None => local.clone(),
                     };
-                    let m = Mapping { what, local, remote, realm: e.realm.clone() };
+                    let convention = check_convention(doc, what, e.convention, &entry)?;
+                    let m = Mapping { what, local, remote, realm: e.realm.clone(), convention };
                     check_export_unique(doc, &exports, i, &m, e.rename.is_some(), key)?;
                     exports.push((i, m));
                 }
@@ -399,11 +427,13 @@ impl ProxyConfig {
                 Some(r) => check_name(what, r).map_err(|e| doc.err(&entry.clone().key("as"), e))?,
                 None => remote.clone(),
             };
+            let convention = check_convention(doc, what, m.convention, &entry)?;
             let mapping = Mapping {
                 what,
                 local,
                 remote,
                 realm: m.realm.clone(),
+                convention,
             };
             check_import_unique(doc, &imports, i, &mapping, m.rename.is_some(), key)?;
             // Importing a name we also export under the same local name would loop it back.

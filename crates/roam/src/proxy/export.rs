@@ -55,7 +55,13 @@ pub struct ExportLeg {
     /// The proxy's rules, and the nodes of local writers (NODE).
     pub rules: Arc<ProxyRules>,
     pub nodes: NodeNames,
+    /// Writers whose samples this leg leaves alone (a service's clients or servers in
+    /// rmw_fastrtps's convention, which [`super::fast_services`] serves).
+    pub skip: Option<SkipWriter>,
 }
+
+/// Whether a writer's samples are another leg's.
+pub type SkipWriter = Arc<dyn Fn(&Guid) -> bool + Send + Sync>;
 
 /// What the rules need to judge a sample of this topic.
 struct RuleCtx {
@@ -78,6 +84,8 @@ struct RouteTable {
     types: HashMap<String, (String, Option<Arc<Definition>>)>,
     /// Per stream: the publishers of its Copy targets, by target topic.
     copies: HashMap<StreamKey, Vec<(String, Publisher)>>,
+    /// Writers another leg serves.
+    skip: Option<SkipWriter>,
 }
 
 /// How a keyed type is read and written.
@@ -450,6 +458,7 @@ impl Exporter {
                 t.routes = self.plan.routes(&class);
                 t.streams = self.streams.clone();
                 t.rules = Some(self.rule_ctx.clone());
+                t.skip = self.leg.skip.clone();
                 t.types = self
                     .definitions
                     .iter()
@@ -545,6 +554,9 @@ enum Lookup {
 }
 
 fn lookup(t: &RouteTable, s: &Sample) -> Lookup {
+    if t.skip.as_ref().is_some_and(|skip| skip(&s.writer_guid)) {
+        return Lookup::Skip;
+    }
     match t.routes.route(&s.writer_guid) {
         Route::Stream(k) => match t.streams.get(&k) {
             Some(p) => match judge(t, &k, p, s) {

@@ -38,7 +38,14 @@ pub struct ImportLeg {
     pub definitions: Arc<DefinitionSource>,
     /// The proxy's rules.
     pub rules: Arc<ProxyRules>,
+    /// Which data messages this leg writes (all when `None`): a service's requests only while
+    /// a server in rmw_cyclonedds's convention is here, its replies only for clients that
+    /// are not served by [`super::fast_services`].
+    pub admit: Option<Admit>,
 }
+
+/// Whether an import writes a data message (its payload).
+pub type Admit = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
 
 /// What the rules see of the topic: its local ROS name, and per DDS type the ROS type name
 /// and the resolved definition (this machine's, else the announced one).
@@ -87,7 +94,9 @@ pub async fn import(edge: Edge, participant: Participant, leg: ImportLeg) {
                 let mut next = Some(first);
                 let mut written = 0;
                 while let Some(r) = next.take() {
-                    if judge.passes(&sub, &leg, &writers, &r, &plain) {
+                    let admitted = r.kind != PayloadKind::Data
+                        || leg.admit.as_ref().is_none_or(|admit| admit(&plain));
+                    if admitted && judge.passes(&sub, &leg, &writers, &r, &plain) {
                         plain = write(&sub, &writers, &r, plain, &leg.dds_topic, &mut dirty).await;
                     }
                     written += 1;

@@ -14,13 +14,19 @@
 //! - [`directory`]: the proxy's entries in its realms' directories.
 //! - [`rules`] and [`nodes`]: the rules file (docs/rules.md) evaluated on what crosses, and
 //!   the ROS node of each local writer (for NODE).
+//! - [`convention`], [`call_ids`] and [`fast_services`]: services whose local endpoints carry
+//!   the call identity beside the payload (rmw_fastrtps's convention): which endpoints do,
+//!   the identity tables, and the legs that translate through a second DDS stack (RustDDS).
 //! - [`run`]: the proxy process.
 
+pub mod call_ids;
 pub mod config;
+pub mod convention;
 pub mod dds_config;
 pub mod directory;
 pub mod export;
 pub mod export_plan;
+pub mod fast_services;
 pub mod import;
 pub mod nodes;
 pub mod rules;

@@ -19,8 +19,10 @@ use tokio::sync::mpsc;
 use tracing::{info, warn};
 
 use super::config::{ProxyConfig, What};
-use super::export::{export, ExportLeg, PublicationEvent};
-use super::import::{import, ImportLeg, PROXY_MARK};
+use super::convention::Setting;
+use super::export::{export, ExportLeg, PublicationEvent, SkipWriter};
+use super::fast_services::{interface_addresses, FastServices, ServiceEntry, Views};
+use super::import::{import, Admit, ImportLeg, PROXY_MARK};
 use crate::stats::Status;
 
 /// Runs a proxy until `stop` resolves.
@@ -160,6 +162,7 @@ pub async fn run(
         dds_topic: m.local.clone(),
         remote: dds_topic(&m.remote),
         realm: m.realm.clone(),
+        service: None,
     };
     service_exports.extend(
         cfg.exports
@@ -181,15 +184,28 @@ pub async fn run(
             dds_topic: topic_to_dds(&m.local),
             remote: m.remote.clone(),
             realm: m.realm.clone(),
+            service: None,
         });
+    // Services whose local endpoints carry call identities beside the payload.
+    let domain =
+        u16::try_from(cfg.dds.domain).map_err(|_| "dds.domain out of range".to_string())?;
+    let mut fast = FastServices::new(
+        edge.clone(),
+        service_entries(&cfg, &realms),
+        domain,
+        interface_addresses(&cfg.dds.interfaces),
+    );
+    let views = fast.views();
     for leg in topic_imports.chain(service_imports) {
         info!(dds_topic = %leg.dds_topic, from = %leg.remote, realm = %leg.realm, "importing");
+        let admit = admit(&leg, &fast, &views);
         let leg = ImportLeg {
             realm: realms[&leg.realm].clone(),
             dds_topic: leg.dds_topic,
             remote: leg.remote,
             definitions: definitions.clone(),
             rules: rules.clone(),
+            admit,
         };
         tokio::spawn(import(edge.clone(), participant.clone(), leg));
     }
@@ -206,6 +222,15 @@ pub async fn run(
     let cfg = Arc::new(cfg);
     let directory =
         announce_directory(&cfg, &service_exports, &edge, &participant, &realms).await?;
+    let settings: HashMap<String, Setting> = service_exports
+        .iter()
+        .filter_map(|l| Some((l.dds_topic.clone(), l.service?.0)))
+        .collect();
+    let skip = |topic: &str| -> Option<SkipWriter> {
+        let setting = *settings.get(topic)?;
+        let v = views.clone();
+        Some(Arc::new(move |g: &Guid| v.is_fast(setting, g)))
+    };
     // One export task per exported DDS topic, fed that topic's local publications.
     let mut exports: HashMap<String, mpsc::UnboundedSender<PublicationEvent>> = HashMap::new();
     let mut exported: HashMap<Guid, String> = HashMap::new();
@@ -223,6 +248,7 @@ pub async fn run(
                 let Some(ev) = ev else { continue };
                 tracing::debug!(?ev, "DDS discovery");
                 node.observe(&participant, &ev);
+                fast.observe(&participant, &ev);
                 let DiscoveryEvent::Publication(ep) = ev else { continue };
                 if !ep.alive {
                     if let Some(topic) = exported.remove(&ep.guid) {
@@ -232,7 +258,7 @@ pub async fn run(
                     }
                     continue;
                 }
-                let Some((realm, remote)) = exportable(&cfg, &service_exports, &participant, &ep) else { continue };
+                let Some((realm, remote)) = exportable(&cfg, &service_exports, &participant, &ep, Some(&views)) else { continue };
                 let tx = exports.entry(ep.topic_name.clone()).or_insert_with(|| {
                     let (tx, rx) = mpsc::unbounded_channel();
                     let leg = ExportLeg {
@@ -243,6 +269,7 @@ pub async fn run(
                         definitions: definitions.clone(),
                         rules: rules.clone(),
                         nodes: nodes.clone(),
+                        skip: skip(&ep.topic_name),
                     };
                     tokio::spawn(export(edge.clone(), participant.clone(), leg, rx));
                     tx
@@ -306,17 +333,23 @@ async fn announce_directory(
     realms: &BTreeMap<String, Arc<roam_edge::Realm>>,
 ) -> Result<super::directory::ProxyDirectory, String> {
     let (c, legs) = (cfg.clone(), service_exports.to_vec());
-    let exported = Box::new(move |me: &Participant, ep: &Endpoint| exportable(&c, &legs, me, ep));
+    // The directory lists every local server and client of an exported service, whichever
+    // convention it speaks.
+    let exported =
+        Box::new(move |me: &Participant, ep: &Endpoint| exportable(&c, &legs, me, ep, None));
     let imports = super::directory::imports(cfg);
     super::directory::start(edge, participant, realms, imports, exported).await
 }
 
-/// Whether a discovered publication is one this proxy exports: (realm, realm topic).
+/// Whether a discovered publication is one this proxy exports: (realm, realm topic). With
+/// `fast`, a service's writers in rmw_fastrtps's convention are not (their leg is
+/// [`super::fast_services`]'s).
 fn exportable(
     cfg: &ProxyConfig,
     service_exports: &[Leg],
     me: &Participant,
     ep: &Endpoint,
+    fast: Option<&Views>,
 ) -> Option<(String, String)> {
     // Our own endpoints, and any roam proxy's import writers, are never exported.
     if !ep.alive || me.owns(ep) || ep.user_data == PROXY_MARK {
@@ -326,7 +359,15 @@ fn exportable(
         .iter()
         .find(|l| l.dds_topic == ep.topic_name)
     {
-        return Some((leg.realm.clone(), leg.remote.clone()));
+        if let (Some(v), Some((setting, _))) = (fast, leg.service) {
+            if v.is_fast(setting, &ep.guid) {
+                return None;
+            }
+        }
+        if fast.is_none_or(|v| !v.is_own(&ep.guid)) {
+            return Some((leg.realm.clone(), leg.remote.clone()));
+        }
+        return None;
     }
     let Some(RosEndpoint::Topic(local)) = ros_endpoint(&ep.topic_name) else {
         return None;
@@ -340,6 +381,49 @@ struct Leg {
     dds_topic: String,
     remote: String,
     realm: String,
+    /// A service's request or reply topic: its convention setting, and whether its server is
+    /// here (an `exports:` entry).
+    service: Option<(Setting, bool)>,
+}
+
+/// The configured services, for [`FastServices`].
+fn service_entries(
+    cfg: &ProxyConfig,
+    realms: &BTreeMap<String, Arc<roam_edge::Realm>>,
+) -> Vec<ServiceEntry> {
+    cfg.exports
+        .iter()
+        .map(|m| (m, true))
+        .chain(cfg.imports.iter().map(|m| (m, false)))
+        .filter(|(m, _)| m.what == What::Service)
+        .map(|(m, server_here)| {
+            let (rq, rr) = service_to_dds(&m.local);
+            ServiceEntry {
+                local: m.local.clone(),
+                rq,
+                rr,
+                remote: m.remote.clone(),
+                realm: realms[&m.realm].clone(),
+                server_here,
+                setting: m.convention,
+                encrypt: cfg.encrypt_payloads,
+            }
+        })
+        .collect()
+}
+
+/// What a service's CycloneDDS import writes: requests only while an rmw_cyclonedds server
+/// is here; replies except those for the clients [`FastServices`] serves.
+fn admit(leg: &Leg, fast: &FastServices, views: &Arc<Views>) -> Option<Admit> {
+    let (_, server_here) = leg.service?;
+    if server_here {
+        let gate = fast.cyclone_gate(&leg.dds_topic)?;
+        return Some(Arc::new(move |_: &[u8]| *gate.borrow()));
+    }
+    let v = views.clone();
+    Some(Arc::new(move |cdr: &[u8]| {
+        !roam_edge::service::wire::split(cdr).is_ok_and(|h| v.is_fast_client(h.id.client))
+    }))
 }
 
 /// A ROS 2 service is two DDS topics: requests (`rq/...Request`, written by clients) and
@@ -357,15 +441,18 @@ fn service_legs(cfg: &ProxyConfig) -> (Vec<Leg>, Vec<Leg>) {
         .filter(|(m, _)| m.what == What::Service)
     {
         let (rq, rr) = service_to_dds(&m.local);
+        let service = Some((m.convention, server_here));
         let request = Leg {
             dds_topic: rq,
             remote: service_request(&m.remote),
             realm: m.realm.clone(),
+            service,
         };
         let reply = Leg {
             dds_topic: rr,
             remote: service_reply(&m.remote),
             realm: m.realm.clone(),
+            service,
         };
         if server_here {
             exports.push(reply);

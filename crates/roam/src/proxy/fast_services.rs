@@ -1,0 +1,524 @@
+//! Services in rmw_fastrtps's convention ([`super::convention`]): the legs that translate call
+//! identities between local DDS endpoints that carry them beside the payload and the realm,
+//! which carries them in a header (rmw_cyclonedds's convention, unchanged).
+//!
+//! CycloneDDS cannot read a sample's sequence number nor read or write
+//! `related_sample_identity`, so these legs use a second DDS participant (RustDDS,
+//! [`roam_dds::rpc`]) on the same domain. It exists only once a configured service has a local
+//! endpoint in that convention: a proxy whose services are all rmw_cyclonedds's (or that has
+//! none) never creates it. Its endpoints are the proxy's own: discovery of them is ignored
+//! ([`Views::is_own`]), so nothing it writes is exported again.
+//!
+//! Per configured service, the CycloneDDS legs ([`super::export`], [`super::import`]) keep
+//! serving rmw_cyclonedds's endpoints, and skip what this module serves:
+//!
+//! - **Clients here** (an `imports:` service): a RustDDS reader takes the requests of the
+//!   local clients in rmw_fastrtps's convention ([`FastClients`] gives each a realm client
+//!   id); a RustDDS writer answers them, naming each request in `related_sample_identity`. The
+//!   CycloneDDS export of the request topic skips those clients' writers, and its import of
+//!   the reply topic skips the replies addressed to them. The RustDDS endpoints are made once
+//!   the realm has a server (someone takes requests and someone announces replies), so a
+//!   local client's `wait_for_service` means what it says.
+//! - **Server here** (an `exports:` service): a RustDDS writer writes the realm's requests to
+//!   the local servers in that convention ([`PendingCalls`] remembers which realm call each
+//!   sample is), a RustDDS reader takes their replies. The CycloneDDS import of the request
+//!   topic writes only while an rmw_cyclonedds server is here ([`FastServices::cyclone_gate`]),
+//!   and this leg only while an rmw_fastrtps one is: neither kind of server is handed requests
+//!   in the other's layout.
+
+use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use roam_dds::rpc::{
+    RpcParticipant, RpcQos, RpcReader, RpcSample, RpcWriter, SampleId, SEQ_UNKNOWN,
+};
+use roam_dds::{DiscoveryEvent, Guid, Participant};
+use roam_edge::names::{service_reply, service_request};
+use roam_edge::service::wire;
+use roam_edge::stats::TopicStats;
+use roam_edge::{Edge, Event, Realm, StreamSpec, SubscriberOptions, TopicRef};
+use tokio::sync::{mpsc, watch};
+use tracing::{debug, info, warn};
+
+use super::call_ids::{Answer, FastClients, PendingCalls};
+use super::convention::{
+    classify, reply_type_of, request_type_of, vendor, vendor_name, Convention, Setting,
+};
+use super::import::PROXY_MARK;
+
+/// One configured service, as this proxy serves it.
+#[derive(Clone, Debug)]
+pub struct ServiceEntry {
+    /// The local ROS name, e.g. `/add_two_ints`.
+    pub local: String,
+    /// Its DDS request and reply topics here (`rq/add_two_intsRequest`, `rr/...Reply`).
+    pub rq: String,
+    pub rr: String,
+    /// Its name in the realm.
+    pub remote: String,
+    pub realm: Arc<Realm>,
+    /// true: an `exports:` entry (the server is here); false: clients are here.
+    pub server_here: bool,
+    pub setting: Setting,
+    /// false: payloads in clear text (still authenticated).
+    pub encrypt: bool,
+}
+
+/// What the CycloneDDS legs and discovery need to know of this module, shared.
+#[derive(Default)]
+pub struct Views {
+    /// GUID prefixes of the proxy's own RustDDS participant.
+    own: RwLock<Vec<[u8; 12]>>,
+    /// Writers of any roam proxy's imports (USER_DATA [`PROXY_MARK`]): never a local peer.
+    proxies: RwLock<HashSet<Guid>>,
+    /// Realm client ids of the local clients this module serves.
+    fast_clients: RwLock<HashSet<u64>>,
+}
+
+impl Views {
+    /// Whether `guid` is one of the proxy's RustDDS endpoints.
+    pub fn is_own(&self, guid: &Guid) -> bool {
+        read(&self.own).iter().any(|p| guid[..12] == p[..])
+    }
+
+    /// Whether the local endpoint `guid` of a service set to `setting` is this module's to
+    /// serve (rmw_fastrtps's convention, and a peer: not a proxy's own endpoint).
+    pub fn is_fast(&self, setting: Setting, guid: &Guid) -> bool {
+        classify(setting, guid) == Convention::Fast
+            && !self.is_own(guid)
+            && !read(&self.proxies).contains(guid)
+    }
+
+    /// Whether a realm reply with client id `client` is for one of this module's clients.
+    pub fn is_fast_client(&self, client: u64) -> bool {
+        let c = read(&self.fast_clients);
+        !c.is_empty() && c.contains(&client)
+    }
+}
+
+fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|p| p.into_inner())
+}
+
+fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(|p| p.into_inner())
+}
+
+enum LegMsg {
+    /// A local client's request writer is gone.
+    Forget(Guid),
+}
+
+struct EntryState {
+    /// Local servers (readers of the request topic) and their conventions.
+    servers: HashMap<Guid, Convention>,
+    cyclone_gate: watch::Sender<bool>,
+    fast_gate: watch::Sender<bool>,
+    leg: Option<mpsc::UnboundedSender<LegMsg>>,
+}
+
+/// The services of one proxy in rmw_fastrtps's convention. Fed every DDS discovery event.
+pub struct FastServices {
+    edge: Edge,
+    entries: Vec<(ServiceEntry, EntryState)>,
+    views: Arc<Views>,
+    domain: u16,
+    networks: Vec<IpAddr>,
+    rtps: Option<RpcParticipant>,
+    /// The RustDDS participant could not be made (said once).
+    failed: bool,
+}
+
+impl FastServices {
+    /// `networks`: the local addresses the RustDDS participant may use (empty: all).
+    pub fn new(edge: Edge, entries: Vec<ServiceEntry>, domain: u16, networks: Vec<IpAddr>) -> Self {
+        let entries = entries
+            .into_iter()
+            .map(|e| {
+                let state = EntryState {
+                    servers: HashMap::new(),
+                    cyclone_gate: watch::channel(false).0,
+                    fast_gate: watch::channel(false).0,
+                    leg: None,
+                };
+                (e, state)
+            })
+            .collect();
+        FastServices {
+            edge,
+            entries,
+            views: Arc::new(Views::default()),
+            domain,
+            networks,
+            rtps: None,
+            failed: false,
+        }
+    }
+
+    pub fn views(&self) -> Arc<Views> {
+        self.views.clone()
+    }
+
+    /// The setting of the service whose request or reply topic is `dds_topic`, if any.
+    pub fn setting_of(&self, dds_topic: &str) -> Option<Setting> {
+        self.entries
+            .iter()
+            .find(|(e, _)| e.rq == dds_topic || e.rr == dds_topic)
+            .map(|(e, _)| e.setting)
+    }
+
+    /// For the CycloneDDS import of a served service's request topic: whether an
+    /// rmw_cyclonedds server is here (only then does it write requests).
+    pub fn cyclone_gate(&self, dds_topic: &str) -> Option<watch::Receiver<bool>> {
+        self.entries
+            .iter()
+            .find(|(e, _)| e.server_here && e.rq == dds_topic)
+            .map(|(_, s)| s.cyclone_gate.subscribe())
+    }
+
+    /// Follows one discovery event: local servers and their conventions, and the legs that
+    /// endpoints in rmw_fastrtps's convention need.
+    pub fn observe(&mut self, participant: &Participant, ev: &DiscoveryEvent) {
+        let ep = ev.endpoint();
+        if participant.owns(ep) || self.views.is_own(&ep.guid) {
+            return;
+        }
+        let publication = matches!(ev, DiscoveryEvent::Publication(_));
+        if publication && ep.user_data == PROXY_MARK {
+            let mut p = write(&self.views.proxies);
+            match ep.alive {
+                true => p.insert(ep.guid),
+                false => p.remove(&ep.guid),
+            };
+            return;
+        }
+        let Some(i) = self
+            .entries
+            .iter()
+            .position(|(e, _)| e.rq == ep.topic_name || e.rr == ep.topic_name)
+        else {
+            return;
+        };
+        let (entry, state) = &mut self.entries[i];
+        let request_topic = ep.topic_name == entry.rq;
+        let conv = classify(entry.setting, &ep.guid);
+        // A server reads requests and writes replies; a client the opposite.
+        let server_side = request_topic != publication;
+        if entry.server_here && server_side && request_topic {
+            match ep.alive {
+                true => state.servers.insert(ep.guid, conv),
+                false => state.servers.remove(&ep.guid),
+            };
+            let has = |c| state.servers.values().any(|v| *v == c);
+            state.cyclone_gate.send_replace(has(Convention::Cyclone));
+            state.fast_gate.send_replace(has(Convention::Fast));
+            if ep.alive {
+                info!(service = %entry.local, vendor = vendor_name(vendor(&ep.guid)), convention = ?conv, "a local server of the service");
+            }
+        }
+        if !entry.server_here && !server_side && !ep.alive && publication {
+            if let Some(tx) = &state.leg {
+                let _ = tx.send(LegMsg::Forget(ep.guid));
+            }
+        }
+        if conv != Convention::Fast || !ep.alive || entry.server_here != server_side {
+            return;
+        }
+        if state.leg.is_some() {
+            return;
+        }
+        let types = match request_topic {
+            true => reply_type_of(&ep.type_name).map(|r| (ep.type_name.clone(), r)),
+            false => request_type_of(&ep.type_name).map(|r| (r, ep.type_name.clone())),
+        };
+        let Some((req_type, rep_type)) = types else {
+            warn!(service = %entry.local, ty = %ep.type_name, "not a service type (no _Request_/_Response_ suffix): not served in rmw_fastrtps's convention");
+            return;
+        };
+        let entry = entry.clone();
+        let Some(rtps) = self.participant() else {
+            return;
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let state = &mut self.entries[i].1;
+        state.leg = Some(tx);
+        let leg = Leg {
+            edge: self.edge.clone(),
+            entry,
+            req_type,
+            rep_type,
+            rtps,
+            views: self.views.clone(),
+        };
+        info!(service = %leg.entry.local, vendor = vendor_name(vendor(&ep.guid)), "a local endpoint in rmw_fastrtps's convention: serving it through RustDDS");
+        match leg.entry.server_here {
+            true => tokio::spawn(leg.serve(state.fast_gate.subscribe(), rx)),
+            false => tokio::spawn(leg.call(rx)),
+        };
+    }
+
+    /// The RustDDS participant, made on first need.
+    fn participant(&mut self) -> Option<RpcParticipant> {
+        if self.rtps.is_none() && !self.failed {
+            match RpcParticipant::new(self.domain, &self.networks) {
+                Ok(p) => {
+                    write(&self.views.own).push(p.guid_prefix());
+                    info!(domain = self.domain, prefix = %hex::encode(p.guid_prefix()), "RustDDS participant up (services in rmw_fastrtps's convention)");
+                    self.rtps = Some(p);
+                }
+                Err(e) => {
+                    self.failed = true;
+                    warn!("cannot serve services in rmw_fastrtps's convention: {e}");
+                }
+            }
+        }
+        self.rtps.clone()
+    }
+}
+
+/// The local addresses of the named interfaces, for the RustDDS participant (empty when no
+/// interface is named: RustDDS then uses all, as CycloneDDS does).
+pub fn interface_addresses(names: &[String]) -> Vec<IpAddr> {
+    if names.is_empty() {
+        return Vec::new();
+    }
+    #[cfg(unix)]
+    {
+        let Ok(addrs) = nix::ifaddrs::getifaddrs() else {
+            return Vec::new();
+        };
+        addrs
+            .filter(|a| names.contains(&a.interface_name))
+            .filter_map(|a| a.address?.as_sockaddr_in().map(|s| IpAddr::V4(s.ip())))
+            .collect()
+    }
+    #[cfg(not(unix))]
+    Vec::new()
+}
+
+/// One service's leg in rmw_fastrtps's convention.
+struct Leg {
+    edge: Edge,
+    entry: ServiceEntry,
+    req_type: String,
+    rep_type: String,
+    rtps: RpcParticipant,
+    views: Arc<Views>,
+}
+
+/// The next sample of a reader that may not exist yet.
+async fn next(r: &mut Option<RpcReader>) -> Option<RpcSample> {
+    match r {
+        Some(r) => r.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Writes with a writer that may block briefly (reliable, readers lagging): off the async
+/// workers.
+fn write_rpc(w: &RpcWriter, cdr: &[u8], related: SampleId) -> Result<SampleId, roam_dds::DdsError> {
+    tokio::task::block_in_place(|| w.write(cdr, Some(related)))
+}
+
+impl Leg {
+    fn topics(&self) -> (TopicRef, TopicRef) {
+        let realm = self.entry.realm.clone();
+        (
+            TopicRef::new(realm.clone(), service_request(&self.entry.remote)),
+            TopicRef::new(realm, service_reply(&self.entry.remote)),
+        )
+    }
+
+    fn spec(&self, ty: &str) -> StreamSpec {
+        let mut s = StreamSpec::new(ty);
+        s.clear_text = !self.entry.encrypt;
+        s
+    }
+
+    /// Clients here: their requests into the realm, the realm's replies back to them.
+    async fn call(self, mut msgs: mpsc::UnboundedReceiver<LegMsg>) {
+        let service = self.entry.local.clone();
+        let (request_topic, reply_topic) = self.topics();
+        let requests = match self
+            .edge
+            .publisher(&request_topic, self.spec(&self.req_type))
+            .await
+        {
+            Ok(p) => p,
+            Err(e) => return warn!(%service, "cannot export requests: {e}"),
+        };
+        let options = SubscriberOptions {
+            dds_type: Some(self.rep_type.clone()),
+            ..SubscriberOptions::default()
+        };
+        let mut replies = self.edge.subscriber(&reply_topic, options).await;
+        let mut demand = requests.demand();
+        let mut reader: Option<RpcReader> = None;
+        let mut writer: Option<RpcWriter> = None;
+        let mut clients = FastClients::default();
+        let (mut buf, mut body, mut sample) = (Vec::new(), Vec::new(), Vec::new());
+        let mut warned = false;
+        loop {
+            if reader.is_none() && *demand.borrow_and_update() && !replies.streams().is_empty() {
+                let qos = RpcQos::default();
+                match (
+                    self.rtps.reader(&self.entry.rq, &self.req_type, qos),
+                    self.rtps.writer(&self.entry.rr, &self.rep_type, qos),
+                ) {
+                    (Ok(r), Ok(w)) => {
+                        info!(%service, "the realm has a server: taking rmw_fastrtps clients' requests");
+                        reader = Some(r);
+                        writer = Some(w);
+                    }
+                    (Err(e), _) | (_, Err(e)) => {
+                        return warn!(%service, "cannot create RustDDS endpoints: {e}")
+                    }
+                }
+            }
+            tokio::select! {
+                s = next(&mut reader) => {
+                    let Some(s) = s else { break };
+                    // rmw_cyclonedds clients' requests are the CycloneDDS legs'.
+                    if !self.views.is_fast(self.entry.setting, &s.id.writer) {
+                        continue;
+                    }
+                    let id = clients.request(Instant::now(), s.id, s.related);
+                    write(&self.views.fast_clients).insert(id.client);
+                    if let Err(e) = wire::join(id, &s.cdr, &mut sample) {
+                        TopicStats::count(&requests.stats().failed);
+                        if !std::mem::replace(&mut warned, true) {
+                            warn!(%service, "dropped a malformed request: {e} (more are counted, not logged)");
+                        }
+                        continue;
+                    }
+                    if let Err(e) = requests.publish(&sample).await {
+                        debug!(%service, "cannot export a request: {e}");
+                    }
+                }
+                ev = replies.recv(&mut buf) => match ev {
+                    None => break,
+                    Some(Event::Message(_)) => {
+                        let Ok(h) = wire::body(&buf, &mut body) else {
+                            TopicStats::count(&replies.stats().failed);
+                            continue;
+                        };
+                        let (Some(to), Some(w)) = (clients.reply_to(Instant::now(), h.id), &writer) else {
+                            continue;
+                        };
+                        if let Err(e) = write_rpc(w, &body, to) {
+                            TopicStats::count(&replies.stats().failed);
+                            debug!(%service, "cannot write a reply: {e}");
+                        }
+                    }
+                    Some(_) => {}
+                },
+                r = demand.changed() => if r.is_err() { break },
+                m = msgs.recv() => match m {
+                    Some(LegMsg::Forget(g)) => {
+                        if let Some(id) = clients.forget(&g) {
+                            write(&self.views.fast_clients).remove(&id);
+                        }
+                    }
+                    None => break,
+                },
+            }
+        }
+    }
+
+    /// A server here: the realm's requests to it, its replies into the realm.
+    async fn serve(self, gate: watch::Receiver<bool>, mut msgs: mpsc::UnboundedReceiver<LegMsg>) {
+        let service = self.entry.local.clone();
+        let (request_topic, reply_topic) = self.topics();
+        let qos = RpcQos::default();
+        let (mut reader, w) = match (
+            self.rtps.reader(&self.entry.rr, &self.rep_type, qos),
+            self.rtps.writer(&self.entry.rq, &self.req_type, qos),
+        ) {
+            (Ok(r), Ok(w)) => (r, w),
+            (Err(e), _) | (_, Err(e)) => {
+                return warn!(%service, "cannot create RustDDS endpoints: {e}")
+            }
+        };
+        let replies = match self
+            .edge
+            .publisher(&reply_topic, self.spec(&self.rep_type))
+            .await
+        {
+            Ok(p) => p,
+            Err(e) => return warn!(%service, "cannot export replies: {e}"),
+        };
+        let options = SubscriberOptions {
+            dds_type: Some(self.req_type.clone()),
+            ..SubscriberOptions::default()
+        };
+        let mut requests = self.edge.subscriber(&request_topic, options).await;
+        info!(%service, "serving the realm's calls to a local server in rmw_fastrtps's convention");
+        // rmw_fastrtps's clients name their reply reader in each request, and servers
+        // answer to it; a server that answers to the request's own identity names the writer.
+        let ours = [w.guid(), reader.guid()];
+        let to_reader = SampleId {
+            writer: reader.guid(),
+            seq: SEQ_UNKNOWN,
+        };
+        let mut pending = PendingCalls::default();
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+        let (mut buf, mut body, mut sample) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut late, mut warned) = (0u64, false);
+        loop {
+            tokio::select! {
+                ev = requests.recv(&mut buf) => match ev {
+                    None => break,
+                    Some(Event::Message(_)) => {
+                        let h = match wire::body(&buf, &mut body) {
+                            Ok(h) => h,
+                            Err(e) => {
+                                TopicStats::count(&requests.stats().failed);
+                                if !std::mem::replace(&mut warned, true) {
+                                    warn!(%service, "dropped a malformed request: {e} (more are counted, not logged)");
+                                }
+                                continue;
+                            }
+                        };
+                        if !*gate.borrow() {
+                            // No server in this convention here (now): nobody to hand it to.
+                            continue;
+                        }
+                        match write_rpc(&w, &body, to_reader) {
+                            Ok(sid) => pending.insert(Instant::now(), sid.seq, h.id),
+                            Err(e) => {
+                                TopicStats::count(&requests.stats().failed);
+                                debug!(%service, "cannot write a request: {e}");
+                            }
+                        }
+                    }
+                    Some(_) => {}
+                },
+                s = reader.recv() => {
+                    let Some(s) = s else { break };
+                    // rmw_cyclonedds servers' replies are the CycloneDDS legs'.
+                    if !self.views.is_fast(self.entry.setting, &s.id.writer) {
+                        continue;
+                    }
+                    match pending.answer(Instant::now(), s.related, &ours) {
+                        Answer::Call(id) => {
+                            if wire::join(id, &s.cdr, &mut sample).is_err() {
+                                TopicStats::count(&replies.stats().failed);
+                                continue;
+                            }
+                            if let Err(e) = replies.publish(&sample).await {
+                                debug!(%service, "cannot export a reply: {e}");
+                            }
+                        }
+                        Answer::Late => late += 1,
+                        Answer::NotOurs => {}
+                    }
+                }
+                _ = tick.tick() => pending.expire(Instant::now()),
+                m = msgs.recv() => if m.is_none() { break },
+            }
+        }
+        info!(%service, late, expired = pending.expired, dropped = pending.dropped_full, "service leg ended");
+    }
+}

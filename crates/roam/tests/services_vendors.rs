@@ -1,0 +1,395 @@
+//! Services across DDS vendors and service conventions, through real `roam router` and
+//! `roam proxy` processes: clients in one DDS domain, the server in another.
+//!
+//! Peers: ros2-client (RustDDS, in this test process) with `ServiceMapping::Enhanced`, which is
+//! rmw_fastrtps's convention on the wire (no header; the request is known by its sample
+//! identity, the reply names it in `related_sample_identity`), and the Python cyclonedds
+//! AddTwoInts server and client (rmw_cyclonedds's convention: a header in the payload). The
+//! proxies run with `convention: auto` (the default): RustDDS and Fast DDS endpoints are
+//! served in rmw_fastrtps's convention, CycloneDDS ones in rmw_cyclonedds's.
+//!
+//! Everything stays on loopback (see tests/vendor.rs). Domains 210..219 and router ports
+//! 18610..18619 are this file's alone.
+
+mod common;
+
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+use ros2_client::dds::rustdds::DomainParticipantBuilder;
+use ros2_client::qos::{Durability, History, WhenFull};
+use ros2_client::{
+    Context, Message, Name, Node, NodeName, NodeOptions, QosProfile, ServiceMapping,
+    ServiceTypeName,
+};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct AddTwoIntsRequest {
+    a: i64,
+    b: i64,
+}
+impl Message for AddTwoIntsRequest {}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct AddTwoIntsResponse {
+    sum: i64,
+}
+impl Message for AddTwoIntsResponse {}
+
+/// A ROS 2 node on RustDDS in `domain`, on loopback only.
+fn rustdds_node(domain: u16, name: &str) -> Node {
+    let participant = DomainParticipantBuilder::new(domain)
+        .with_only_networks([Ipv4Addr::LOCALHOST])
+        .build()
+        .expect("RustDDS participant");
+    let context = Context::from_domain_participant(participant).expect("ros2-client context");
+    context
+        .new_node(
+            NodeName::new("/", name).unwrap(),
+            NodeOptions::new()
+                .enable_rosout(false)
+                .start_parameter_services(false),
+        )
+        .expect("ros2-client node")
+}
+
+/// rmw's services profile: reliable, volatile, keep last 10.
+fn services_qos() -> QosProfile {
+    QosProfile::publisher_default()
+        .reliability_reliable(WhenFull::DEFAULT)
+        .durability(Durability::Volatile)
+        .history(History::KeepLast { depth: 10 })
+}
+
+fn add_two_ints() -> (Name, ServiceTypeName) {
+    (
+        Name::new("/", "add_two_ints").unwrap(),
+        ServiceTypeName::new("example_interfaces", "AddTwoInts"),
+    )
+}
+
+/// A ros2-client AddTwoInts server on its own thread until dropped; counts what it served.
+struct RustServer {
+    stop: Arc<AtomicBool>,
+    served: Arc<AtomicU64>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl RustServer {
+    fn start(domain: u16, mapping: ServiceMapping) -> RustServer {
+        let stop = Arc::new(AtomicBool::new(false));
+        let served = Arc::new(AtomicU64::new(0));
+        let (stop2, served2) = (stop.clone(), served.clone());
+        let mut node = rustdds_node(domain, "rustdds_server");
+        let (name, ty) = add_two_ints();
+        let server = node
+            .create_server::<AddTwoIntsRequest, AddTwoIntsResponse>(
+                mapping,
+                &name,
+                &ty,
+                services_qos(),
+                services_qos(),
+            )
+            .expect("server");
+        let thread = std::thread::spawn(move || {
+            while !stop2.load(Ordering::Relaxed) {
+                match server.receive_request() {
+                    Ok(Some((id, r))) => {
+                        let sum = r.a + r.b;
+                        if server.send_response(id, AddTwoIntsResponse { sum }).is_ok() {
+                            served2.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    // Polling: ros2-client's synchronous server has no blocking receive.
+                    _ => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+            drop(server);
+            drop(node);
+        });
+        RustServer {
+            stop,
+            served,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for RustServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// What a ros2-client client got: the sums of the calls answered, in call order.
+type Answers = Arc<Mutex<Vec<(i64, i64, i64)>>>;
+
+/// A ros2-client AddTwoInts client on its own thread: calls `count` times with
+/// `a = base`, `b = call number`, one at a time, calling again when no answer comes within a
+/// second (as a ROS client would after its own timeout), until all are answered, `deadline`
+/// passes or it is dropped. Replies to other clients (and, for an Enhanced client, replies in
+/// rmw_cyclonedds's layout meant for other clients, which it cannot read) are ignored.
+struct RustClient {
+    stop: Arc<AtomicBool>,
+    answers: Answers,
+    /// Replies it read that answer other calls (another client's, or an earlier try).
+    foreign: Arc<AtomicU64>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl RustClient {
+    fn start(
+        domain: u16,
+        mapping: ServiceMapping,
+        name: &str,
+        base: i64,
+        count: i64,
+        deadline: Duration,
+    ) -> RustClient {
+        let stop = Arc::new(AtomicBool::new(false));
+        let answers: Answers = Arc::default();
+        let foreign = Arc::new(AtomicU64::new(0));
+        let (stop2, answers2, foreign2) = (stop.clone(), answers.clone(), foreign.clone());
+        let mut node = rustdds_node(domain, name);
+        let (svc, ty) = add_two_ints();
+        let client = node
+            .create_client::<AddTwoIntsRequest, AddTwoIntsResponse>(
+                mapping,
+                &svc,
+                &ty,
+                services_qos(),
+                services_qos(),
+            )
+            .expect("client");
+        let thread = std::thread::spawn(move || {
+            let end = Instant::now() + deadline;
+            let mut b = 1;
+            while b <= count && Instant::now() < end && !stop2.load(Ordering::Relaxed) {
+                let Ok(id) = client.send_request(AddTwoIntsRequest { a: base, b }) else {
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                };
+                let retry = Instant::now() + Duration::from_secs(1);
+                while Instant::now() < retry && !stop2.load(Ordering::Relaxed) {
+                    match client.receive_response() {
+                        Ok(Some((rid, r))) if rid == id => {
+                            answers2.lock().unwrap().push((base, b, r.sum));
+                            b += 1;
+                            break;
+                        }
+                        Ok(Some(_)) => {
+                            foreign2.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Ok(None) | Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                    }
+                }
+            }
+            drop(client);
+            drop(node);
+        });
+        RustClient {
+            stop,
+            answers,
+            foreign,
+            thread: Some(thread),
+        }
+    }
+
+    /// Waits until `count` calls are answered (or `timeout`); the answers.
+    fn wait(&self, count: usize, timeout: Duration) -> Vec<(i64, i64, i64)> {
+        let end = Instant::now() + timeout;
+        while Instant::now() < end && self.answers.lock().unwrap().len() < count {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.answers.lock().unwrap().clone()
+    }
+}
+
+impl Drop for RustClient {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Every answer is right for its own call: sum = a + b, calls 1..=count in order.
+fn assert_own_answers(
+    answers: &[(i64, i64, i64)],
+    base: i64,
+    count: i64,
+    logs: &dyn Fn() -> String,
+) {
+    let expected: Vec<(i64, i64, i64)> = (1..=count).map(|b| (base, b, base + b)).collect();
+    assert_eq!(answers, expected.as_slice(), "{}", logs());
+}
+
+/// The lines of a Python service.py client up to its "done".
+fn python_replies(c: &Proc, timeout: Duration, logs: &dyn Fn() -> String) -> Vec<String> {
+    let end = Instant::now() + timeout;
+    let mut replies = Vec::new();
+    while Instant::now() < end {
+        match c.line(Duration::from_millis(100)) {
+            Some(l) if l == "done" => return replies,
+            Some(l) => replies.push(l),
+            None => {}
+        }
+    }
+    panic!("the Python client did not finish ({replies:?}): {}", logs());
+}
+
+/// A router, the proxy of the server's domain and the proxy of the clients' domain, with
+/// `convention` (if any) in both service entries.
+struct Setup {
+    net: Net,
+    _router: Proc,
+    server_side: Proc,
+    client_side: Proc,
+}
+
+impl Setup {
+    fn new(test: &str, port: u16, server_domain: u32, client_domain: u32, extra: &str) -> Setup {
+        let net = Net::new(test);
+        let (router, addr) = net.router("cloud", &format!("127.0.0.1:{port}"), &[]);
+        let server_side = net.proxy(
+            "server-side",
+            server_domain,
+            &addr,
+            &format!("exports:\n  - service: /add_two_ints\n    realm: test\n{extra}"),
+        );
+        let client_side = net.proxy(
+            "client-side",
+            client_domain,
+            &addr,
+            &format!("imports:\n  - service: /add_two_ints\n    realm: test\n{extra}"),
+        );
+        Setup {
+            net,
+            _router: router,
+            server_side,
+            client_side,
+        }
+    }
+
+    fn logs(&self) -> String {
+        format!(
+            "\n--- server-side proxy:\n{}\n--- client-side proxy:\n{}",
+            self.server_side.logs(),
+            self.client_side.logs()
+        )
+    }
+}
+
+#[test]
+fn a_fast_convention_client_calls_a_fast_convention_server_through_roam() {
+    let s = Setup::new("svc-fast-fast", 18610, 210, 211, "");
+    let server = RustServer::start(210, ServiceMapping::Enhanced);
+    let client = RustClient::start(
+        211,
+        ServiceMapping::Enhanced,
+        "enhanced_client",
+        100,
+        5,
+        Duration::from_secs(60),
+    );
+    let answers = client.wait(5, Duration::from_secs(60));
+    assert_own_answers(&answers, 100, 5, &|| s.logs());
+    assert!(server.served.load(Ordering::Relaxed) >= 5);
+    assert!(
+        s.client_side
+            .wait_log("rmw_fastrtps's convention", Duration::from_secs(1)),
+        "{}",
+        s.logs()
+    );
+    drop(s.net);
+}
+
+#[test]
+fn a_fast_convention_client_calls_a_cyclonedds_server_through_roam() {
+    let s = Setup::new("svc-fast-cyclone", 18611, 212, 213, "");
+    let _server = python("server", "service.py", &["server", "212", "add_two_ints"]);
+    let client = RustClient::start(
+        213,
+        ServiceMapping::Enhanced,
+        "enhanced_client",
+        300,
+        5,
+        Duration::from_secs(60),
+    );
+    let answers = client.wait(5, Duration::from_secs(60));
+    assert_own_answers(&answers, 300, 5, &|| s.logs());
+}
+
+#[test]
+fn a_cyclonedds_client_calls_a_fast_convention_server_through_roam() {
+    let s = Setup::new("svc-cyclone-fast", 18612, 214, 215, "");
+    let server = RustServer::start(214, ServiceMapping::Enhanced);
+    // The server side must see its server before the client calls: the proxy hands
+    // requests to a server in the convention that server speaks.
+    assert!(
+        s.server_side
+            .wait_log("a local server of the service", Duration::from_secs(30)),
+        "{}",
+        s.logs()
+    );
+    let c = python(
+        "client",
+        "service.py",
+        &["client", "215", "add_two_ints", "4000", "5"],
+    );
+    let replies = python_replies(&c, Duration::from_secs(60), &|| s.logs());
+    let expected: Vec<String> = (1..=5).map(|b| format!("reply {b} {}", 4000 + b)).collect();
+    assert_eq!(replies, expected, "{}", s.logs());
+    assert!(server.served.load(Ordering::Relaxed) >= 5);
+}
+
+#[test]
+fn mixed_clients_at_once_each_get_exactly_their_own_answers() {
+    let s = Setup::new("svc-mixed", 18613, 216, 217, "");
+    let server = RustServer::start(216, ServiceMapping::Enhanced);
+    assert!(
+        s.server_side
+            .wait_log("a local server of the service", Duration::from_secs(30)),
+        "{}",
+        s.logs()
+    );
+    // Two clients in rmw_fastrtps's convention and one in rmw_cyclonedds's, in one domain,
+    // calling at the same time.
+    let a = RustClient::start(
+        217,
+        ServiceMapping::Enhanced,
+        "enhanced_a",
+        1000,
+        8,
+        Duration::from_secs(90),
+    );
+    let b = RustClient::start(
+        217,
+        ServiceMapping::Enhanced,
+        "enhanced_b",
+        2000,
+        8,
+        Duration::from_secs(90),
+    );
+    let c = python(
+        "client",
+        "service.py",
+        &["client", "217", "add_two_ints", "3000", "8"],
+    );
+    let replies = python_replies(&c, Duration::from_secs(90), &|| s.logs());
+    let expected: Vec<String> = (1..=8).map(|n| format!("reply {n} {}", 3000 + n)).collect();
+    assert_eq!(replies, expected, "{}", s.logs());
+    assert_own_answers(&a.wait(8, Duration::from_secs(60)), 1000, 8, &|| s.logs());
+    assert_own_answers(&b.wait(8, Duration::from_secs(60)), 2000, 8, &|| s.logs());
+    // Replies go to every client, as on DDS: each saw the other's and took only its own.
+    assert!(a.foreign.load(Ordering::Relaxed) + b.foreign.load(Ordering::Relaxed) > 0);
+    assert!(server.served.load(Ordering::Relaxed) >= 24);
+}
