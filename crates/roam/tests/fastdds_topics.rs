@@ -194,6 +194,34 @@ fn fast_sent(talker: &Proc) -> usize {
         .count()
 }
 
+/// A file a Fast DDS talker waits for (`--start-when`) before it publishes.
+struct Go(std::path::PathBuf);
+
+impl Go {
+    fn new(net: &Net, name: &str) -> Go {
+        Go(net.dir.join(format!("go-{name}")))
+    }
+
+    fn arg(&self) -> String {
+        self.0.to_string_lossy().into_owned()
+    }
+
+    fn now(&self) {
+        std::fs::write(&self.0, b"").unwrap();
+    }
+}
+
+/// Waits until a process's stderr says `needle` (e.g. a Fast DDS node's "reader matched 1").
+fn wait_for(p: &Proc, needle: &str, why: &dyn Fn() -> String) {
+    assert!(
+        p.wait_log(needle, T),
+        "{} never logged {needle:?}: {}\n{}",
+        p.name,
+        p.logs(),
+        why()
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // std_msgs/String both ways
 
@@ -209,6 +237,7 @@ fn a_fastdds_talker_reaches_a_cyclonedds_listener() {
     );
     let mut listener = python("listener", "listener.py", &[&p.b.to_string(), "rt/chatter"]);
     // Publishes once the exporting proxy's reader matched: the remote listener's demand made it.
+    let go = Go::new(&net, "talker");
     let mut talker = fastdds(
         "talker",
         "talk",
@@ -220,6 +249,8 @@ fn a_fastdds_talker_reaches_a_cyclonedds_listener() {
             "fast",
             "--wait-match",
             "1",
+            "--start-when",
+            &go.arg(),
             "--count",
             "60",
         ],
@@ -232,6 +263,12 @@ fn a_fastdds_talker_reaches_a_cyclonedds_listener() {
             base.logs()
         )
     };
+    // The talker matched the exporting proxy's reader (the remote listener's demand made it);
+    // it publishes once the importing proxy writes locally: that writer is new, and must
+    // match the listener before the first sample, or DDS's volatile semantics drop it.
+    wait_for(&talker, "writer matched 1", &why);
+    wait_for(&base, "remote topic announced", &why);
+    go.now();
     let got = run_until(&listener, "data: fast ", 59, &why);
     assert_eq!(got.len(), 60, "{}", why());
     // The proxy learned the type from Fast DDS's discovery data, as ROS 2 names it.
@@ -310,6 +347,7 @@ fn a_fastdds_talker_reaches_a_fastdds_listener() {
         &import("topic: /chatter"),
     );
     let mut listener = fastdds("listener", "listen", p.b, &["--topic", "rt/chatter"]);
+    let go = Go::new(&net, "talker");
     let mut talker = fastdds(
         "talker",
         "talk",
@@ -321,6 +359,8 @@ fn a_fastdds_talker_reaches_a_fastdds_listener() {
             "fast",
             "--wait-match",
             "1",
+            "--start-when",
+            &go.arg(),
             "--count",
             "60",
         ],
@@ -333,6 +373,11 @@ fn a_fastdds_talker_reaches_a_fastdds_listener() {
             base.logs()
         )
     };
+    // Both ends matched their proxy: the talker the exporter's reader, the listener the
+    // importer's writer (on Fast DDS this can take a second: samples before it are lost).
+    wait_for(&talker, "writer matched 1", &why);
+    wait_for(&listener, "reader matched 1", &why);
+    go.now();
     let got = run_until(&listener, "data: fast ", 59, &why);
     assert_eq!(got.len(), 60, "{}", why());
     stop(&mut [
@@ -560,6 +605,7 @@ fn a_keyed_fastdds_topic_reaches_live_fastdds_and_cyclonedds_listeners() {
             "10",
         ],
     );
+    let go = Go::new(&net, "talker");
     let mut talker = fastdds(
         "talker",
         "talk",
@@ -575,8 +621,13 @@ fn a_keyed_fastdds_topic_reaches_live_fastdds_and_cyclonedds_listeners() {
             "10",
             "--wait-match",
             "1",
+            "--start-when",
+            &go.arg(),
         ],
     );
+    wait_for(&talker, "writer matched 1", &why);
+    wait_for(&fast, "reader matched 1", &why);
+    go.now();
     assert!(wait_line(&talker, "written", T).is_some());
     for l in [&fast, &cyclone] {
         let got = lines(l, "data", 40, T);
@@ -823,6 +874,7 @@ fn a_20_mb_fastdds_message_arrives_whole() {
         p.b,
         &["--type", "blob", "--topic", "rt/big"],
     );
+    let go = Go::new(&net, "talker");
     let mut talker = fastdds(
         "talker",
         "talk",
@@ -840,8 +892,13 @@ fn a_20_mb_fastdds_message_arrives_whole() {
             "1",
             "--wait-match",
             "1",
+            "--start-when",
+            &go.arg(),
         ],
     );
+    wait_for(&talker, "writer matched 1", &|| why(&robot, &base));
+    wait_for(&listener, "reader matched 1", &|| why(&robot, &base));
+    go.now();
     let got = lines(&listener, "blob", 3, Duration::from_secs(60));
     let expected: Vec<String> = (0..3)
         .map(|i| format!("blob seq={i} len={SIZE} intact=yes"))
@@ -860,6 +917,7 @@ fn a_20_mb_fastdds_message_arrives_whole() {
         "listener.py",
         &[&p.b.to_string(), "rt/map", "--summary"],
     );
+    let go = Go::new(&net, "map");
     let mut map = fastdds(
         "map",
         "talk",
@@ -877,8 +935,15 @@ fn a_20_mb_fastdds_message_arrives_whole() {
             "1",
             "--wait-match",
             "1",
+            "--start-when",
+            &go.arg(),
         ],
     );
+    wait_for(&map, "writer matched 1", &|| why(&robot, &base));
+    wait_for(&base, "writing locally topic=rt/map", &|| {
+        why(&robot, &base)
+    });
+    go.now();
     let got = lines(&cyclone, "len:", 2, Duration::from_secs(60));
     let expected: Vec<String> = (0..2)
         .map(|i| {

@@ -26,6 +26,7 @@
 //   --rate HZ           talk: samples per second (20)
 //   --size BYTES        talk: string padding / blob payload size (0)
 //   --wait-match N      talk: wait for N matched readers before publishing (0)
+//   --start-when FILE   talk: then also wait until FILE exists
 //   --keys K --updates M  keyed talk: M updates of K instances, then "written"
 //   --summary           listen (string): "len: N fnv: HEX" instead of the text
 //   --calls N --a A --b B --timeout S   client: N calls (a+i, b), S seconds per call (10)
@@ -113,6 +114,7 @@ struct Args
     long long b = 2;
     double timeout = 10;
     bool legacy = false;
+    std::string start_when;
 };
 
 [[noreturn]] void usage(const char* why)
@@ -158,6 +160,7 @@ Args parse(int argc, char** argv)
         else if (k == "--b") a.b = std::stoll(val());
         else if (k == "--timeout") a.timeout = std::stod(val());
         else if (k == "--legacy") a.legacy = true;
+        else if (k == "--start-when") a.start_when = val();
         else usage(("unknown option " + k).c_str());
     }
     if (a.topic.empty())
@@ -358,6 +361,15 @@ int talk(const Args& a)
     out("ready");
     while (log.matched.load() < a.wait_match && !g_stop.load())
     {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    while (!a.start_when.empty() && !g_stop.load())
+    {
+        if (FILE* f = std::fopen(a.start_when.c_str(), "r"))
+        {
+            std::fclose(f);
+            break;
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
 
