@@ -727,6 +727,46 @@ fn a_keyed_fastdds_topic_keeps_every_instance_for_late_listeners() {
 }
 
 #[test]
+fn a_keyed_cyclonedds_topic_reaches_a_late_fastdds_listener_with_every_instance() {
+    // The other way: tests/py/keyed.py's CycloneDDS talker (8 robots x 5 updates, transient-
+    // local, keep last 1 per instance; CycloneDDS announces XTypes type information, so the
+    // proxy keeps the instances apart) and a Fast DDS listener that joins late on the far side.
+    let p = pair(4);
+    let net = Net::new("cyclone-keyed-to-fastdds");
+    let (mut cloud, mut robot, mut base) = deployment(
+        &net,
+        &p,
+        &export("dds_topic: fleet_state"),
+        &import("dds_topic: fleet_state"),
+    );
+    let why = || format!("robot: {}\nbase: {}", robot.logs(), base.logs());
+    let mut talker = python(
+        "talker",
+        "keyed.py",
+        &["talk", &p.a.to_string(), "fleet_state"],
+    );
+    assert!(wait_line(&talker, "written", T).is_some());
+    wait_imported(&base, "dds:fleet_state", 8);
+    let mut late = fastdds(
+        "late",
+        "listen",
+        p.b,
+        &[
+            "--type",
+            "keyed",
+            "--topic",
+            "fleet_state",
+            "--transient-local",
+        ],
+    );
+    let mut got: BTreeSet<String> = lines(&late, "data", 8, T).into_iter().collect();
+    got.extend(lines(&late, "data", 1, Duration::from_secs(1)));
+    assert_eq!(got, last_updates(), "late Fast DDS across roam.\n{}", why());
+    assert!(robot.logs().contains("keyed type resolved"), "{}", why());
+    stop(&mut [&mut late, &mut talker, &mut robot, &mut base, &mut cloud]);
+}
+
+#[test]
 fn a_late_listener_gets_a_finished_fastdds_talkers_latched_sample() {
     // The usual latched topic (/tf_static, /map, /robot_description: transient-local, depth
     // 1): a Fast DDS talker publishes 3 samples and then nothing; a Fast DDS and a CycloneDDS
