@@ -153,6 +153,28 @@ fn run_until(listener: &Proc, prefix: &str, last: u64, why: &dyn Fn() -> String)
     got
 }
 
+/// A late joiner's history: lines starting with `prefix`, the first within `T`, each next
+/// within 3 s (history comes in one burst), stopping at `n`; then 1 s more for any extra.
+/// Sorted (history arrives in no particular order across instances and writers).
+fn burst(p: &Proc, prefix: &str, n: usize) -> Vec<String> {
+    let mut out = lines(p, prefix, 1, T);
+    while !out.is_empty() && out.len() < n {
+        let next = lines(p, prefix, 1, Duration::from_secs(3));
+        if next.is_empty() {
+            break;
+        }
+        out.extend(next);
+    }
+    out.extend(lines(p, prefix, 1, Duration::from_secs(1)));
+    out.sort();
+    out
+}
+
+/// A set's members in order, to compare with [`burst`] (which keeps duplicates).
+fn sorted(set: BTreeSet<String>) -> Vec<String> {
+    set.into_iter().collect()
+}
+
 /// The most samples a proxy's status lines report imported (written to its domain) or
 /// exported (sealed) for `topic` so far.
 fn samples_logged(p: &Proc, dir: &str, topic: &str) -> u64 {
@@ -687,17 +709,20 @@ fn a_keyed_fastdds_topic_keeps_every_instance_for_late_listeners() {
             "--transient-local",
         ],
     );
-    let mut got: BTreeSet<String> = lines(&native, "data", 8, T).into_iter().collect();
-    got.extend(lines(&native, "data", 1, Duration::from_secs(1)));
-    assert_eq!(got, last_updates(), "natively");
+    let got = burst(&native, "data", 8);
+    assert_eq!(got, sorted(last_updates()), "natively");
 
     assert!(base.wait_log("remote topic announced", T), "{}", why());
     // A live CycloneDDS listener on the far side.
     let dom_b = p.b.to_string();
     let mut live = python("live", "keyed.py", &["listen", &dom_b, "fleet_state"]);
-    let mut first: BTreeSet<String> = lines(&live, "data", 8, T).into_iter().collect();
-    first.extend(lines(&live, "data", 1, Duration::from_secs(1)));
-    assert_eq!(first, last_updates(), "CycloneDDS across roam.\n{}", why());
+    let first = burst(&live, "data", 8);
+    assert_eq!(
+        first,
+        sorted(last_updates()),
+        "CycloneDDS across roam.\n{}",
+        why()
+    );
     wait_imported(&base, "dds:fleet_state", 8);
     // A late Fast DDS listener on the far side.
     let mut late = fastdds(
@@ -712,9 +737,13 @@ fn a_keyed_fastdds_topic_keeps_every_instance_for_late_listeners() {
             "--transient-local",
         ],
     );
-    let mut got: BTreeSet<String> = lines(&late, "data", 8, T).into_iter().collect();
-    got.extend(lines(&late, "data", 1, Duration::from_secs(1)));
-    assert_eq!(got, last_updates(), "late Fast DDS across roam.\n{}", why());
+    let got = burst(&late, "data", 8);
+    assert_eq!(
+        got,
+        sorted(last_updates()),
+        "late Fast DDS across roam.\n{}",
+        why()
+    );
     stop(&mut [
         &mut late,
         &mut live,
@@ -759,9 +788,13 @@ fn a_keyed_cyclonedds_topic_reaches_a_late_fastdds_listener_with_every_instance(
             "--transient-local",
         ],
     );
-    let mut got: BTreeSet<String> = lines(&late, "data", 8, T).into_iter().collect();
-    got.extend(lines(&late, "data", 1, Duration::from_secs(1)));
-    assert_eq!(got, last_updates(), "late Fast DDS across roam.\n{}", why());
+    let got = burst(&late, "data", 8);
+    assert_eq!(
+        got,
+        sorted(last_updates()),
+        "late Fast DDS across roam.\n{}",
+        why()
+    );
     assert!(robot.logs().contains("keyed type resolved"), "{}", why());
     stop(&mut [&mut late, &mut talker, &mut robot, &mut base, &mut cloud]);
 }
@@ -803,8 +836,7 @@ fn a_late_listener_gets_a_finished_fastdds_talkers_latched_sample() {
         p.b,
         &["--topic", "rt/latched", "--transient-local", "--depth", "1"],
     );
-    let mut got = lines(&fast, "data:", 1, T);
-    got.extend(lines(&fast, "data:", 1, Duration::from_secs(1)));
+    let got = burst(&fast, "data:", 1);
     assert_eq!(
         got,
         ["data: latched 2"],
@@ -816,8 +848,7 @@ fn a_late_listener_gets_a_finished_fastdds_talkers_latched_sample() {
         "listener.py",
         &[&p.b.to_string(), "rt/latched", "--transient-local"],
     );
-    let mut got = lines(&cyclone, "data:", 1, T);
-    got.extend(lines(&cyclone, "data:", 1, Duration::from_secs(1)));
+    let got = burst(&cyclone, "data:", 1);
     assert_eq!(
         got,
         ["data: latched 2"],
@@ -871,18 +902,26 @@ fn a_late_listener_gets_a_finished_fastdds_talkers_transient_local_samples() {
         p.b,
         &["--topic", "rt/latched", "--transient-local"],
     );
-    let mut got: BTreeSet<String> = lines(&fast, "data:", 5, T).into_iter().collect();
-    got.extend(lines(&fast, "data:", 1, Duration::from_secs(1)));
-    assert_eq!(got, expected, "late Fast DDS listener.\n{}", why());
+    let got = burst(&fast, "data:", 5);
+    assert_eq!(
+        got,
+        sorted(expected.clone()),
+        "late Fast DDS listener.\n{}",
+        why()
+    );
     wait_imported(&base, "/latched", 5);
     let mut cyclone = python(
         "late-cyclone",
         "listener.py",
         &[&p.b.to_string(), "rt/latched", "--transient-local"],
     );
-    let mut got: BTreeSet<String> = lines(&cyclone, "data:", 5, T).into_iter().collect();
-    got.extend(lines(&cyclone, "data:", 1, Duration::from_secs(1)));
-    assert_eq!(got, expected, "late CycloneDDS listener.\n{}", why());
+    let got = burst(&cyclone, "data:", 5);
+    assert_eq!(
+        got,
+        sorted(expected.clone()),
+        "late CycloneDDS listener.\n{}",
+        why()
+    );
     stop(&mut [
         &mut fast,
         &mut cyclone,
