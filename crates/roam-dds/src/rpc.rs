@@ -177,7 +177,10 @@ impl RpcParticipant {
         let w: DataWriter<Raw, RawAdapter> = publisher
             .create_datawriter_no_key(&t, Some(q))
             .map_err(|e| err("RustDDS writer", e))?;
-        Ok(RpcWriter { w })
+        Ok(RpcWriter {
+            w,
+            matched: std::sync::Mutex::new(Default::default()),
+        })
     }
 }
 
@@ -229,6 +232,7 @@ impl RpcReader {
 /// Writes raw samples, naming a related sample when asked.
 pub struct RpcWriter {
     w: DataWriter<Raw, RawAdapter>,
+    matched: std::sync::Mutex<std::collections::HashSet<Guid>>,
 }
 
 impl RpcWriter {
@@ -250,6 +254,36 @@ impl RpcWriter {
     /// This writer's GUID.
     pub fn guid(&self) -> Guid {
         self.w.guid().to_bytes()
+    }
+
+    /// How many readers this writer has matched now.
+    pub fn matched_readers(&self) -> usize {
+        self.matched().len()
+    }
+
+    /// Whether this writer has matched a reader of the participant that owns `guid` (a
+    /// reader, or another endpoint of the same participant).
+    pub fn reaches(&self, guid: &Guid) -> bool {
+        self.matched().iter().any(|r| r[..12] == guid[..12])
+    }
+
+    /// The readers matched now, from the writer's status events (drained here).
+    fn matched(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<Guid>> {
+        use rustdds::{DataWriterStatus, StatusEvented};
+        let mut m = self.matched.lock().unwrap_or_else(|p| p.into_inner());
+        while let Some(ev) = self.w.try_recv_status() {
+            if let DataWriterStatus::PublicationMatched {
+                current, reader, ..
+            } = ev
+            {
+                match current.count_change() {
+                    c if c > 0 => m.insert(reader.to_bytes()),
+                    c if c < 0 => m.remove(&reader.to_bytes()),
+                    _ => false,
+                };
+            }
+        }
+        m
     }
 }
 
