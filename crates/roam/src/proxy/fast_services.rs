@@ -48,6 +48,9 @@ use super::convention::{
 };
 use super::import::PROXY_MARK;
 
+/// How long a reply waits for its client's reader to match the proxy's reply writer.
+const REPLY_MATCH_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// One configured service, as this proxy serves it.
 #[derive(Clone, Debug)]
 pub struct ServiceEntry {
@@ -119,54 +122,90 @@ struct EntryState {
     leg: Option<mpsc::UnboundedSender<LegMsg>>,
 }
 
+/// The RustDDS participant, made on first need and shared by the legs.
+struct Rtps {
+    domain: u16,
+    networks: Vec<IpAddr>,
+    views: Arc<Views>,
+    /// The participant, or `Err(())` once it could not be made (said once).
+    made: std::sync::Mutex<Option<Result<RpcParticipant, ()>>>,
+}
+
+impl Rtps {
+    fn get(&self) -> Option<RpcParticipant> {
+        let mut made = self.made.lock().unwrap_or_else(|p| p.into_inner());
+        if made.is_none() {
+            *made = Some(match RpcParticipant::new(self.domain, &self.networks) {
+                Ok(p) => {
+                    write(&self.views.own).push(p.guid_prefix());
+                    info!(domain = self.domain, prefix = %hex::encode(p.guid_prefix()), "RustDDS participant up (services in rmw_fastrtps's convention)");
+                    Ok(p)
+                }
+                Err(e) => {
+                    warn!("cannot serve services in rmw_fastrtps's convention: {e}");
+                    Err(())
+                }
+            });
+        }
+        made.as_ref().and_then(|m| m.as_ref().ok().cloned())
+    }
+}
+
 /// The services of one proxy in rmw_fastrtps's convention. Fed every DDS discovery event.
 pub struct FastServices {
     edge: Edge,
     entries: Vec<(ServiceEntry, EntryState)>,
     views: Arc<Views>,
-    domain: u16,
-    networks: Vec<IpAddr>,
-    rtps: Option<RpcParticipant>,
-    /// The RustDDS participant could not be made (said once).
-    failed: bool,
+    rtps: Arc<Rtps>,
 }
 
 impl FastServices {
-    /// `networks`: the local addresses the RustDDS participant may use (empty: all).
+    /// `networks`: the local addresses the RustDDS participant may use (empty: all). Starts
+    /// the leg of every service whose clients are here and may speak rmw_fastrtps's
+    /// convention: it follows the realm and makes its RustDDS endpoints (and the participant)
+    /// only once the realm has a server, so they exist before a local client's
+    /// `wait_for_service` can succeed on CycloneDDS endpoints alone.
     pub fn new(edge: Edge, entries: Vec<ServiceEntry>, domain: u16, networks: Vec<IpAddr>) -> Self {
+        let views = Arc::new(Views::default());
+        let rtps = Arc::new(Rtps {
+            domain,
+            networks,
+            views: views.clone(),
+            made: std::sync::Mutex::new(None),
+        });
         let entries = entries
             .into_iter()
             .map(|e| {
-                let state = EntryState {
+                let mut state = EntryState {
                     servers: HashMap::new(),
                     cyclone_gate: watch::channel(false).0,
                     fast_gate: watch::channel(false).0,
                     leg: None,
                 };
+                if !e.server_here && e.setting != Setting::Cyclone {
+                    let (tx, rx) = mpsc::unbounded_channel();
+                    state.leg = Some(tx);
+                    let leg = Leg {
+                        edge: edge.clone(),
+                        entry: e.clone(),
+                        rtps: rtps.clone(),
+                        views: views.clone(),
+                    };
+                    tokio::spawn(leg.call(rx));
+                }
                 (e, state)
             })
             .collect();
         FastServices {
             edge,
             entries,
-            views: Arc::new(Views::default()),
-            domain,
-            networks,
-            rtps: None,
-            failed: false,
+            views,
+            rtps,
         }
     }
 
     pub fn views(&self) -> Arc<Views> {
         self.views.clone()
-    }
-
-    /// The setting of the service whose request or reply topic is `dds_topic`, if any.
-    pub fn setting_of(&self, dds_topic: &str) -> Option<Setting> {
-        self.entries
-            .iter()
-            .find(|(e, _)| e.rq == dds_topic || e.rr == dds_topic)
-            .map(|(e, _)| e.setting)
     }
 
     /// For the CycloneDDS import of a served service's request topic: whether an
@@ -178,8 +217,9 @@ impl FastServices {
             .map(|(_, s)| s.cyclone_gate.subscribe())
     }
 
-    /// Follows one discovery event: local servers and their conventions, and the legs that
-    /// endpoints in rmw_fastrtps's convention need.
+    /// Follows one discovery event: the local servers of served services and their
+    /// conventions (a server leg starts with the first one in rmw_fastrtps's), and the local
+    /// clients that leave.
     pub fn observe(&mut self, participant: &Participant, ev: &DiscoveryEvent) {
         let ep = ev.endpoint();
         if participant.owns(ep) || self.views.is_own(&ep.guid) {
@@ -204,77 +244,50 @@ impl FastServices {
         let (entry, state) = &mut self.entries[i];
         let request_topic = ep.topic_name == entry.rq;
         let conv = classify(entry.setting, &ep.guid);
-        // A server reads requests and writes replies; a client the opposite.
-        let server_side = request_topic != publication;
-        if entry.server_here && server_side && request_topic {
-            match ep.alive {
-                true => state.servers.insert(ep.guid, conv),
-                false => state.servers.remove(&ep.guid),
-            };
-            let has = |c| state.servers.values().any(|v| *v == c);
-            state.cyclone_gate.send_replace(has(Convention::Cyclone));
-            state.fast_gate.send_replace(has(Convention::Fast));
-            if ep.alive {
-                info!(service = %entry.local, vendor = vendor_name(vendor(&ep.guid)), convention = ?conv, "a local server of the service");
+        if !entry.server_here {
+            // A client's request writer left: forget its id.
+            if request_topic && publication && !ep.alive {
+                if let Some(tx) = &state.leg {
+                    let _ = tx.send(LegMsg::Forget(ep.guid));
+                }
             }
-        }
-        if !entry.server_here && !server_side && !ep.alive && publication {
-            if let Some(tx) = &state.leg {
-                let _ = tx.send(LegMsg::Forget(ep.guid));
-            }
-        }
-        if conv != Convention::Fast || !ep.alive || entry.server_here != server_side {
             return;
         }
-        if state.leg.is_some() {
+        // Servers are the readers of the request topic.
+        if !request_topic || publication {
             return;
         }
-        let types = match request_topic {
-            true => reply_type_of(&ep.type_name).map(|r| (ep.type_name.clone(), r)),
-            false => request_type_of(&ep.type_name).map(|r| (r, ep.type_name.clone())),
+        match ep.alive {
+            true => state.servers.insert(ep.guid, conv),
+            false => state.servers.remove(&ep.guid),
         };
-        let Some((req_type, rep_type)) = types else {
-            warn!(service = %entry.local, ty = %ep.type_name, "not a service type (no _Request_/_Response_ suffix): not served in rmw_fastrtps's convention");
+        let has = |c| state.servers.values().any(|v| *v == c);
+        state.cyclone_gate.send_replace(has(Convention::Cyclone));
+        state.fast_gate.send_replace(has(Convention::Fast));
+        if !ep.alive {
             return;
-        };
-        let entry = entry.clone();
-        let Some(rtps) = self.participant() else {
+        }
+        info!(service = %entry.local, vendor = vendor_name(vendor(&ep.guid)), convention = ?conv, "a local server of the service");
+        if conv != Convention::Fast || state.leg.is_some() {
+            return;
+        }
+        let Some(rep_type) = reply_type_of(&ep.type_name) else {
+            warn!(service = %entry.local, ty = %ep.type_name, "not a service type (no _Request_ suffix): not served in rmw_fastrtps's convention");
             return;
         };
         let (tx, rx) = mpsc::unbounded_channel();
-        let state = &mut self.entries[i].1;
         state.leg = Some(tx);
         let leg = Leg {
             edge: self.edge.clone(),
-            entry,
-            req_type,
-            rep_type,
-            rtps,
+            entry: entry.clone(),
+            rtps: self.rtps.clone(),
             views: self.views.clone(),
         };
-        info!(service = %leg.entry.local, vendor = vendor_name(vendor(&ep.guid)), "a local endpoint in rmw_fastrtps's convention: serving it through RustDDS");
-        match leg.entry.server_here {
-            true => tokio::spawn(leg.serve(state.fast_gate.subscribe(), rx)),
-            false => tokio::spawn(leg.call(rx)),
-        };
-    }
-
-    /// The RustDDS participant, made on first need.
-    fn participant(&mut self) -> Option<RpcParticipant> {
-        if self.rtps.is_none() && !self.failed {
-            match RpcParticipant::new(self.domain, &self.networks) {
-                Ok(p) => {
-                    write(&self.views.own).push(p.guid_prefix());
-                    info!(domain = self.domain, prefix = %hex::encode(p.guid_prefix()), "RustDDS participant up (services in rmw_fastrtps's convention)");
-                    self.rtps = Some(p);
-                }
-                Err(e) => {
-                    self.failed = true;
-                    warn!("cannot serve services in rmw_fastrtps's convention: {e}");
-                }
-            }
-        }
-        self.rtps.clone()
+        tokio::spawn(leg.serve(
+            (ep.type_name.clone(), rep_type),
+            state.fast_gate.subscribe(),
+            rx,
+        ));
     }
 }
 
@@ -302,9 +315,7 @@ pub fn interface_addresses(names: &[String]) -> Vec<IpAddr> {
 struct Leg {
     edge: Edge,
     entry: ServiceEntry,
-    req_type: String,
-    rep_type: String,
-    rtps: RpcParticipant,
+    rtps: Arc<Rtps>,
     views: Arc<Views>,
 }
 
@@ -312,6 +323,14 @@ struct Leg {
 async fn next(r: &mut Option<RpcReader>) -> Option<RpcSample> {
     match r {
         Some(r) => r.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The next change of a watch that may not exist yet.
+async fn changed(w: &mut Option<watch::Receiver<bool>>) -> Result<(), watch::error::RecvError> {
+    match w {
+        Some(w) => w.changed().await,
         None => std::future::pending().await,
     }
 }
@@ -337,38 +356,57 @@ impl Leg {
         s
     }
 
-    /// Clients here: their requests into the realm, the realm's replies back to them.
+    /// Clients here: their requests into the realm, the realm's replies back to them. The
+    /// service's types come from the realm's reply streams (a server announces them).
     async fn call(self, mut msgs: mpsc::UnboundedReceiver<LegMsg>) {
         let service = self.entry.local.clone();
         let (request_topic, reply_topic) = self.topics();
-        let requests = match self
+        let mut replies = self
             .edge
-            .publisher(&request_topic, self.spec(&self.req_type))
-            .await
-        {
-            Ok(p) => p,
-            Err(e) => return warn!(%service, "cannot export requests: {e}"),
-        };
-        let options = SubscriberOptions {
-            dds_type: Some(self.rep_type.clone()),
-            ..SubscriberOptions::default()
-        };
-        let mut replies = self.edge.subscriber(&reply_topic, options).await;
-        let mut demand = requests.demand();
+            .subscriber(&reply_topic, SubscriberOptions::default())
+            .await;
+        let mut requests: Option<roam_edge::Publisher> = None;
+        let mut demand: Option<watch::Receiver<bool>> = None;
+        let mut types: Option<(String, String)> = None;
         let mut reader: Option<RpcReader> = None;
         let mut writer: Option<RpcWriter> = None;
         let mut clients = FastClients::default();
         let (mut buf, mut body, mut sample) = (Vec::new(), Vec::new(), Vec::new());
-        let mut warned = false;
+        let (mut warned, mut gave_up) = (false, false);
         loop {
-            if reader.is_none() && *demand.borrow_and_update() && !replies.streams().is_empty() {
+            if types.is_none() {
+                let announced = replies.streams().into_values().next().map(|s| s.dds_type);
+                if let Some(rep) = announced {
+                    match request_type_of(&rep) {
+                        Some(req) => types = Some((req, rep)),
+                        None if !gave_up => {
+                            gave_up = true;
+                            warn!(%service, ty = %rep, "the realm's replies are not of a service type (no _Response_ suffix): rmw_fastrtps clients are not served");
+                        }
+                        None => {}
+                    }
+                }
+            }
+            if let (None, Some((req, _))) = (&requests, &types) {
+                match self.edge.publisher(&request_topic, self.spec(req)).await {
+                    Ok(p) => {
+                        demand = Some(p.demand());
+                        requests = Some(p);
+                    }
+                    Err(e) => return warn!(%service, "cannot export requests: {e}"),
+                }
+            }
+            let server = demand.as_mut().is_some_and(|d| *d.borrow_and_update())
+                && !replies.streams().is_empty();
+            if let (None, true, Some((req, rep))) = (&reader, server, &types) {
+                let Some(rtps) = self.rtps.get() else { return };
                 let qos = RpcQos::default();
                 match (
-                    self.rtps.reader(&self.entry.rq, &self.req_type, qos),
-                    self.rtps.writer(&self.entry.rr, &self.rep_type, qos),
+                    rtps.reader(&self.entry.rq, req, qos),
+                    rtps.writer(&self.entry.rr, rep, qos),
                 ) {
                     (Ok(r), Ok(w)) => {
-                        info!(%service, "the realm has a server: taking rmw_fastrtps clients' requests");
+                        info!(%service, "the realm has a server: taking the requests of clients in rmw_fastrtps's convention");
                         reader = Some(r);
                         writer = Some(w);
                     }
@@ -379,7 +417,7 @@ impl Leg {
             }
             tokio::select! {
                 s = next(&mut reader) => {
-                    let Some(s) = s else { break };
+                    let (Some(s), Some(requests)) = (s, &requests) else { break };
                     // rmw_cyclonedds clients' requests are the CycloneDDS legs'.
                     if !self.views.is_fast(self.entry.setting, &s.id.writer) {
                         continue;
@@ -407,6 +445,12 @@ impl Leg {
                         let (Some(to), Some(w)) = (clients.reply_to(Instant::now(), h.id), &writer) else {
                             continue;
                         };
+                        // As rmw_fastrtps's servers do: a client that matched the CycloneDDS
+                        // reply writer first may not have matched this one yet.
+                        let until = Instant::now() + REPLY_MATCH_WAIT;
+                        while !w.reaches(&to.writer) && Instant::now() < until {
+                            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                        }
                         if let Err(e) = write_rpc(w, &body, to) {
                             TopicStats::count(&replies.stats().failed);
                             debug!(%service, "cannot write a reply: {e}");
@@ -414,7 +458,7 @@ impl Leg {
                     }
                     Some(_) => {}
                 },
-                r = demand.changed() => if r.is_err() { break },
+                r = changed(&mut demand) => if r.is_err() { break },
                 m = msgs.recv() => match m {
                     Some(LegMsg::Forget(g)) => {
                         if let Some(id) = clients.forget(&g) {
@@ -428,29 +472,45 @@ impl Leg {
     }
 
     /// A server here: the realm's requests to it, its replies into the realm.
-    async fn serve(self, gate: watch::Receiver<bool>, mut msgs: mpsc::UnboundedReceiver<LegMsg>) {
+    async fn serve(
+        self,
+        (req_type, rep_type): (String, String),
+        gate: watch::Receiver<bool>,
+        mut msgs: mpsc::UnboundedReceiver<LegMsg>,
+    ) {
         let service = self.entry.local.clone();
         let (request_topic, reply_topic) = self.topics();
+        let Some(rtps) = self.rtps.get() else { return };
+        info!(%service, "a local server in rmw_fastrtps's convention: serving it through RustDDS");
         let qos = RpcQos::default();
         let (mut reader, w) = match (
-            self.rtps.reader(&self.entry.rr, &self.rep_type, qos),
-            self.rtps.writer(&self.entry.rq, &self.req_type, qos),
+            rtps.reader(&self.entry.rr, &rep_type, qos),
+            rtps.writer(&self.entry.rq, &req_type, qos),
         ) {
             (Ok(r), Ok(w)) => (r, w),
             (Err(e), _) | (_, Err(e)) => {
                 return warn!(%service, "cannot create RustDDS endpoints: {e}")
             }
         };
+        // The realm learns of the server (the reply stream) only once the server matched the
+        // writer that hands it requests: a call made on that news is not written into the void.
+        let mut poll = tokio::time::interval(std::time::Duration::from_millis(20));
+        while w.matched_readers() == 0 {
+            tokio::select! {
+                _ = poll.tick() => {}
+                m = msgs.recv() => if m.is_none() { return },
+            }
+        }
         let replies = match self
             .edge
-            .publisher(&reply_topic, self.spec(&self.rep_type))
+            .publisher(&reply_topic, self.spec(&rep_type))
             .await
         {
             Ok(p) => p,
             Err(e) => return warn!(%service, "cannot export replies: {e}"),
         };
         let options = SubscriberOptions {
-            dds_type: Some(self.req_type.clone()),
+            dds_type: Some(req_type.clone()),
             ..SubscriberOptions::default()
         };
         let mut requests = self.edge.subscriber(&request_topic, options).await;
