@@ -104,6 +104,30 @@ fn depth_of(h: History) -> u32 {
     }
 }
 
+/// The history depth a stream announces for a publisher that does not say its own.
+///
+/// The DDS standard leaves HISTORY out of a publication's discovery data; CycloneDDS adds it,
+/// Fast DDS (rmw_fastrtps), RustDDS and others do not, and CycloneDDS then reports the DDS
+/// default, keep last 1. Taken at its word, an importer would keep one sample where the
+/// publisher keeps several: a late joiner of a latched topic would get only the newest, and
+/// for a keyed type the proxy cannot resolve (forwarded as one keyless stream) only the
+/// newest instance. So a publisher whose GUID does not carry CycloneDDS's vendor id counts as
+/// keeping at least this many, the ROS 2 default depth (`rclcpp::QoS(10)`). A late joiner
+/// keeps what its own depth allows, so a depth-1 subscriber still ends with the newest only.
+pub const UNANNOUNCED_DEPTH: u32 = 10;
+
+/// CycloneDDS's RTPS vendor id, at the head of the GUIDs it makes.
+const VENDOR_ECLIPSE: [u8; 2] = [0x01, 0x10];
+
+/// The depth to announce for `guid`'s publication, whose discovered history is `h`.
+fn publisher_depth(guid: &Guid, h: History) -> u32 {
+    match depth_of(h) {
+        0 => 0,
+        d if guid[..2] == VENDOR_ECLIPSE => d,
+        d => d.max(UNANNOUNCED_DEPTH),
+    }
+}
+
 impl ExportPlan {
     /// A local publication appeared (or its QoS changed).
     pub fn publication_up(&mut self, guid: Guid, dds_type: &str, keyed: bool, qos: Qos) {
@@ -118,7 +142,7 @@ impl ExportPlan {
             guid,
             Member {
                 stream: StreamKey { class, publisher },
-                depth: depth_of(qos.history),
+                depth: publisher_depth(&guid, qos.history),
                 gone_until: None,
             },
         );
@@ -236,8 +260,41 @@ mod tests {
 
     const STRING: &str = "std_msgs::msg::dds_::String_";
 
+    /// A CycloneDDS publication's GUID (vendor id 01.10 at its head).
     fn guid(n: u8) -> Guid {
-        [n; 16]
+        let mut g = [n; 16];
+        g[..2].copy_from_slice(&VENDOR_ECLIPSE);
+        g
+    }
+
+    /// A Fast DDS publication's GUID (vendor id 01.0f).
+    fn fastdds_guid(n: u8) -> Guid {
+        let mut g = [n; 16];
+        g[..2].copy_from_slice(&[0x01, 0x0f]);
+        g
+    }
+
+    #[test]
+    fn a_publisher_that_does_not_announce_its_history_counts_as_the_ros_default_depth() {
+        let mut p = ExportPlan::default();
+        // Fast DDS announced no HISTORY: CycloneDDS reports keep last 1.
+        p.publication_up(fastdds_guid(1), STRING, false, Qos::latched(1));
+        let streams = p.streams();
+        let (_, q) = streams.iter().next().unwrap();
+        assert_eq!(q.depth, UNANNOUNCED_DEPTH);
+        // A deeper announcement (a vendor that does send it) and keep-all stay as they are.
+        p.publication_up(fastdds_guid(1), STRING, false, Qos::latched(50));
+        assert_eq!(p.streams().values().next().unwrap().depth, 50);
+        let keep_all = Qos {
+            history: History::KeepAll,
+            ..Qos::latched(1)
+        };
+        p.publication_up(fastdds_guid(1), STRING, false, keep_all);
+        assert_eq!(p.streams().values().next().unwrap().depth, 0);
+        // A CycloneDDS publisher's depth is its own.
+        let mut c = ExportPlan::default();
+        c.publication_up(guid(2), STRING, false, Qos::latched(1));
+        assert_eq!(c.streams().values().next().unwrap().depth, 1);
     }
 
     fn volatile(depth: u32) -> Qos {
