@@ -377,3 +377,29 @@ fn an_mqtt_section_takes_mqtt_clients_keys_and_points_at_its_mistakes() {
         );
     }
 }
+
+#[test]
+fn a_service_says_where_its_endpoints_carry_call_identities_and_only_services_do() {
+    use super::super::convention::Setting;
+    let c = ProxyConfig::parse(GOOD, "robot.yaml").unwrap();
+    assert_eq!(c.exports[1].convention, Setting::Auto);
+    let fast = GOOD.replace(
+        "  - service: /add_two_ints\n    realm: warehouse\n",
+        "  - service: /add_two_ints\n    realm: warehouse\n    convention: fastdds\n",
+    );
+    let c = ProxyConfig::parse(&fast, "robot.yaml").unwrap();
+    assert_eq!(c.exports[1].convention, Setting::Fast);
+    let e = err(&GOOD.replace(
+        "  - service: /add_two_ints\n    realm: warehouse\n",
+        "  - service: /add_two_ints\n    realm: warehouse\n    convention: fastrtps\n",
+    ));
+    assert!(e.contains("line 15") && e.contains("fastdds"), "{e}");
+    let e = err(&GOOD.replace(
+        "    as: /plan\n",
+        "    as: /plan\n    convention: cyclonedds\n",
+    ));
+    assert!(
+        e.contains("imports[0].convention: `convention` applies to services only"),
+        "{e}"
+    );
+}
