@@ -259,19 +259,29 @@ struct Setup {
 
 impl Setup {
     fn new(test: &str, port: u16, server_domain: u32, client_domain: u32, extra: &str) -> Setup {
+        Self::with(test, port, (server_domain, extra), (client_domain, extra))
+    }
+
+    /// With each side's own extra lines in its service entry.
+    fn with(
+        test: &str,
+        port: u16,
+        (server_domain, server_extra): (u32, &str),
+        (client_domain, client_extra): (u32, &str),
+    ) -> Setup {
         let net = Net::new(test);
         let (router, addr) = net.router("cloud", &format!("127.0.0.1:{port}"), &[]);
         let server_side = net.proxy(
             "server-side",
             server_domain,
             &addr,
-            &format!("exports:\n  - service: /add_two_ints\n    realm: test\n{extra}"),
+            &format!("exports:\n  - service: /add_two_ints\n    realm: test\n{server_extra}"),
         );
         let client_side = net.proxy(
             "client-side",
             client_domain,
             &addr,
-            &format!("imports:\n  - service: /add_two_ints\n    realm: test\n{extra}"),
+            &format!("imports:\n  - service: /add_two_ints\n    realm: test\n{client_extra}"),
         );
         Setup {
             net,
@@ -316,6 +326,7 @@ fn a_fast_convention_client_calls_a_fast_convention_server_through_roam() {
 
 #[test]
 fn a_fast_convention_client_calls_a_cyclonedds_server_through_roam() {
+    let _domains = DOMAINS_212_213.lock().unwrap_or_else(|p| p.into_inner());
     let s = Setup::new("svc-fast-cyclone", 18611, 212, 213, "");
     let _server = python("server", "service.py", &["server", "212", "add_two_ints"]);
     let client = RustClient::start(
@@ -328,6 +339,40 @@ fn a_fast_convention_client_calls_a_cyclonedds_server_through_roam() {
     );
     let answers = client.wait(5, Duration::from_secs(60));
     assert_own_answers(&answers, 300, 5, &|| s.logs());
+}
+
+/// Two tests share domains 212 and 213 (the file has ten): one at a time.
+static DOMAINS_212_213: Mutex<()> = Mutex::new(());
+
+/// `convention: cyclonedds` on the clients' side: a ros2-client node built with
+/// `ServiceMapping::Cyclone` (RustDDS, which `auto` takes for rmw_fastrtps's convention) is
+/// forwarded verbatim, and calls a server in rmw_fastrtps's convention on the other side.
+#[test]
+fn a_configured_convention_overrides_the_vendor() {
+    let _domains = DOMAINS_212_213.lock().unwrap_or_else(|p| p.into_inner());
+    let s = Setup::with(
+        "svc-configured",
+        18611,
+        (212, ""),
+        (213, "    convention: cyclonedds\n"),
+    );
+    let _server = RustServer::start(212, ServiceMapping::Enhanced);
+    let client = RustClient::start(
+        213,
+        ServiceMapping::Cyclone,
+        "cyclone_mapping_client",
+        600,
+        5,
+        Duration::from_secs(60),
+    );
+    let answers = client.wait(5, Duration::from_secs(60));
+    assert_own_answers(&answers, 600, 5, &|| s.logs());
+    // No RustDDS participant on the clients' side: nothing there needs one.
+    assert!(
+        !s.client_side.logs().contains("RustDDS participant up"),
+        "{}",
+        s.logs()
+    );
 }
 
 #[test]
