@@ -584,3 +584,79 @@ fn import_side_rules_read_type_realm_message_and_fields_with_every_operator() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Signed mode across the realm: two proxies in two networks both export `/cmd_vel`, each
+/// signing with its own identity's key; the importing proxy binds `/cmd_vel` to the member
+/// `robot` with `PEER == "robot"`, which it reads from the verified signature, not from what
+/// the announcing member says. The rogue member's commands never reach the listener and are
+/// counted as spoofed.
+#[test]
+fn in_signed_mode_peer_is_the_verified_member_and_binds_a_topic_to_it() {
+    let net = Net::new("rules-signed-peer");
+    let dir = the_dir(&net, "signed-peer");
+    for id in ["robot", "rogue", "base"] {
+        net.issue(id, "router");
+        roam_ok(&[
+            "realm",
+            "add-member",
+            id,
+            "--realm",
+            &net.realm,
+            "--pki",
+            &net.pki,
+        ]);
+    }
+    let text = std::fs::read_to_string(&net.realm).unwrap();
+    assert!(text.contains("require_signed: false"), "{text}");
+    std::fs::write(
+        &net.realm,
+        text.replace("require_signed: false", "require_signed: true"),
+    )
+    .unwrap();
+    let rules = write_rules(
+        &dir,
+        "Filter: TOPIC == \"/cmd_vel\" && PEER == \"robot\";\n",
+    );
+    let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
+    // No `sign:` in the files: the realm requires signatures, so the proxies sign.
+    let robot = net.proxy("robot", 170, &addr, &exports(&["/cmd_vel"]));
+    let rogue = net.proxy("rogue", 171, &addr, &exports(&["/cmd_vel"]));
+    let base = net.proxy(
+        "base",
+        172,
+        &addr,
+        &format!(
+            "rules: {}\nstatus_interval_s: 1\n{}",
+            rules.display(),
+            imports(&["/cmd_vel"])
+        ),
+    );
+    for p in [&robot, &rogue] {
+        assert!(p.wait_log("signing every envelope as", T), "{}", p.logs());
+    }
+    let _genuine = peer("genuine", &["talk", "170", "rt/cmd_vel", "genuine"]);
+    let _forged = peer("forged", &["talk", "171", "rt/cmd_vel", "forged"]);
+    let listener = peer("listener", &["listen", "172", "rt/cmd_vel"]);
+    let got = lines(&listener, "data: genuine", 20, T);
+    assert!(
+        got.iter()
+            .filter(|l| l.starts_with("data: genuine"))
+            .count()
+            >= 20,
+        "the signed member's commands did not pass: {got:?}\n{}",
+        base.logs()
+    );
+    // The rogue member's stream was announced and its envelopes open (it is a member that
+    // signs): the rule, on the verified signer, is what stops them.
+    assert!(
+        wait_count(&base, &["rule drops"], "spoofed", 10),
+        "{}",
+        base.logs()
+    );
+    let more = drain(&listener, Duration::from_millis(500));
+    assert!(
+        !got.iter().chain(&more).any(|l| l.contains("forged")),
+        "the rogue member's commands crossed: {got:?} {more:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

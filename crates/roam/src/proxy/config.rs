@@ -26,6 +26,8 @@
 //!     realm: warehouse
 //!     convention: auto           # where local endpoints carry a call's identity: auto (by
 //!                                # DDS vendor), cyclonedds or fastdds (docs/services.md)
+//! sign: true                     # sign every envelope with this identity's key (signed
+//!                                # mode; default: when a realm file says require_signed)
 //! encrypt_payloads: true         # false: exported payloads in clear text, still
 //!                                # authenticated (public data; measuring encryption's cost)
 //! status_interval_s: 30          # per-topic and per-link status lines (0: only at exit)
@@ -101,6 +103,9 @@ pub struct ProxyFile {
     /// but not forge or replay them). For public data, and to measure what encryption costs.
     #[serde(default = "yes")]
     pub encrypt_payloads: bool,
+    /// Sign every envelope with the identity's Ed25519 key, so receivers know which realm
+    /// member sent it (signed mode). Unset: sign when any realm file says `require_signed`.
+    pub sign: Option<bool>,
     #[serde(default)]
     pub link: crate::config::LinkFile,
     /// Seconds between status lines (per topic: samples, ages at this hop; per link); 0:
@@ -278,6 +283,9 @@ pub struct ProxyConfig {
     pub imports: Vec<Mapping>,
     pub link: crate::config::LinkFile,
     pub encrypt_payloads: bool,
+    /// `sign:` as written; unset means "when a realm requires it" (decided at start, once
+    /// the realm files are read).
+    pub sign: Option<bool>,
     /// Seconds between status lines; 0: only at shutdown.
     pub status_interval_s: u64,
     /// Where to keep the latest metrics snapshot.
@@ -520,6 +528,7 @@ impl ProxyConfig {
             imports: imports.into_iter().map(|(_, m)| m).collect(),
             link: f.link,
             encrypt_payloads: f.encrypt_payloads,
+            sign: f.sign,
             status_interval_s: f.status_interval_s.unwrap_or(30),
             metrics_file: f.metrics_file,
             metrics_listen: f.metrics_listen,

@@ -168,7 +168,9 @@ impl Judge {
             type_name: ty,
             node: None,
             realm: &leg.realm.label,
-            peer: Some(&info.announcer),
+            // In signed mode, the member whose key signed this envelope: verified, where
+            // the announcer's name is only what the member announcing the stream says.
+            peer: Some(r.signer.as_deref().unwrap_or(&info.announcer)),
             size: cdr.len(),
         };
         let v = leg.rules.evaluate(&m, schema, text, cdr);

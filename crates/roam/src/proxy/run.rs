@@ -51,7 +51,10 @@ pub async fn run(
         what: "the proxy (its edge router)",
     })
     .await?;
-    let edge = Edge::new(Port::Router(router.clone()), cfg.id.clone());
+    let edge = match signing_identity(&cfg, &realms)? {
+        Some(signer) => Edge::signed(Port::Router(router.clone()), cfg.id.clone(), signer),
+        None => Edge::new(Port::Router(router.clone()), cfg.id.clone()),
+    };
     // Interface definitions on this machine (AMENT_PREFIX_PATH, msg_paths), announced with
     // the topics so that members without them can read the data.
     let definitions = Arc::new(
@@ -495,4 +498,33 @@ impl NodeAnnouncer {
             warn!("cannot announce the proxy in ros_discovery_info: {e}");
         }
     }
+}
+
+/// The key the proxy signs its envelopes with, if it signs: `sign:` as configured, else
+/// whenever one of its realms refuses unsigned envelopes (its members could not read this
+/// proxy otherwise). A signing proxy whose key is not among a signed realm's members is
+/// refused by every receiver there, so that is said at start.
+fn signing_identity(
+    cfg: &ProxyConfig,
+    realms: &BTreeMap<String, Arc<roam_edge::realm::Realm>>,
+) -> Result<Option<Arc<roam_proto::SigningIdentity>>, String> {
+    let sign = cfg
+        .sign
+        .unwrap_or_else(|| realms.values().any(|r| r.require_signed));
+    if !sign {
+        return Ok(None);
+    }
+    let id = roam_net::pki::load_identity(&cfg.pki, &cfg.id).map_err(|e| e.to_string())?;
+    let signer = roam_proto::SigningIdentity::from_pkcs8(&id.signing_pkcs8)?;
+    for (name, realm) in realms {
+        if realm.require_signed && !realm.members.contains_key(&signer.public_key()) {
+            warn!(
+                realm = %name,
+                "this proxy signs, but its key is not among the realm's members: receivers there refuse what it sends (roam realm add-member {} --realm FILE --pki DIR)",
+                cfg.id
+            );
+        }
+    }
+    info!("signing every envelope as {}", cfg.id);
+    Ok(Some(Arc::new(signer)))
 }
