@@ -17,18 +17,15 @@
 
 mod common;
 mod fastdds_support;
+mod rustdds_support;
 
 use std::collections::BTreeSet;
-use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use common::*;
 use fastdds_support::*;
-use ros2_client::dds::rustdds::DomainParticipantBuilder;
-use ros2_client::qos::{Durability, History, WhenFull};
-use ros2_client::{Context, MessageTypeName, Name, Node, NodeName, NodeOptions, QosProfile};
+use rustdds_support::*;
 
 const T: Duration = Duration::from_secs(40);
 
@@ -414,86 +411,6 @@ fn a_fastdds_talker_reaches_a_fastdds_listener() {
 // ---------------------------------------------------------------------------------------------
 // Fast DDS and RustDDS (ros2-client)
 
-/// A ROS 2 node on RustDDS in `domain`, on loopback only (as tests/vendor.rs).
-fn rustdds_node(domain: u32, name: &str) -> Node {
-    let participant = DomainParticipantBuilder::new(domain as u16)
-        .with_only_networks([Ipv4Addr::LOCALHOST])
-        .build()
-        .expect("RustDDS participant");
-    let context = Context::from_domain_participant(participant).expect("ros2-client context");
-    context
-        .new_node(
-            NodeName::new("/", name).unwrap(),
-            NodeOptions::new()
-                .enable_rosout(false)
-                .start_parameter_services(false),
-        )
-        .expect("ros2-client node")
-}
-
-/// rclcpp's `QoS(10)`: reliable, volatile, keep last 10.
-fn ros_default_qos() -> QosProfile {
-    QosProfile::publisher_default()
-        .reliability_reliable(WhenFull::DEFAULT)
-        .durability(Durability::Volatile)
-        .history(History::KeepLast { depth: 10 })
-}
-
-fn string_topic(node: &Node, name: &str) -> ros2_client::dds::rustdds::Topic {
-    node.create_topic(
-        &Name::new("/", name).unwrap(),
-        MessageTypeName::new("std_msgs", "String"),
-        &ros_default_qos(),
-    )
-    .expect("topic")
-}
-
-/// A ros2-client publisher thread on /`name`: "rustdds 0", "rustdds 1", ... every 50 ms.
-struct RustTalker {
-    stop: Arc<AtomicBool>,
-    sent: Arc<AtomicU64>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl RustTalker {
-    fn start(domain: u32, name: &str) -> RustTalker {
-        let stop = Arc::new(AtomicBool::new(false));
-        let sent = Arc::new(AtomicU64::new(0));
-        let (stop2, sent2) = (stop.clone(), sent.clone());
-        let mut node = rustdds_node(domain, "rustdds_talker");
-        let topic = string_topic(&node, name);
-        let publisher = node
-            .create_publisher::<String>(&topic, None)
-            .expect("publisher");
-        let thread = std::thread::spawn(move || {
-            let mut n = 0u64;
-            while !stop2.load(Ordering::Relaxed) {
-                if publisher.publish(format!("rustdds {n}")).is_ok() {
-                    n += 1;
-                    sent2.store(n, Ordering::Relaxed);
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            drop(publisher);
-            drop(node);
-        });
-        RustTalker {
-            stop,
-            sent,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for RustTalker {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 #[test]
 fn fastdds_and_rustdds_nodes_talk_both_ways() {
     // /chatter: Fast DDS on the robot -> RustDDS on the base; /back: RustDDS -> Fast DDS.
@@ -556,7 +473,7 @@ fn fastdds_and_rustdds_nodes_talk_both_ways() {
     let first = wait_line(&listener, "data: rustdds ", T).unwrap_or_else(|| {
         panic!(
             "nothing crossed from RustDDS ({} published).\n{}",
-            rust.sent.load(Ordering::Relaxed),
+            rust.sent(),
             why(&robot, &base)
         )
     });

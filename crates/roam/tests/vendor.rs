@@ -15,55 +15,15 @@
 //! QUIC) in between.
 
 mod common;
+mod rustdds_support;
 
-use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use ros2_client::dds::rustdds::DomainParticipantBuilder;
-use ros2_client::qos::{Durability, History, WhenFull};
-use ros2_client::{Context, MessageTypeName, Name, Node, NodeName, NodeOptions, QosProfile};
+use rustdds_support::*;
 
 /// Messages that must arrive consecutively after the first one.
 const RUN: u64 = 30;
-
-/// A ROS 2 node on RustDDS in `domain`, on loopback only.
-fn rustdds_node(domain: u16, name: &str) -> Node {
-    let participant = DomainParticipantBuilder::new(domain)
-        .with_only_networks([Ipv4Addr::LOCALHOST])
-        .build()
-        .expect("RustDDS participant");
-    let context = Context::from_domain_participant(participant).expect("ros2-client context");
-    context
-        .new_node(
-            NodeName::new("/", name).unwrap(),
-            NodeOptions::new()
-                .enable_rosout(false)
-                .start_parameter_services(false),
-        )
-        .expect("ros2-client node")
-}
-
-/// The ROS 2 default for a topic (rclcpp's `QoS(10)`): reliable, volatile, keep last 10.
-/// ros2-client's own `publisher_default()` keeps only 1.
-fn ros_default_qos() -> QosProfile {
-    QosProfile::publisher_default()
-        .reliability_reliable(WhenFull::DEFAULT)
-        .durability(Durability::Volatile)
-        .history(History::KeepLast { depth: 10 })
-}
-
-/// `/chatter` with std_msgs/msg/String (DDS: `rt/chatter`, `std_msgs::msg::dds_::String_`).
-fn chatter(node: &Node) -> ros2_client::dds::rustdds::Topic {
-    node.create_topic(
-        &Name::new("/", "chatter").unwrap(),
-        MessageTypeName::new("std_msgs", "String"),
-        &ros_default_qos(),
-    )
-    .expect("topic")
-}
 
 fn wait_line(p: &Proc, prefix: &str, timeout: Duration) -> Option<String> {
     let end = Instant::now() + timeout;
@@ -84,52 +44,6 @@ fn counter(text: &str, prefix: &str) -> u64 {
         .unwrap_or_else(|| panic!("unexpected message {text:?}"))
 }
 
-/// A ros2-client publisher thread: "rustdds 0", "rustdds 1", ... every 50 ms until dropped.
-struct Talker {
-    stop: Arc<AtomicBool>,
-    sent: Arc<AtomicU64>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Talker {
-    fn start(domain: u16) -> Talker {
-        let stop = Arc::new(AtomicBool::new(false));
-        let sent = Arc::new(AtomicU64::new(0));
-        let (stop2, sent2) = (stop.clone(), sent.clone());
-        let mut node = rustdds_node(domain, "rustdds_talker");
-        let topic = chatter(&node);
-        let publisher = node
-            .create_publisher::<String>(&topic, None)
-            .expect("publisher");
-        let thread = std::thread::spawn(move || {
-            let mut n = 0u64;
-            while !stop2.load(Ordering::Relaxed) {
-                if publisher.publish(format!("rustdds {n}")).is_ok() {
-                    n += 1;
-                    sent2.store(n, Ordering::Relaxed);
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            drop(publisher);
-            drop(node);
-        });
-        Talker {
-            stop,
-            sent,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Talker {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 #[test]
 fn a_rustdds_talker_reaches_a_cyclonedds_listener_through_the_proxies() {
     let net = Net::new("vendor-rustdds-to-cyclone");
@@ -146,14 +60,14 @@ fn a_rustdds_talker_reaches_a_cyclonedds_listener_through_the_proxies() {
         &addr,
         "imports:\n  - topic: /chatter\n    realm: test\n",
     );
-    let talker = Talker::start(45);
+    let talker = RustTalker::start(45, "chatter");
     let listener = python("listener", "listener.py", &["46", "rt/chatter"]);
 
     let first =
         wait_line(&listener, "data: rustdds ", Duration::from_secs(40)).unwrap_or_else(|| {
             panic!(
                 "nothing crossed from RustDDS ({} published).\nrobot: {}\nbase: {}",
-                talker.sent.load(Ordering::Relaxed),
+                talker.sent(),
                 robot.logs(),
                 base.logs()
             )
@@ -192,7 +106,7 @@ fn a_cyclonedds_talker_reaches_a_rustdds_subscription_through_the_proxies() {
         "imports:\n  - topic: /chatter\n    realm: test\n",
     );
     let mut node = rustdds_node(47, "rustdds_listener");
-    let topic = chatter(&node);
+    let topic = string_topic(&node, "chatter");
     let subscription = node
         .create_subscription::<String>(&topic, None)
         .expect("subscription");
