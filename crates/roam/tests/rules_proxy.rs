@@ -660,3 +660,44 @@ fn in_signed_mode_peer_is_the_verified_member_and_binds_a_topic_to_it() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Copy on the import side: the importing proxy writes what passes also to another local
+/// topic, with a writer of the same type and QoS; the original topic still gets everything.
+#[test]
+fn an_import_side_copy_writes_each_message_to_a_second_local_topic() {
+    let net = Net::new("rules-import-copy");
+    let dir = the_dir(&net, "import-copy");
+    let rules = write_rules(
+        &dir,
+        "Filter: TOPIC == \"/chatter\" && Copy \"/chatter_copy\";\n",
+    );
+    let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
+    let _robot = net.proxy("robot", 173, &addr, &exports(&["/chatter"]));
+    let base = net.proxy(
+        "base",
+        174,
+        &addr,
+        &format!("rules: {}\n{}", rules.display(), imports(&["/chatter"])),
+    );
+    let _talker = peer("talker", &["talk", "173", "rt/chatter", "hello"]);
+    let original = peer("original", &["listen", "174", "rt/chatter"]);
+    let copy = peer("copy", &["listen", "174", "rt/chatter_copy"]);
+    let got = lines(&copy, "data: hello", 10, T);
+    assert!(
+        got.iter().filter(|l| l.starts_with("data: hello")).count() >= 10,
+        "the copy did not arrive: {got:?}\n{}",
+        base.logs()
+    );
+    let got = lines(&original, "data: hello", 10, T);
+    assert!(
+        got.iter().filter(|l| l.starts_with("data: hello")).count() >= 10,
+        "the original stopped: {got:?}\n{}",
+        base.logs()
+    );
+    assert!(
+        base.logs().contains("copying an import here"),
+        "{}",
+        base.logs()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -5,7 +5,9 @@
 //! writer of its stream (data, or an instance's disposal or unregistration). The subscriber
 //! holds a new stream's first messages until its announcement arrives, so none is written
 //! with the wrong QoS. The proxy's rules ([`super::rules`]) judge every data message before
-//! it is written (PEER: the realm member that announced its stream).
+//! it is written (PEER: the member that signed it, in signed mode; else the member that
+//! announced its stream), and a Copy rule writes it also to another local topic, with a
+//! writer of the same type and QoS made when first needed.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -67,6 +69,7 @@ pub async fn import(edge: Edge, participant: Participant, leg: ImportLeg) {
     };
     let mut sub = edge.subscriber(&topic, options).await;
     let mut writers: HashMap<StreamId, (StreamInfo, Arc<Writer>)> = HashMap::new();
+    let mut copies = Copies::default();
     let mut plain = Vec::new();
     let mut dirty: HashSet<StreamId> = HashSet::new();
     let mut described: HashMap<String, Option<Description>> = HashMap::new();
@@ -84,6 +87,7 @@ pub async fn import(edge: Edge, participant: Participant, leg: ImportLeg) {
         match ev {
             Event::Streams => {
                 reconcile(&sub, &participant, &leg, &mut writers);
+                copies.retain(&writers);
                 describe(&edge, &topic, &sub, &leg, &mut described).await;
                 judge.learn(&sub, &leg).await;
             }
@@ -96,8 +100,17 @@ pub async fn import(edge: Edge, participant: Participant, leg: ImportLeg) {
                 while let Some(r) = next.take() {
                     let admitted = r.kind != PayloadKind::Data
                         || leg.admit.as_ref().is_none_or(|admit| admit(&plain));
-                    if admitted && judge.passes(&sub, &leg, &writers, &r, &plain) {
+                    let verdict = match admitted {
+                        true => judge.verdict(&sub, &leg, &writers, &r, &plain),
+                        false => None,
+                    };
+                    if let Some(targets) = verdict {
                         plain = write(&sub, &writers, &r, plain, &leg.dds_topic, &mut dirty).await;
+                        for target in targets {
+                            plain = copies
+                                .write(&participant, &writers, &r, &target, plain)
+                                .await;
+                        }
                     }
                     written += 1;
                     if written < IMPORT_BATCH {
@@ -142,21 +155,21 @@ impl Judge {
         }
     }
 
-    /// Whether the rules let a received message through (lifecycle changes always pass);
-    /// a drop is counted on the topic.
-    fn passes(
+    /// Whether the rules let a received message through (lifecycle changes always pass),
+    /// with the local topics a Copy rule also writes it to; a drop is counted on the topic.
+    fn verdict(
         &self,
         sub: &Subscriber,
         leg: &ImportLeg,
         writers: &HashMap<StreamId, (StreamInfo, Arc<Writer>)>,
         r: &Received,
         cdr: &[u8],
-    ) -> bool {
+    ) -> Option<Vec<String>> {
         if r.kind != PayloadKind::Data || !leg.rules.is_active() {
-            return true;
+            return Some(Vec::new());
         }
         let Some((info, _)) = r.stream.and_then(|id| writers.get(&id)) else {
-            return true;
+            return Some(Vec::new());
         };
         let (ty, schema, text) = match self.types.get(&info.dds_type) {
             Some((ty, Some((s, t)))) => (ty.as_str(), Some(&**s), Some(&**t)),
@@ -176,8 +189,63 @@ impl Judge {
         let v = leg.rules.evaluate(&m, schema, text, cdr);
         if !v.passes() {
             TopicStats::count(&sub.stats().ruled);
+            return None;
         }
-        v.passes()
+        Some(v.copies)
+    }
+}
+
+/// The local writers of Copy rules' targets: per target topic and stream, one with the
+/// stream's type and QoS, made when a message first needs it.
+#[derive(Default)]
+struct Copies {
+    writers: HashMap<(String, StreamId), Option<Arc<Writer>>>,
+}
+
+impl Copies {
+    /// Forgets the writers of streams that are gone (or changed).
+    fn retain(&mut self, streams: &HashMap<StreamId, (StreamInfo, Arc<Writer>)>) {
+        self.writers.retain(|(_, id), _| streams.contains_key(id));
+    }
+
+    /// Writes `plain` (a message of `r`'s stream) to the local topic `target` (a ROS name);
+    /// hands the buffer back for reuse. A writer that cannot be made is said once.
+    async fn write(
+        &mut self,
+        participant: &Participant,
+        streams: &HashMap<StreamId, (StreamInfo, Arc<Writer>)>,
+        r: &Received,
+        target: &str,
+        plain: Vec<u8>,
+    ) -> Vec<u8> {
+        let Some((id, (info, _))) = r.stream.and_then(|id| streams.get(&id).map(|s| (id, s)))
+        else {
+            return plain;
+        };
+        let dds_topic = roam_edge::ros_names::topic_to_dds(target);
+        let w = self
+            .writers
+            .entry((target.to_string(), id))
+            .or_insert_with(|| match new_writer(participant, &dds_topic, info) {
+                Ok(w) => {
+                    info!(topic = %dds_topic, ty = %info.dds_type, "copying an import here (a Copy rule)");
+                    Some(Arc::new(w))
+                }
+                Err(e) => {
+                    warn!(topic = %dds_topic, "cannot copy an import here: {e}");
+                    None
+                }
+            });
+        match w {
+            Some(w) => {
+                let (plain, _) = write_import(w, plain, &dds_topic).await;
+                if let Err(e) = w.flush() {
+                    warn!(topic = %dds_topic, "DDS flush failed: {e}");
+                }
+                plain
+            }
+            None => plain,
+        }
     }
 }
 
