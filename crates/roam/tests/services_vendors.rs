@@ -505,13 +505,7 @@ fn fastdds_nodes_call_and_serve_through_roam_with_every_other_kind_of_peer() {
     );
     for (c, a) in [(&fast, 100), (&legacy, 200)] {
         let (answers, _) = fastdds_answers(c, Duration::from_secs(90), &logs);
-        // Its first call may be lost: with an rmw_cyclonedds client in the domain the proxy
-        // also has a CycloneDDS request reader, and a Fast DDS client that matched that one
-        // first calls before it matched the proxy's RustDDS reader (docs/services.md).
-        let mut expected = fastdds_expected(a, 1, 6);
-        if answers.first() == Some(&format!("timeout a={a} b=1")) {
-            expected[0] = format!("timeout a={a} b=1");
-        }
+        let expected = fastdds_expected(a, 1, 6);
         assert_eq!(answers, expected, "{}\n--- client:\n{}", logs(), c.logs());
     }
     let replies = python_replies(&python_client, Duration::from_secs(90), &logs);
@@ -528,15 +522,11 @@ fn fastdds_nodes_call_and_serve_through_roam_with_every_other_kind_of_peer() {
         &["--calls", "5", "--a", "700", "--b", "2", "--timeout", "5"],
     );
     let (answers, _) = fastdds_answers(&c, Duration::from_secs(90), &logs);
-    // A call made before the server-side proxy saw the new server may time out once; every
-    // answer that came is right, and the calls after it are answered.
-    let expected = fastdds_expected(700, 2, 5);
-    let answered: Vec<&String> = answers.iter().filter(|l| l.starts_with("answer")).collect();
-    assert!(answered.len() >= 4, "{answers:?}: {}", logs());
-    for l in answered {
-        assert!(
-            expected.contains(l),
-            "{l} is not an answer to one of its calls"
-        );
-    }
+    assert_eq!(
+        answers,
+        fastdds_expected(700, 2, 5),
+        "{}\n--- client:\n{}",
+        logs(),
+        c.logs()
+    );
 }

@@ -12,13 +12,16 @@
 //! Per configured service, the CycloneDDS legs ([`super::export`], [`super::import`]) keep
 //! serving rmw_cyclonedds's endpoints, and skip what this module serves:
 //!
-//! - **Clients here** (an `imports:` service): a RustDDS reader takes the requests of the
-//!   local clients in rmw_fastrtps's convention ([`FastClients`] gives each a realm client
-//!   id); a RustDDS writer answers them, naming each request in `related_sample_identity`. The
-//!   CycloneDDS export of the request topic skips those clients' writers, and its import of
-//!   the reply topic skips the replies addressed to them. The RustDDS endpoints are made once
-//!   the realm has a server (someone takes requests and someone announces replies), so a
-//!   local client's `wait_for_service` means what it says.
+//! - **Clients here** (an `imports:` service set to `auto` or `fastdds`): a RustDDS reader
+//!   takes the requests of every local client: those in rmw_fastrtps's convention are given a
+//!   realm id ([`FastClients`]), rmw_cyclonedds's go as they are. It is the proxy's only reader
+//!   of the request topic (the CycloneDDS export leaves it alone), so a client's
+//!   `wait_for_service` never succeeds on a reader that would not take its calls. A RustDDS
+//!   writer answers the rmw_fastrtps clients, naming each request in
+//!   `related_sample_identity`; the CycloneDDS import of the reply topic answers the others
+//!   and skips the replies addressed to these. The RustDDS endpoints are made once the realm
+//!   has a server (someone takes requests and someone announces replies), so a local
+//!   client's `wait_for_service` means what it says.
 //! - **Server here** (an `exports:` service): a RustDDS writer writes the realm's requests to
 //!   the local servers in that convention ([`PendingCalls`] remembers which realm call each
 //!   sample is), a RustDDS reader takes their replies. The CycloneDDS import of the request
@@ -89,9 +92,12 @@ impl Views {
     /// Whether the local endpoint `guid` of a service set to `setting` is this module's to
     /// serve (rmw_fastrtps's convention, and a peer: not a proxy's own endpoint).
     pub fn is_fast(&self, setting: Setting, guid: &Guid) -> bool {
-        classify(setting, guid) == Convention::Fast
-            && !self.is_own(guid)
-            && !read(&self.proxies).contains(guid)
+        classify(setting, guid) == Convention::Fast && self.is_peer(guid)
+    }
+
+    /// Whether `guid` is a local peer's, not this proxy's nor any roam proxy's import writer.
+    pub fn is_peer(&self, guid: &Guid) -> bool {
+        !self.is_own(guid) && !read(&self.proxies).contains(guid)
     }
 
     /// Whether a realm reply with client id `client` is for one of this module's clients.
@@ -418,13 +424,25 @@ impl Leg {
             tokio::select! {
                 s = next(&mut reader) => {
                     let (Some(s), Some(requests)) = (s, &requests) else { break };
-                    // rmw_cyclonedds clients' requests are the CycloneDDS legs'.
-                    if !self.views.is_fast(self.entry.setting, &s.id.writer) {
+                    if !self.views.is_peer(&s.id.writer) {
                         continue;
                     }
-                    let id = clients.request(Instant::now(), s.id, s.related);
-                    write(&self.views.fast_clients).insert(id.client);
-                    if let Err(e) = wire::join(id, &s.cdr, &mut sample) {
+                    // This reader takes every local client's requests (the only proxy reader
+                    // of the topic, so no client's wait_for_service succeeds on a reader that
+                    // does not take its calls): rmw_cyclonedds clients' carry the realm's
+                    // header already and go as they are.
+                    let joined = match classify(self.entry.setting, &s.id.writer) {
+                        Convention::Fast => {
+                            let id = clients.request(Instant::now(), s.id, s.related);
+                            write(&self.views.fast_clients).insert(id.client);
+                            wire::join(id, &s.cdr, &mut sample)
+                        }
+                        Convention::Cyclone => wire::split(&s.cdr).map(|_| {
+                            sample.clear();
+                            sample.extend_from_slice(&s.cdr);
+                        }),
+                    };
+                    if let Err(e) = joined {
                         TopicStats::count(&requests.stats().failed);
                         if !std::mem::replace(&mut warned, true) {
                             warn!(%service, "dropped a malformed request: {e} (more are counted, not logged)");

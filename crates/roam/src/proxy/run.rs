@@ -362,8 +362,11 @@ fn exportable(
         .iter()
         .find(|l| l.dds_topic == ep.topic_name)
     {
-        if let (Some(v), Some((setting, _))) = (fast, leg.service) {
-            if v.is_fast(setting, &ep.guid) {
+        if let (Some(v), Some((setting, server_here))) = (fast, leg.service) {
+            // An imported service's requests are all read by its RustDDS leg unless every
+            // local endpoint is said to be rmw_cyclonedds's; elsewhere, writers in
+            // rmw_fastrtps's convention are that leg's.
+            if (!server_here && setting != Setting::Cyclone) || v.is_fast(setting, &ep.guid) {
                 return None;
             }
         }
