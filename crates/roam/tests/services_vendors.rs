@@ -512,6 +512,13 @@ fn fastdds_nodes_call_and_serve_through_roam_with_every_other_kind_of_peer() {
     let expected: Vec<String> = (1..=6).map(|n| format!("reply {n} {}", 3000 + n)).collect();
     assert_eq!(replies, expected, "{}", logs());
     server.terminate();
+    // The realm no longer hears of a server in that convention here.
+    assert!(
+        s.server_side
+            .wait_log("no longer offered to the realm", Duration::from_secs(30)),
+        "{}",
+        s.logs()
+    );
 
     // Phase 2: a Fast DDS client calls a CycloneDDS server.
     let _cyclone_server = python("server", "service.py", &["server", "218", "add_two_ints"]);

@@ -493,7 +493,7 @@ impl Leg {
     async fn serve(
         self,
         (req_type, rep_type): (String, String),
-        gate: watch::Receiver<bool>,
+        mut gate: watch::Receiver<bool>,
         mut msgs: mpsc::UnboundedReceiver<LegMsg>,
     ) {
         let service = self.entry.local.clone();
@@ -510,29 +510,15 @@ impl Leg {
                 return warn!(%service, "cannot create RustDDS endpoints: {e}")
             }
         };
-        // The realm learns of the server (the reply stream) only once the server matched the
-        // writer that hands it requests: a call made on that news is not written into the void.
-        let mut poll = tokio::time::interval(std::time::Duration::from_millis(20));
-        while w.matched_readers() == 0 {
-            tokio::select! {
-                _ = poll.tick() => {}
-                m = msgs.recv() => if m.is_none() { return },
-            }
-        }
-        let replies = match self
-            .edge
-            .publisher(&reply_topic, self.spec(&rep_type))
-            .await
-        {
-            Ok(p) => p,
-            Err(e) => return warn!(%service, "cannot export replies: {e}"),
-        };
+        // The reply stream tells the realm a server is there: announced only while a server in
+        // this convention is here and matched the writer that hands it requests (a call made
+        // on that news is not written into the void), withdrawn when none is left.
+        let mut replies: Option<roam_edge::Publisher> = None;
         let options = SubscriberOptions {
             dds_type: Some(req_type.clone()),
             ..SubscriberOptions::default()
         };
         let mut requests = self.edge.subscriber(&request_topic, options).await;
-        info!(%service, "serving the realm's calls to a local server in rmw_fastrtps's convention");
         // rmw_fastrtps's clients name their reply reader in each request, and servers
         // answer to it; a server that answers to the request's own identity names the writer.
         let ours = [w.guid(), reader.guid()];
@@ -541,10 +527,26 @@ impl Leg {
             seq: SEQ_UNKNOWN,
         };
         let mut pending = PendingCalls::default();
-        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+        let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
         let (mut buf, mut body, mut sample) = (Vec::new(), Vec::new(), Vec::new());
-        let (mut late, mut warned) = (0u64, false);
+        let (mut late, mut unserved, mut warned) = (0u64, 0u64, false);
         loop {
+            let serving = *gate.borrow_and_update() && w.matched_readers() > 0;
+            if serving && replies.is_none() {
+                match self
+                    .edge
+                    .publisher(&reply_topic, self.spec(&rep_type))
+                    .await
+                {
+                    Ok(p) => {
+                        info!(%service, "serving the realm's calls to a local server in rmw_fastrtps's convention");
+                        replies = Some(p);
+                    }
+                    Err(e) => return warn!(%service, "cannot export replies: {e}"),
+                }
+            } else if !serving && replies.take().is_some() {
+                info!(%service, "no local server in rmw_fastrtps's convention left: no longer offered to the realm");
+            }
             tokio::select! {
                 ev = requests.recv(&mut buf) => match ev {
                     None => break,
@@ -559,8 +561,9 @@ impl Leg {
                                 continue;
                             }
                         };
-                        if !*gate.borrow() {
+                        if replies.is_none() {
                             // No server in this convention here (now): nobody to hand it to.
+                            unserved += 1;
                             continue;
                         }
                         match write_rpc(&w, &body, to_reader) {
@@ -579,8 +582,8 @@ impl Leg {
                     if !self.views.is_fast(self.entry.setting, &s.id.writer) {
                         continue;
                     }
-                    match pending.answer(Instant::now(), s.related, &ours) {
-                        Answer::Call(id) => {
+                    match (pending.answer(Instant::now(), s.related, &ours), &replies) {
+                        (Answer::Call(id), Some(replies)) => {
                             if wire::join(id, &s.cdr, &mut sample).is_err() {
                                 TopicStats::count(&replies.stats().failed);
                                 continue;
@@ -589,14 +592,15 @@ impl Leg {
                                 debug!(%service, "cannot export a reply: {e}");
                             }
                         }
-                        Answer::Late => late += 1,
-                        Answer::NotOurs => {}
+                        (Answer::Call(_), None) | (Answer::Late, _) => late += 1,
+                        (Answer::NotOurs, _) => {}
                     }
                 }
+                r = gate.changed() => if r.is_err() { break },
                 _ = tick.tick() => pending.expire(Instant::now()),
                 m = msgs.recv() => if m.is_none() { break },
             }
         }
-        info!(%service, late, expired = pending.expired, dropped = pending.dropped_full, "service leg ended");
+        info!(%service, late, unserved, expired = pending.expired, dropped = pending.dropped_full, "service leg ended");
     }
 }
