@@ -192,11 +192,15 @@ pub async fn run(
     // Services whose local endpoints carry call identities beside the payload.
     let domain =
         u16::try_from(cfg.dds.domain).map_err(|_| "dds.domain out of range".to_string())?;
+    let networks = interface_addresses(&cfg.dds.interfaces);
+    if networks.is_empty() && !cfg.dds.interfaces.is_empty() {
+        warn!(interfaces = ?cfg.dds.interfaces, "no IPv4 address on dds.interfaces: a RustDDS participant (services in rmw_fastrtps's convention) would use every interface");
+    }
     let mut fast = FastServices::new(
         edge.clone(),
         service_entries(&cfg, &realms),
         domain,
-        interface_addresses(&cfg.dds.interfaces),
+        networks,
     );
     let views = fast.views();
     for leg in topic_imports.chain(service_imports) {
@@ -250,7 +254,7 @@ pub async fn run(
             ev = ev_rx.recv() => {
                 let Some(ev) = ev else { continue };
                 tracing::debug!(?ev, "DDS discovery");
-                node.observe(&participant, &ev);
+                node.observe(&participant, &views, &ev);
                 fast.observe(&participant, &ev);
                 let DiscoveryEvent::Publication(ep) = ev else { continue };
                 if !ep.alive {
@@ -488,10 +492,12 @@ impl NodeAnnouncer {
             .map_err(|e| format!("DDS ros_discovery_info: {e}"))
     }
 
-    /// Tracks our own ROS endpoints; republishes when they change.
-    fn observe(&mut self, participant: &Participant, ev: &DiscoveryEvent) {
+    /// Tracks our own ROS endpoints (the RustDDS participant's too); republishes when they
+    /// change.
+    fn observe(&mut self, participant: &Participant, views: &Views, ev: &DiscoveryEvent) {
         let ep = ev.endpoint();
-        if !participant.owns(ep) || ros_endpoint(&ep.topic_name).is_none() {
+        let ours = participant.owns(ep) || views.is_own(&ep.guid);
+        if !ours || ros_endpoint(&ep.topic_name).is_none() {
             return;
         }
         let writer = matches!(ev, DiscoveryEvent::Publication(_));
