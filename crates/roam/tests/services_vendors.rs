@@ -13,20 +13,17 @@
 
 mod common;
 mod fastdds_support;
+mod rustdds_support;
 
-use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
 use fastdds_support::fastdds;
-use ros2_client::dds::rustdds::DomainParticipantBuilder;
 use ros2_client::qos::{Durability, History, WhenFull};
-use ros2_client::{
-    Context, Message, Name, Node, NodeName, NodeOptions, QosProfile, ServiceMapping,
-    ServiceTypeName,
-};
+use ros2_client::{Message, Name, QosProfile, ServiceMapping, ServiceTypeName};
+use rustdds_support::rustdds_node;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -41,23 +38,6 @@ struct AddTwoIntsResponse {
     sum: i64,
 }
 impl Message for AddTwoIntsResponse {}
-
-/// A ROS 2 node on RustDDS in `domain`, on loopback only.
-fn rustdds_node(domain: u16, name: &str) -> Node {
-    let participant = DomainParticipantBuilder::new(domain)
-        .with_only_networks([Ipv4Addr::LOCALHOST])
-        .build()
-        .expect("RustDDS participant");
-    let context = Context::from_domain_participant(participant).expect("ros2-client context");
-    context
-        .new_node(
-            NodeName::new("/", name).unwrap(),
-            NodeOptions::new()
-                .enable_rosout(false)
-                .start_parameter_services(false),
-        )
-        .expect("ros2-client node")
-}
 
 /// rmw's services profile: reliable, volatile, keep last 10.
 fn services_qos() -> QosProfile {
@@ -86,7 +66,7 @@ impl RustServer {
         let stop = Arc::new(AtomicBool::new(false));
         let served = Arc::new(AtomicU64::new(0));
         let (stop2, served2) = (stop.clone(), served.clone());
-        let mut node = rustdds_node(domain, "rustdds_server");
+        let mut node = rustdds_node(domain.into(), "rustdds_server");
         let (name, ty) = add_two_ints();
         let server = node
             .create_server::<AddTwoIntsRequest, AddTwoIntsResponse>(
@@ -159,7 +139,7 @@ impl RustClient {
         let answers: Answers = Arc::default();
         let foreign = Arc::new(AtomicU64::new(0));
         let (stop2, answers2, foreign2) = (stop.clone(), answers.clone(), foreign.clone());
-        let mut node = rustdds_node(domain, name);
+        let mut node = rustdds_node(domain.into(), name);
         let (svc, ty) = add_two_ints();
         let client = node
             .create_client::<AddTwoIntsRequest, AddTwoIntsResponse>(
