@@ -1,7 +1,9 @@
 //! The lab's smoke run, as CI runs it: native DDS and roam (proxy - router - proxy, and proxy
 //! to proxy; real processes on loopback) each deliver the load generator's messages, both round trips and a
 //! stream; roam's processes report the age of the data at every hop in the metrics snapshots
-//! they leave in their metrics files, which the lab reads. Asserts delivery and that
+//! they leave in their metrics files, which the lab reads. With Fast DDS installed, one E2 row
+//! has Fast DDS nodes on both sides of roam (proxy to proxy): the lab builds its Fast DDS load
+//! generator (bench/fastdds) and that stream is delivered whole too. Asserts delivery and that
 //! measurements exist, never a speed.
 
 use std::process::Command;
@@ -76,5 +78,24 @@ fn the_lab_smoke_suite_delivers_through_native_dds_and_roam() {
     assert!(seen.contains("native DDS"), "{seen:?}");
     assert!(seen.contains("roam, 1 router"), "{seen:?}");
     assert!(seen.contains("roam, proxy to proxy"), "{seen:?}");
+    // Fast DDS (scripts/setup.sh installs it): the lab must have built its load generator and
+    // delivered the Fast DDS row (checked with the others above). Without it, the lab says why.
+    let fastdds_installed = Command::new("sh")
+        .args(["-c", "command -v fastddsgen && command -v cmake"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if fastdds_installed {
+        assert!(
+            report["fastdds_left_out"].is_null(),
+            "Fast DDS is installed but the lab left its rows out: {}",
+            report["fastdds_left_out"]
+        );
+        assert!(
+            seen.contains("roam, proxy to proxy, Fast DDS nodes"),
+            "{seen:?}"
+        );
+    } else {
+        assert!(report["fastdds_left_out"].is_string(), "{report:?}");
+    }
     assert!(status.success());
 }

@@ -3,7 +3,7 @@
 use roam_bench::ros_msgs::Kind;
 
 use super::measure::{measure, Load, Measurement};
-use super::systems::{Lab, Links, System, Wan};
+use super::systems::{Lab, Links, System, Vendor, Wan};
 
 /// How big a suite: `smoke` proves the harness works (CI), `quick` gives every headline figure
 /// in minutes, `full` runs every point of every experiment.
@@ -58,10 +58,35 @@ impl Plan<'_> {
         v
     }
 
+    /// The systems with Fast DDS nodes (E1, E2), when the Fast DDS load generator is built:
+    /// native Fast DDS in one domain, and roam proxy to proxy and through a router with Fast
+    /// DDS nodes on both sides.
+    fn fastdds_systems(&self) -> Vec<System> {
+        if self.lab.fastdds.is_err() {
+            return Vec::new();
+        }
+        match self.suite {
+            // One small row: proves a Fast DDS node reaches a Fast DDS node through roam.
+            Suite::Smoke => vec![System::ROAM_P2P],
+            _ => vec![System::Native, System::ROAM_P2P, System::ROAM],
+        }
+    }
+
     fn run(&mut self, e: &'static str, system: System, wan: Option<Wan>, load: Load) {
+        self.run_nodes(e, system, Vendor::CycloneDds, wan, load);
+    }
+
+    fn run_nodes(
+        &mut self,
+        e: &'static str,
+        system: System,
+        nodes: Vendor,
+        wan: Option<Wan>,
+        load: Load,
+    ) {
         eprintln!(
             "  {e} {:<28} {} {} x{}{}{}",
-            system.label(),
+            nodes.label(system),
             load.kind,
             load.size,
             load.count,
@@ -72,7 +97,7 @@ impl Plan<'_> {
             },
             wan.map(|w| format!(" [{}]", w.label)).unwrap_or_default()
         );
-        let m = measure(self.lab, e, system, wan, load);
+        let m = measure(self.lab, e, system, nodes, wan, load);
         self.out.push(m);
     }
 
@@ -132,6 +157,18 @@ impl Plan<'_> {
                     Load::rtt(Kind::CompressedImage, size, count),
                 );
             }
+            if self.suite == Suite::Smoke {
+                continue;
+            }
+            for sys in self.fastdds_systems() {
+                self.run_nodes(
+                    "e1",
+                    sys,
+                    Vendor::FastDds,
+                    None,
+                    Load::rtt(Kind::CompressedImage, size, count),
+                );
+            }
         }
     }
 
@@ -160,6 +197,15 @@ impl Plan<'_> {
             self.run(
                 "e2",
                 sys,
+                None,
+                Load::stream(Kind::String, 1000, count, 0.0),
+            );
+        }
+        for sys in self.fastdds_systems() {
+            self.run_nodes(
+                "e2",
+                sys,
+                Vendor::FastDds,
                 None,
                 Load::stream(Kind::String, 1000, count, 0.0),
             );

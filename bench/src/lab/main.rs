@@ -3,6 +3,7 @@
 //! `bench/results/lab.json` and `bench/RESULTS.md`. Nothing is asserted about speed.
 
 mod experiments;
+mod fastdds;
 mod hop_report;
 mod hops;
 mod measure;
@@ -16,7 +17,7 @@ use experiments::{Plan, Suite};
 
 const USAGE: &str = "\
 usage: roam-lab [--smoke|--quick|--full] [--only e1,e2,...] [--zenoh PATH|--zenoh-off]
-                [--out FILE.json]
+                [--fastdds-off] [--out FILE.json]
                 [--markdown FILE.md]
 
   --smoke        a minute: E1 and E2 with few messages, native and roam only (CI)
@@ -28,6 +29,9 @@ usage: roam-lab [--smoke|--quick|--full] [--only e1,e2,...] [--zenoh PATH|--zeno
                  cached build of bench/zenoh-bridge/build.sh if present; without it the
                  Zenoh columns are left out and the report says so)
   --zenoh-off    leave the Zenoh bridge out even when it is built
+  --fastdds-off  leave out the rows with Fast DDS nodes (E1, E2); otherwise the lab builds
+                 bench/fastdds into target/fastdds-loadgen (cmake, fastddsgen, Debian's
+                 libfastrtps-dev) and leaves them out only when that fails
   --out FILE     results JSON [bench/results/lab.json]
   --markdown F   report [bench/RESULTS.md]; --smoke writes neither unless asked";
 
@@ -54,6 +58,7 @@ fn run() -> Result<(), String> {
     let mut suite = Suite::Quick;
     let mut only = Vec::new();
     let mut zenoh = zenoh_default();
+    let mut fastdds = true;
     let mut out = None;
     let mut markdown = None;
     let mut it = std::env::args().skip(1);
@@ -72,6 +77,7 @@ fn run() -> Result<(), String> {
             }
             "--zenoh" => zenoh = Some(it.next().ok_or("--zenoh needs a path")?.into()),
             "--zenoh-off" => zenoh = None,
+            "--fastdds-off" => fastdds = false,
             "--out" => out = Some(PathBuf::from(it.next().ok_or("--out needs a file")?)),
             "--markdown" => {
                 markdown = Some(PathBuf::from(it.next().ok_or("--markdown needs a file")?))
@@ -93,7 +99,7 @@ fn run() -> Result<(), String> {
         }
     }
     let started = Instant::now();
-    let lab = systems::Lab::prepare(zenoh)?;
+    let lab = systems::Lab::prepare(zenoh, fastdds)?;
     eprintln!(
         "roam-lab {suite:?}: Zenoh bridge {}",
         lab.zenoh
@@ -102,6 +108,10 @@ fn run() -> Result<(), String> {
                 .display()
                 .to_string())
     );
+    match &lab.fastdds {
+        Ok(p) => eprintln!("roam-lab: Fast DDS load generator {}", p.display()),
+        Err(e) => eprintln!("roam-lab: no Fast DDS rows: {e}"),
+    }
     let mut plan = Plan {
         lab: &lab,
         suite,

@@ -7,7 +7,7 @@ use roam_bench::ros_msgs::Kind;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::systems::{Lab, System, Wan};
+use super::systems::{Lab, System, Vendor, Wan};
 use roam_bench::procs::{Proc, Usage};
 
 /// The load of one run.
@@ -50,6 +50,8 @@ impl Load {
 pub struct Measurement {
     pub experiment: &'static str,
     pub system: System,
+    /// The load generators' DDS (the ROS 2 nodes on both sides).
+    pub nodes: Vendor,
     pub label: String,
     pub wan: Option<Wan>,
     pub load: Load,
@@ -75,13 +77,15 @@ pub fn measure(
     lab: &Lab,
     experiment: &'static str,
     system: System,
+    nodes: Vendor,
     wan: Option<Wan>,
     load: Load,
 ) -> Measurement {
     let mut m = Measurement {
         experiment,
         system,
-        label: system.label(),
+        nodes,
+        label: nodes.label(system),
         wan,
         load,
         source: Value::Null,
@@ -127,17 +131,14 @@ fn loadgen_args(role: &str, domain: u32, load: &Load) -> Vec<String> {
 
 fn run(lab: &Lab, m: &mut Measurement) -> Result<(), String> {
     let load = m.load;
-    let mut sys = lab.start(m.system, TOPIC, m.wan)?;
-    let mut sink = Proc::start(
-        "sink",
-        &lab.loadgen,
-        &loadgen_args("sink", sys.domain_b, &load),
-    )?;
+    let loadgen = lab.loadgen(m.nodes)?;
+    let mut sys = lab.start(m.system, m.nodes, TOPIC, m.wan)?;
+    let mut sink = Proc::start("sink", loadgen, &loadgen_args("sink", sys.domain_b, &load))?;
     sink.wait_line(Duration::from_secs(20), |l| l == "ready")?;
     let source_started = Instant::now();
     let mut source = Proc::start(
         "source",
-        &lab.loadgen,
+        loadgen,
         &loadgen_args("source", sys.domain_a, &load),
     )?;
     for p in sys.procs.iter_mut().chain([&mut sink, &mut source]) {

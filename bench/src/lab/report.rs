@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::experiments::Suite;
 use super::hop_report;
 use super::measure::Measurement;
-use super::systems::{Lab, Links, System};
+use super::systems::{Lab, Links, System, Vendor};
 
 #[derive(Serialize)]
 pub struct Report {
@@ -21,6 +21,9 @@ pub struct Report {
     pub date: String,
     pub commit: String,
     pub zenoh_bridge: Option<String>,
+    /// The load generator of the rows with Fast DDS nodes (E1, E2), or why they were left out.
+    pub fastdds_loadgen: Option<String>,
+    pub fastdds_left_out: Option<String>,
     pub seconds: f64,
     pub measurements: Vec<Measurement>,
     /// `bench/results/routing-plane.json` (written by `roam-bench`) when present: E8 quotes
@@ -41,6 +44,11 @@ impl Report {
                 .zenoh
                 .as_ref()
                 .map(|_| "zenoh + zenoh-plugin-ros2dds (bench/zenoh-bridge/Cargo.toml)".into()),
+            fastdds_loadgen: lab.fastdds.as_ref().ok().map(|_| {
+                "roam-loadgen-fastdds (bench/fastdds), Fast DDS 2.9 from Debian, UDPv4 on loopback"
+                    .into()
+            }),
+            fastdds_left_out: lab.fastdds.as_ref().err().cloned(),
             seconds: took.as_secs_f64(),
             measurements,
             routing_plane: None,
@@ -120,11 +128,28 @@ fn systems(ms: &[&Measurement]) -> Vec<System> {
     v
 }
 
+/// The measurements of experiment `e` with CycloneDDS nodes (every table's usual rows).
 fn of<'a>(r: &'a Report, e: &str) -> Vec<&'a Measurement> {
+    of_nodes(r, e, Vendor::CycloneDds)
+}
+
+/// The measurements of experiment `e` whose load generators ran on `nodes`.
+fn of_nodes<'a>(r: &'a Report, e: &str, nodes: Vendor) -> Vec<&'a Measurement> {
     r.measurements
         .iter()
-        .filter(|m| m.experiment == e)
+        .filter(|m| m.experiment == e && m.nodes == nodes)
         .collect()
+}
+
+/// Where the rows with Fast DDS nodes are, or why there are none.
+fn fastdds_note(r: &Report, s: &mut String, what: &str) {
+    if let Some(why) = &r.fastdds_left_out {
+        let _ = writeln!(
+            s,
+            "{what} with Fast DDS nodes: not run ({}).\n",
+            why.lines().next().unwrap_or("")
+        );
+    }
 }
 
 fn find<'a>(
@@ -159,7 +184,10 @@ pub fn markdown(r: &Report) -> String {
          **zenoh bridge** = domain A - zenoh-plugin-ros2dds bridge - bridge - domain B ({}); its TCP rows are \
          plain TCP (no TLS, nothing authenticated), its QUIC rows TLS with server certificates only. \
          The load generator (`roam-loadgen`) is a CycloneDDS participant announcing itself in \
-         `ros_discovery_info` like a ROS 2 node. The routing plane on its own (seal/open, RIB, router \
+         `ros_discovery_info` like a ROS 2 node. E1 and E2 also run with **Fast DDS nodes** (`roam-loadgen-fastdds`, bench/fastdds: \
+         the same load generator on Fast DDS 2.9, UDPv4 on loopback, no shared memory): **native Fast DDS** \
+         = both in one domain; **roam, ..., Fast DDS nodes** = Fast DDS source and sink on either side of \
+         roam (whose proxies are CycloneDDS). The routing plane on its own (seal/open, RIB, router \
          throughput, memory) is in [ROUTING-PLANE.md](ROUTING-PLANE.md). Plots: `bench/results/plots/` \
          (`make bench-plots`).\n",
         r.zenoh_bridge.as_deref().unwrap_or("not built for this run: its columns are empty; build it with bench/zenoh-bridge/build.sh")
@@ -246,6 +274,53 @@ fn e1(r: &Report, s: &mut String) {
         s.push_str(&row);
     }
     s.push('\n');
+    e1_fastdds(r, s);
+}
+
+/// E1 with Fast DDS source and echoing sink: native Fast DDS next to roam with Fast DDS nodes.
+fn e1_fastdds(r: &Report, s: &mut String) {
+    let ms = of_nodes(r, "e1", Vendor::FastDds);
+    if ms.is_empty() {
+        fastdds_note(r, s, "E1");
+        return;
+    }
+    let sys = systems(&ms);
+    let _ = writeln!(s, "With Fast DDS nodes (source and echoing sink on Fast DDS 2.9; roam's proxies are CycloneDDS): median round trip (p99), and roam against native Fast DDS.\n");
+    let mut head = "| data size |".to_string();
+    for x in &sys {
+        let _ = write!(head, " {} |", Vendor::FastDds.label(*x));
+    }
+    head += " roam added over native Fast DDS (proxy to proxy / 1 router) | roam / native Fast DDS (proxy to proxy / 1 router) |";
+    let _ = writeln!(s, "{head}\n|{}", "---|".repeat(sys.len() + 3));
+    let mut sizes: Vec<usize> = ms.iter().map(|m| m.load.size).collect();
+    sizes.dedup();
+    for sz in sizes {
+        let mut row = format!("| {} |", size(sz));
+        for x in &sys {
+            let m = find(&ms, *x, |m| m.load.size == sz);
+            let _ = write!(
+                row,
+                " {} ({}) |",
+                us(m.and_then(|m| m.rtt("median_us"))),
+                us(m.and_then(|m| m.rtt("p99_us")))
+            );
+        }
+        let med = |x: System| find(&ms, x, |m| m.load.size == sz).and_then(|m| m.rtt("median_us"));
+        let added = |x: System| match (med(x), med(System::Native)) {
+            (Some(a), Some(b)) => us(Some(a - b)),
+            _ => "—".into(),
+        };
+        let _ = writeln!(
+            row,
+            " {} / {} | {} / {} |",
+            added(System::ROAM_P2P),
+            added(System::ROAM),
+            ratio(med(System::ROAM_P2P), med(System::Native)),
+            ratio(med(System::ROAM), med(System::Native))
+        );
+        s.push_str(&row);
+    }
+    s.push('\n');
 }
 
 fn e2(r: &Report, s: &mut String) {
@@ -257,10 +332,19 @@ fn e2(r: &Report, s: &mut String) {
         s,
         "## E2: throughput of 1000-byte messages (seed 000 Table I)\n"
     );
-    let _ = writeln!(s, "std_msgs/String of 1000 bytes, reliable, keep-all, published as fast as the writer may; rate measured at the sink.\n");
+    let _ = writeln!(s, "std_msgs/String of 1000 bytes, reliable, keep-all, published as fast as the writer may; rate measured at the sink. Rows with Fast DDS nodes compare with native Fast DDS in *vs native*.\n");
     let _ = writeln!(s, "| system | messages/s | Mbit/s | vs native | vs zenoh (TCP) | lost | duplicates | reordered | one-way median (p99) |\n|---|---|---|---|---|---|---|---|---|");
-    let rate = |x: System| find(&ms, x, |_| true).and_then(|m| m.sink_f(&["rate"]));
-    for m in &ms {
+    let all: Vec<&Measurement> = ms
+        .iter()
+        .copied()
+        .chain(of_nodes(r, "e2", Vendor::FastDds))
+        .collect();
+    let rate = |x: System, nodes: Vendor| {
+        all.iter()
+            .find(|m| m.system == x && m.nodes == nodes)
+            .and_then(|m| m.sink_f(&["rate"]))
+    };
+    for m in &all {
         let mine = m.sink_f(&["rate"]);
         let _ = writeln!(
             s,
@@ -269,8 +353,12 @@ fn e2(r: &Report, s: &mut String) {
             mine.map_or("—".into(), |v| format!("{v:.0}")),
             m.sink_f(&["mbit_s"])
                 .map_or("—".into(), |v| format!("{v:.0}")),
-            ratio(mine, rate(System::Native)),
-            ratio(mine, rate(ZENOH_TCP)),
+            ratio(mine, rate(System::Native, m.nodes)),
+            if m.nodes == Vendor::CycloneDds {
+                ratio(mine, rate(ZENOH_TCP, Vendor::CycloneDds))
+            } else {
+                "—".into()
+            },
             m.lost().map_or("—".into(), |v| format!("{v:.0}")),
             m.dups().map_or("—".into(), |v| format!("{v:.0}")),
             m.sink_f(&["counts", "reordered"])
@@ -280,6 +368,9 @@ fn e2(r: &Report, s: &mut String) {
         );
     }
     s.push('\n');
+    if of_nodes(r, "e2", Vendor::FastDds).is_empty() {
+        fastdds_note(r, s, "E2");
+    }
 }
 
 fn e3(r: &Report, s: &mut String) {
@@ -480,15 +571,22 @@ fn e8(r: &Report, s: &mut String) {
     let _ = writeln!(s, "## E8: control plane\n");
     let _ = writeln!(s, "Start to first delivery: from starting the system's first process (router, bridge) to the source's first warm-up message coming back through the sink (includes starting both load generator processes and DDS discovery); median over every run of the suite.\n");
     let _ = writeln!(s, "| system | runs | median start to first echo | median source start to first echo |\n|---|---|---|---|");
-    for x in systems(&firsts) {
+    // One row per system and nodes: the label names both.
+    let mut labels: Vec<&str> = Vec::new();
+    for m in &firsts {
+        if !labels.contains(&m.label.as_str()) {
+            labels.push(&m.label);
+        }
+    }
+    for x in labels {
         let mut a: Vec<f64> = firsts
             .iter()
-            .filter(|m| m.system == x)
+            .filter(|m| m.label == x)
             .map(|m| m.start_to_first_delivery_ms)
             .collect();
         let mut b: Vec<f64> = firsts
             .iter()
-            .filter(|m| m.system == x)
+            .filter(|m| m.label == x)
             .filter_map(|m| f(&m.source, &["path_up_ms"]))
             .collect();
         a.sort_by(f64::total_cmp);
@@ -496,7 +594,7 @@ fn e8(r: &Report, s: &mut String) {
         let _ = writeln!(
             s,
             "| {} | {} | {:.0} ms | {:.0} ms |",
-            x.label(),
+            x,
             a.len(),
             a.get(a.len() / 2).copied().unwrap_or(0.0),
             b.get(b.len() / 2).copied().unwrap_or(0.0)
@@ -552,7 +650,11 @@ fn control_plane(rp: &Value, s: &mut String) {
 }
 
 fn e9(r: &Report, s: &mut String) {
-    let ms = of(r, "e2");
+    let ms: Vec<&Measurement> = r
+        .measurements
+        .iter()
+        .filter(|m| m.experiment == "e2")
+        .collect();
     if ms.is_empty() {
         return;
     }

@@ -28,6 +28,32 @@ const ZENOH_PORT: u16 = 32290;
 const NATIVE_DOMAIN: u32 = 60;
 const ROAM_DOMAINS: (u32, u32) = (61, 62);
 const ZENOH_DOMAINS: (u32, u32) = (63, 64);
+/// Native Fast DDS (source and sink on Fast DDS in one domain). roam's rows with Fast DDS nodes
+/// use roam's domains: their proxies are started fresh for every run.
+const FASTDDS_NATIVE_DOMAIN: u32 = 65;
+
+/// The DDS implementation of the lab's load generators (the ROS 2 nodes of a run): roam's
+/// proxies are CycloneDDS either way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Vendor {
+    /// `roam-loadgen` (CycloneDDS, as rmw_cyclonedds): every row unless marked otherwise.
+    #[serde(rename = "cyclonedds")]
+    CycloneDds,
+    /// `roam-loadgen-fastdds` (Fast DDS 2.9, as rmw_fastrtps; bench/fastdds).
+    #[serde(rename = "fastdds")]
+    FastDds,
+}
+
+impl Vendor {
+    /// The row label of `system` with these nodes: CycloneDDS rows keep the system's label.
+    pub fn label(self, system: System) -> String {
+        match (self, system) {
+            (Vendor::CycloneDds, s) => s.label(),
+            (Vendor::FastDds, System::Native) => "native Fast DDS".into(),
+            (Vendor::FastDds, s) => format!("{}, Fast DDS nodes", s.label()),
+        }
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "system", rename_all = "snake_case")]
@@ -116,14 +142,17 @@ pub struct Lab {
     pub loadgen: PathBuf,
     pub relay: PathBuf,
     pub zenoh: Option<PathBuf>,
+    /// `roam-loadgen-fastdds`, or why there is none (then the Fast DDS rows are left out).
+    pub fastdds: Result<PathBuf, String>,
     pub dir: PathBuf,
     pki: PathBuf,
     realm: PathBuf,
 }
 
 impl Lab {
-    /// Finds the programs next to this one and makes a CA, identities and a realm.
-    pub fn prepare(zenoh: Option<PathBuf>) -> Result<Lab, String> {
+    /// Finds the programs next to this one, builds the Fast DDS load generator (unless
+    /// `fastdds` is false) and makes a CA, identities and a realm.
+    pub fn prepare(zenoh: Option<PathBuf>, fastdds: bool) -> Result<Lab, String> {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let bin = exe.parent().ok_or("no program directory")?;
         let find = |name: &str| -> Result<PathBuf, String> {
@@ -142,6 +171,11 @@ impl Lab {
             loadgen: find("roam-loadgen")?,
             relay: find("roam-wan-relay")?,
             zenoh,
+            fastdds: if fastdds {
+                super::fastdds::build()
+            } else {
+                Err("left out (--fastdds-off)".into())
+            },
             pki: dir.join("pki"),
             realm: dir.join("lab.realm"),
             dir,
@@ -169,11 +203,31 @@ impl Lab {
         })
     }
 
-    /// Starts `system` for traffic on `topic` (and `topic/echo` back).
-    pub fn start(&self, system: System, topic: &str, wan: Option<Wan>) -> Result<Running, String> {
+    /// The load generator program for `nodes`.
+    pub fn loadgen(&self, nodes: Vendor) -> Result<&PathBuf, String> {
+        match nodes {
+            Vendor::CycloneDds => Ok(&self.loadgen),
+            Vendor::FastDds => self
+                .fastdds
+                .as_ref()
+                .map_err(|e| format!("no Fast DDS load generator: {e}")),
+        }
+    }
+
+    /// Starts `system` for traffic on `topic` (and `topic/echo` back) between `nodes`.
+    pub fn start(
+        &self,
+        system: System,
+        nodes: Vendor,
+        topic: &str,
+        wan: Option<Wan>,
+    ) -> Result<Running, String> {
         let started = Instant::now();
         let mut procs = Vec::new();
         let domains = match system {
+            System::Native if nodes == Vendor::FastDds => {
+                (FASTDDS_NATIVE_DOMAIN, FASTDDS_NATIVE_DOMAIN)
+            }
             System::Native => (NATIVE_DOMAIN, NATIVE_DOMAIN),
             System::Roam {
                 routers,
