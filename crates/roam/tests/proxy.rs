@@ -544,3 +544,49 @@ fn publications_in(domain: u32, settle: Duration) -> Vec<String> {
     topics.dedup();
     topics
 }
+
+/// A fleet: two robots run the same proxy file but for `namespace:`; the base tells them
+/// apart in the realm (`/robot1/chatter`, `/robot2/chatter`) and commands one of them, whose
+/// proxy imports the realm's `/robot1/cmd_vel` as its local `/cmd_vel`.
+#[test]
+fn a_namespace_lets_identical_robots_share_a_realm() {
+    let net = Net::new("proxy-namespace");
+    let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
+    let robot_file = |ns: &str| {
+        format!(
+            "namespace: {ns}\nexports:\n  - topic: /chatter\n    realm: test\nimports:\n  - topic: /cmd_vel\n    realm: test\n"
+        )
+    };
+    let robot1 = net.proxy("robot1", 175, &addr, &robot_file("/robot1"));
+    let _robot2 = net.proxy("robot2", 176, &addr, &robot_file("/robot2"));
+    let base = net.proxy(
+        "base",
+        177,
+        &addr,
+        "imports:\n  - topic: /robot1/chatter\n    realm: test\n    as: /r1/chatter\n  - topic: /robot2/chatter\n    realm: test\n    as: /r2/chatter\nexports:\n  - topic: /robot1/cmd_vel\n    realm: test\n",
+    );
+    let _one = python("one", "talker.py", &["175", "rt/chatter", "one"]);
+    let _two = python("two", "talker.py", &["176", "rt/chatter", "two"]);
+    let _drive = python("drive", "talker.py", &["177", "rt/robot1/cmd_vel", "drive"]);
+    let r1 = python("r1", "listener.py", &["177", "rt/r1/chatter"]);
+    let r2 = python("r2", "listener.py", &["177", "rt/r2/chatter"]);
+    let cmd = python("cmd", "listener.py", &["175", "rt/cmd_vel"]);
+    let not_me = python("not-me", "listener.py", &["176", "rt/cmd_vel"]);
+    let why = || format!("robot1: {}\nbase: {}", robot1.logs(), base.logs());
+    for (listener, want, other) in [(&r1, "data: one", "two"), (&r2, "data: two", "one")] {
+        for _ in 0..10 {
+            let l = wait_line(listener, "data:", Duration::from_secs(30))
+                .unwrap_or_else(|| panic!("nothing from {want}.\n{}", why()));
+            assert!(l.starts_with(want) && !l.contains(other), "{l}\n{}", why());
+        }
+    }
+    assert!(
+        wait_line(&cmd, "data: drive", Duration::from_secs(30)).is_some(),
+        "the command did not reach robot1's /cmd_vel.\n{}",
+        why()
+    );
+    assert!(
+        wait_line(&not_me, "data:", Duration::from_secs(1)).is_none(),
+        "robot2 got robot1's command"
+    );
+}

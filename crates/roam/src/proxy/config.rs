@@ -6,6 +6,8 @@
 //! upstream:                      # routers the proxy's edge router keeps links to
 //!   - quic://cloud.example.com:7447
 //! listen: 0.0.0.0:7447           # optional: let other routers/clients link to this one
+//! namespace: /robot7             # optional: prefixes every realm-side topic and service name
+//!                                # (exports' and imports'); local names stay as they are
 //! dds:
 //!   domain: 0
 //!   interfaces: [eth0]           # network interfaces DDS may use (default: Cyclone's choice)
@@ -92,6 +94,10 @@ pub struct ProxyFile {
     #[serde(default)]
     pub upstream: Vec<String>,
     pub listen: Option<String>,
+    /// A ROS namespace put in front of every realm-side topic and service name of this
+    /// proxy, so one file serves a fleet: `/chatter` here is `/robot7/chatter` in the realm,
+    /// and an import of `/cmd_vel` reads the realm's `/robot7/cmd_vel`.
+    pub namespace: Option<String>,
     #[serde(default)]
     pub dds: DdsFile,
     pub realms: BTreeMap<String, PathBuf>,
@@ -276,6 +282,8 @@ pub struct ProxyConfig {
     pub pki: PathBuf,
     pub upstream: Vec<String>,
     pub listen: Option<String>,
+    /// `namespace:`, normalised (`/robot7`); `None` when unset or `/`.
+    pub namespace: Option<String>,
     pub dds: DdsFile,
     pub realms: BTreeMap<String, PathBuf>,
     pub exports: Vec<Mapping>,
@@ -358,6 +366,12 @@ impl ProxyConfig {
             check_host_port(l, Use::Listen)
                 .map_err(|e| doc.err(&field("metrics_listen"), e.to_string()))?;
         }
+        let namespace = match &f.namespace {
+            Some(n) => check_name(What::Topic, n)
+                .map_err(|m| doc.err(&field("namespace"), format!("not a ROS namespace: {m}")))?,
+            None => "/".to_string(),
+        };
+        let in_realm = |what: What, name: String| in_namespace(&namespace, what, name);
         check_dds(&f.dds, doc)?;
         f.link
             .apply(roam_net::link::LinkConfig::default())
@@ -391,6 +405,7 @@ impl ProxyConfig {
                             .map_err(|m| doc.err(&entry.clone().key("as"), m))?,
                         None => local.clone(),
                     };
+                    let remote = in_realm(what, remote);
                     let convention = check_convention(doc, what, e.convention, &entry)?;
                     let m = Mapping { what, local, remote, realm: e.realm.clone(), convention };
                     check_export_unique(doc, &exports, i, &m, e.rename.is_some(), key)?;
@@ -429,12 +444,13 @@ impl ProxyConfig {
                     "expected exactly one of `topic`, `service` or `dds_topic`",
                 ));
             };
-            let remote =
+            let named =
                 check_name(what, remote).map_err(|e| doc.err(&entry.clone().key(key), e))?;
             let local = match &m.rename {
                 Some(r) => check_name(what, r).map_err(|e| doc.err(&entry.clone().key("as"), e))?,
-                None => remote.clone(),
+                None => named.clone(),
             };
+            let remote = in_realm(what, named);
             let convention = check_convention(doc, what, m.convention, &entry)?;
             let mapping = Mapping {
                 what,
@@ -521,6 +537,7 @@ impl ProxyConfig {
             pki: f.pki,
             upstream: f.upstream,
             listen: f.listen,
+            namespace: (namespace != "/").then_some(namespace),
             dds: f.dds,
             realms: f.realms,
             exports: exports.into_iter().map(|(_, m)| m).collect(),
@@ -591,8 +608,23 @@ impl ProxyConfig {
                 p.allow.iter().any(|r| r.is_match(local_topic))
                     && !p.deny.iter().any(|r| r.is_match(local_topic))
             })
-            .map(|p| (p.realm.clone(), local_topic.to_string()))
+            .map(|p| {
+                let ns = self.namespace.as_deref().unwrap_or("/");
+                (
+                    p.realm.clone(),
+                    in_namespace(ns, What::Topic, local_topic.to_string()),
+                )
+            })
     }
+}
+
+/// A realm-side name in the proxy's namespace (`/robot7` + `/chatter` = `/robot7/chatter`).
+/// Raw DDS topics (`dds_topic:`) are not ROS names and keep theirs.
+fn in_namespace(namespace: &str, what: What, name: String) -> String {
+    if what == What::DdsTopic || namespace == "/" {
+        return name;
+    }
+    format!("{namespace}{name}")
 }
 
 /// The `dds:` section: domain, interfaces, buffer and XML.

@@ -403,3 +403,53 @@ fn a_service_says_where_its_endpoints_carry_call_identities_and_only_services_do
         "{e}"
     );
 }
+
+#[test]
+fn a_namespace_prefixes_every_realm_side_name_and_no_local_one() {
+    let text = format!(
+        "{GOOD}  - service: /map_server/get_map\n    realm: warehouse\n  - dds_topic: DDSPerfRDataKS\n    realm: warehouse\nnamespace: /robot7\n"
+    );
+    let c = ProxyConfig::parse(&text, "robot.yaml").unwrap();
+    assert_eq!(c.namespace.as_deref(), Some("/robot7"));
+    let pairs = |ms: &[Mapping]| -> Vec<(String, String)> {
+        ms.iter()
+            .map(|m| (m.local.clone(), m.remote.clone()))
+            .collect()
+    };
+    assert_eq!(
+        pairs(&c.exports),
+        [
+            ("/chatter".into(), "/robot7/robot7/chatter".into()),
+            ("/add_two_ints".into(), "/robot7/add_two_ints".into()),
+        ]
+    );
+    assert_eq!(
+        pairs(&c.imports),
+        [
+            ("/plan".into(), "/robot7/cloud/plan".into()),
+            (
+                "/map_server/get_map".into(),
+                "/robot7/map_server/get_map".into()
+            ),
+            // A raw DDS topic is not a ROS name: no namespace.
+            ("DDSPerfRDataKS".into(), "DDSPerfRDataKS".into()),
+        ]
+    );
+    // Topics exported by pattern get it too.
+    assert_eq!(
+        c.export_of("/camera/image"),
+        Some(("warehouse".into(), "/robot7/camera/image".into()))
+    );
+    // Relative is made full, as everywhere; a bad namespace is refused where it is.
+    let c = ProxyConfig::parse(&format!("{GOOD}namespace: robot7\n"), "robot.yaml").unwrap();
+    assert_eq!(c.namespace.as_deref(), Some("/robot7"));
+    let e = err(&format!("{GOOD}namespace: /robot 7\n"));
+    assert!(
+        e.contains("namespace") && e.contains("not a ROS namespace"),
+        "{e}"
+    );
+    // Without one, nothing changes.
+    let c = ProxyConfig::parse(GOOD, "robot.yaml").unwrap();
+    assert_eq!(c.namespace, None);
+    assert_eq!(c.exports[0].remote, "/robot7/chatter");
+}
