@@ -42,6 +42,7 @@
 #include <fastdds/dds/domain/DomainParticipant.hpp>
 #include <fastdds/dds/domain/DomainParticipantFactory.hpp>
 #include <fastdds/dds/publisher/DataWriter.hpp>
+#include <fastdds/dds/publisher/DataWriterListener.hpp>
 #include <fastdds/dds/publisher/Publisher.hpp>
 #include <fastdds/dds/subscriber/DataReader.hpp>
 #include <fastdds/dds/subscriber/DataReaderListener.hpp>
@@ -66,6 +67,16 @@ constexpr uint64_t WARMUP = uint64_t(1) << 62;
 constexpr uint64_t NO_SEQ = UINT64_MAX;
 
 std::atomic<bool> g_stop{false};
+const auto g_started = std::chrono::steady_clock::now();
+
+/// A diagnostic on stderr, stamped with the milliseconds since the program started.
+void note(const std::string& what)
+{
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now() - g_started)
+                  .count();
+    std::fprintf(stderr, "%lld ms: %s\n", static_cast<long long>(ms), what.c_str());
+}
 
 void on_signal(int)
 {
@@ -520,12 +531,26 @@ struct Sample
     std::shared_ptr<void> msg;    // sink: the sample itself, when it must be echoed
 };
 
+/// Logs when the writer matches readers (discovery time, on stderr).
+struct WriterLog : public DataWriterListener
+{
+    void on_publication_matched(DataWriter*, const PublicationMatchedStatus& s) override
+    {
+        note("writer matched " + std::to_string(s.current_count) + " reader(s)");
+    }
+};
+
 template <class K>
 struct Listener : public DataReaderListener
 {
     Queue<Sample>* queue = nullptr;
     /// Keep the sample (to echo it): all of them, or only warm-up ones.
     bool keep_all = false;
+
+    void on_subscription_matched(DataReader*, const SubscriptionMatchedStatus& s) override
+    {
+        note("reader matched " + std::to_string(s.current_count) + " writer(s)");
+    }
 
     void on_data_available(DataReader* r) override
     {
@@ -565,6 +590,7 @@ struct Node
     DataWriter* writer = nullptr;
     DataReader* reader = nullptr;
     Listener<K> listener;
+    WriterLog writer_log;
 
     ~Node()
     {
@@ -602,7 +628,7 @@ void make_node(Node<K>& n, const Args& a, const std::string& write_topic,
     common_qos(wq, a);
     DataReaderQos rq = DATAREADER_QOS_DEFAULT;
     common_qos(rq, a);
-    n.writer = pub->create_datawriter(wt, wq);
+    n.writer = pub->create_datawriter(wt, wq, &n.writer_log);
     if (n.writer == nullptr)
     {
         fail("cannot create the DDS writer");
