@@ -46,18 +46,22 @@ cmake --build "$2" -j2 >"$2/build.log" 2>&1 || { grep -m 20 -E 'error|Error' "$2
         .output()
         .map_err(|e| format!("running flock/sh to build it: {e}"))?;
     if !out.status.success() {
-        let said = String::from_utf8_lossy(&out.stdout);
-        let said = said.trim();
+        // What the build said (cmake's last lines, the compiler's errors), on one line.
+        let mut said = String::from_utf8_lossy(&out.stdout).to_string();
+        if said.trim().is_empty() {
+            said = String::from_utf8_lossy(&out.stderr).to_string();
+        }
+        let said: Vec<&str> = said
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
         return Err(format!(
-            "building {} failed ({}); scripts/setup.sh installs libfastrtps-dev, libfastcdr-dev \
-             and fastddsgen{}",
+            "{}: building {} into {} failed (scripts/setup.sh installs libfastrtps-dev, \
+             libfastcdr-dev and fastddsgen)",
+            said.join("; "),
             sources().display(),
             build.display(),
-            if said.is_empty() {
-                String::from_utf8_lossy(&out.stderr).trim().to_string()
-            } else {
-                format!(":\n{said}")
-            }
         ));
     }
     let bin = build.join("roam-loadgen-fastdds");
