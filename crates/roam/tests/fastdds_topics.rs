@@ -89,18 +89,6 @@ fn stop(procs: &mut [&mut Proc]) {
     }
 }
 
-fn wait_line(p: &Proc, prefix: &str, timeout: Duration) -> Option<String> {
-    let end = Instant::now() + timeout;
-    while Instant::now() < end {
-        if let Some(l) = p.line(Duration::from_millis(100)) {
-            if l.starts_with(prefix) {
-                return Some(l);
-            }
-        }
-    }
-    None
-}
-
 /// Every line starting with `prefix` within `timeout`, stopping early once `n`.
 fn lines(p: &Proc, prefix: &str, n: usize, timeout: Duration) -> Vec<String> {
     let end = Instant::now() + timeout;

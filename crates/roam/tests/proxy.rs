@@ -7,18 +7,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-fn wait_line(p: &Proc, prefix: &str, timeout: Duration) -> Option<String> {
-    let end = Instant::now() + timeout;
-    while Instant::now() < end {
-        if let Some(l) = p.line(Duration::from_millis(100)) {
-            if l.starts_with(prefix) {
-                return Some(l);
-            }
-        }
-    }
-    None
-}
-
 #[test]
 fn a_talker_in_one_ros_network_reaches_a_listener_in_another_and_private_topics_stay_home() {
     let net = Net::new("proxy-chatter");

@@ -25,18 +25,6 @@ use rustdds_support::*;
 /// Messages that must arrive consecutively after the first one.
 const RUN: u64 = 30;
 
-fn wait_line(p: &Proc, prefix: &str, timeout: Duration) -> Option<String> {
-    let end = Instant::now() + timeout;
-    while Instant::now() < end {
-        if let Some(l) = p.line(Duration::from_millis(100)) {
-            if l.starts_with(prefix) {
-                return Some(l);
-            }
-        }
-    }
-    None
-}
-
 /// The N of "TEXT N".
 fn counter(text: &str, prefix: &str) -> u64 {
     text.strip_prefix(prefix)

@@ -459,3 +459,16 @@ pub fn read_mcap(path: &Path) -> Vec<String> {
     }
     panic!("read_mcap.py did not finish: {lines:?}\n{}", reader.logs());
 }
+
+/// The next stdout line of `p` starting with `prefix` (others are skipped), within `timeout`.
+pub fn wait_line(p: &Proc, prefix: &str, timeout: Duration) -> Option<String> {
+    let end = Instant::now() + timeout;
+    while Instant::now() < end {
+        if let Some(l) = p.line(Duration::from_millis(100)) {
+            if l.starts_with(prefix) {
+                return Some(l);
+            }
+        }
+    }
+    None
+}

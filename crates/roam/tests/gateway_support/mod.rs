@@ -103,19 +103,6 @@ pub fn dds(name: &str, args: &[&str]) -> Proc {
     p
 }
 
-/// The next stdout line starting with `prefix` (others are skipped), within `timeout`.
-pub fn wait_line(p: &Proc, prefix: &str, timeout: Duration) -> Option<String> {
-    let end = Instant::now() + timeout;
-    while Instant::now() < end {
-        if let Some(l) = p.line(Duration::from_millis(100)) {
-            if l.starts_with(prefix) {
-                return Some(l);
-            }
-        }
-    }
-    None
-}
-
 /// Like [`wait_line`], keeping the lines skipped (to show them when nothing came).
 pub fn line_or_seen(p: &Proc, prefix: &str, timeout: Duration) -> Result<String, Vec<String>> {
     let end = Instant::now() + timeout;

@@ -249,19 +249,6 @@ pub fn bridge(dir: &Path, name: &str, domain: u32, params: &str, extra: &[&str])
     p
 }
 
-/// The next stdout line starting with `prefix` (others are skipped), within `timeout`.
-pub fn wait_line(p: &Proc, prefix: &str, timeout: Duration) -> Option<String> {
-    let end = Instant::now() + timeout;
-    while Instant::now() < end {
-        if let Some(l) = p.line(Duration::from_millis(100)) {
-            if l.starts_with(prefix) {
-                return Some(l);
-            }
-        }
-    }
-    None
-}
-
 /// Lines starting with `prefix` until `n` of them arrived or `timeout` passed.
 pub fn lines(p: &Proc, prefix: &str, n: usize, timeout: Duration) -> Vec<String> {
     let end = Instant::now() + timeout;
