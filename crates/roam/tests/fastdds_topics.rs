@@ -232,23 +232,14 @@ fn wait_for(p: &Proc, needle: &str, why: &dyn Fn() -> String) {
 // ---------------------------------------------------------------------------------------------
 // std_msgs/String both ways
 
-#[test]
-fn a_fastdds_talker_reaches_a_cyclonedds_listener() {
-    let p = pair(0);
-    let net = Net::new("fastdds-to-cyclone");
-    let (mut cloud, mut robot, mut base) = deployment(
-        &net,
-        &p,
-        &export("topic: /chatter"),
-        &import("topic: /chatter"),
-    );
-    let mut listener = python("listener", "listener.py", &[&p.b.to_string(), "rt/chatter"]);
-    // Publishes once the exporting proxy's reader matched: the remote listener's demand made it.
-    let go = Go::new(&net, "talker");
-    let mut talker = fastdds(
+/// A Fast DDS talker of "fast 0" .. "fast 59" on `rt/chatter` in `domain` that waits for
+/// one matched reader, then for `go` (see [`Go`]) before it publishes.
+fn gated_chatter_talker(net: &Net, domain: u32) -> (Proc, Go) {
+    let go = Go::new(net, "talker");
+    let talker = fastdds(
         "talker",
         "talk",
-        p.a,
+        domain,
         &[
             "--topic",
             "rt/chatter",
@@ -262,14 +253,33 @@ fn a_fastdds_talker_reaches_a_cyclonedds_listener() {
             "60",
         ],
     );
-    let why = || {
-        format!(
-            "fast sent {}\nrobot: {}\nbase: {}",
-            fast_sent(&talker),
-            robot.logs(),
-            base.logs()
-        )
-    };
+    (talker, go)
+}
+
+/// What a failed assertion shows: how much the talker sent, and both proxies' logs.
+fn diagnosis(talker: &Proc, robot: &Proc, base: &Proc) -> String {
+    format!(
+        "fast sent {}\nrobot: {}\nbase: {}",
+        fast_sent(talker),
+        robot.logs(),
+        base.logs()
+    )
+}
+
+#[test]
+fn a_fastdds_talker_reaches_a_cyclonedds_listener() {
+    let p = pair(0);
+    let net = Net::new("fastdds-to-cyclone");
+    let (mut cloud, mut robot, mut base) = deployment(
+        &net,
+        &p,
+        &export("topic: /chatter"),
+        &import("topic: /chatter"),
+    );
+    let mut listener = python("listener", "listener.py", &[&p.b.to_string(), "rt/chatter"]);
+    // Publishes once the exporting proxy's reader matched: the remote listener's demand made it.
+    let (mut talker, go) = gated_chatter_talker(&net, p.a);
+    let why = || diagnosis(&talker, &robot, &base);
     // The talker matched the exporting proxy's reader (the remote listener's demand made it);
     // it publishes once the importing proxy writes locally: that writer is new, and must
     // match the listener before the first sample, or DDS's volatile semantics drop it.
@@ -354,32 +364,8 @@ fn a_fastdds_talker_reaches_a_fastdds_listener() {
         &import("topic: /chatter"),
     );
     let mut listener = fastdds("listener", "listen", p.b, &["--topic", "rt/chatter"]);
-    let go = Go::new(&net, "talker");
-    let mut talker = fastdds(
-        "talker",
-        "talk",
-        p.a,
-        &[
-            "--topic",
-            "rt/chatter",
-            "--text",
-            "fast",
-            "--wait-match",
-            "1",
-            "--start-when",
-            &go.arg(),
-            "--count",
-            "60",
-        ],
-    );
-    let why = || {
-        format!(
-            "fast sent {}\nrobot: {}\nbase: {}",
-            fast_sent(&talker),
-            robot.logs(),
-            base.logs()
-        )
-    };
+    let (mut talker, go) = gated_chatter_talker(&net, p.a);
+    let why = || diagnosis(&talker, &robot, &base);
     // Both ends matched their proxy: the talker the exporter's reader, the listener the
     // importer's writer (on Fast DDS this can take a second: samples before it are lost).
     wait_for(&talker, "writer matched 1", &why);
