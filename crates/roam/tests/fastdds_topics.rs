@@ -160,36 +160,6 @@ fn sorted(set: BTreeSet<String>) -> Vec<String> {
     set.into_iter().collect()
 }
 
-/// The most samples a proxy's status lines report imported (written to its domain) or
-/// exported (sealed) for `topic` so far.
-fn samples_logged(p: &Proc, dir: &str, topic: &str) -> u64 {
-    let needle = format!("topic={topic} ");
-    p.stderr
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|l| l.contains("roam::stats") && l.contains(dir) && l.contains(&needle))
-        .filter_map(|l| {
-            l.split_whitespace()
-                .find_map(|w| w.strip_prefix("samples="))
-                .and_then(|v| v.parse().ok())
-        })
-        .max()
-        .unwrap_or(0)
-}
-
-fn wait_imported(p: &Proc, topic: &str, n: u64) {
-    let end = Instant::now() + T;
-    while samples_logged(p, "import", topic) < n {
-        assert!(
-            Instant::now() < end,
-            "{topic}: fewer than {n} samples imported: {}",
-            p.logs()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// How many samples a talked Fast DDS node says it has written so far ("sent N" on stderr).
 fn fast_sent(talker: &Proc) -> usize {
     talker

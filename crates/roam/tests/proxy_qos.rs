@@ -25,37 +25,6 @@ fn lines(p: &Proc, prefix: &str, n: usize, timeout: Duration) -> Vec<String> {
     out
 }
 
-/// The most samples a proxy's status lines report written (import) or sealed (export) for
-/// `topic` so far.
-fn samples_logged(p: &Proc, dir: &str, topic: &str) -> u64 {
-    let needle = format!("topic={topic} ");
-    p.stderr
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|l| l.contains("roam::stats") && l.contains(dir) && l.contains(&needle))
-        .filter_map(|l| {
-            l.split_whitespace()
-                .find_map(|w| w.strip_prefix("samples="))
-                .and_then(|v| v.parse().ok())
-        })
-        .max()
-        .unwrap_or(0)
-}
-
-/// Waits until an importing proxy has written at least `n` samples of `topic` to its domain.
-fn wait_imported(p: &Proc, topic: &str, n: u64) {
-    let end = Instant::now() + T;
-    while samples_logged(p, "import", topic) < n {
-        assert!(
-            Instant::now() < end,
-            "{topic}: fewer than {n} samples imported: {}",
-            p.logs()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// A router, an exporting proxy on `a` and an importing one on `b` for `entry` (a YAML
 /// `exports:`/`imports:` item body such as `topic: /t`), both logging status every second.
 fn pair(net: &Net, a: u32, b: u32, entry: &str) -> (Proc, Proc, Proc) {

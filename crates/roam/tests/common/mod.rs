@@ -472,3 +472,35 @@ pub fn wait_line(p: &Proc, prefix: &str, timeout: Duration) -> Option<String> {
     }
     None
 }
+
+/// The most samples a proxy's status lines report written (`dir` "import") or sealed
+/// ("export") for `topic` so far.
+pub fn samples_logged(p: &Proc, dir: &str, topic: &str) -> u64 {
+    let needle = format!("topic={topic} ");
+    p.stderr
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.contains("roam::stats") && l.contains(dir) && l.contains(&needle))
+        .filter_map(|l| {
+            l.split_whitespace()
+                .find_map(|w| w.strip_prefix("samples="))
+                .and_then(|v| v.parse().ok())
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Waits (up to 40 s) until an importing proxy has written at least `n` samples of `topic`
+/// to its domain.
+pub fn wait_imported(p: &Proc, topic: &str, n: u64) {
+    let end = Instant::now() + Duration::from_secs(40);
+    while samples_logged(p, "import", topic) < n {
+        assert!(
+            Instant::now() < end,
+            "{topic}: fewer than {n} samples imported: {}",
+            p.logs()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
