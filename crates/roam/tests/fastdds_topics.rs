@@ -89,20 +89,6 @@ fn stop(procs: &mut [&mut Proc]) {
     }
 }
 
-/// Every line starting with `prefix` within `timeout`, stopping early once `n`.
-fn lines(p: &Proc, prefix: &str, n: usize, timeout: Duration) -> Vec<String> {
-    let end = Instant::now() + timeout;
-    let mut out = Vec::new();
-    while out.len() < n && Instant::now() < end {
-        if let Some(l) = p.line(Duration::from_millis(100)) {
-            if l.starts_with(prefix) {
-                out.push(l);
-            }
-        }
-    }
-    out
-}
-
 /// The N of "PREFIXN".
 fn counter(text: &str, prefix: &str) -> u64 {
     text.strip_prefix(prefix)

@@ -5,25 +5,11 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 
 const T: Duration = Duration::from_secs(30);
-
-/// Every line starting with `prefix` that arrives within `timeout`, stopping early once `n`.
-fn lines(p: &Proc, prefix: &str, n: usize, timeout: Duration) -> Vec<String> {
-    let end = Instant::now() + timeout;
-    let mut out = Vec::new();
-    while out.len() < n && Instant::now() < end {
-        if let Some(l) = p.line(Duration::from_millis(100)) {
-            if l.starts_with(prefix) {
-                out.push(l);
-            }
-        }
-    }
-    out
-}
 
 /// A router, an exporting proxy on `a` and an importing one on `b` for `entry` (a YAML
 /// `exports:`/`imports:` item body such as `topic: /t`), both logging status every second.

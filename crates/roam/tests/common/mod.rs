@@ -504,3 +504,18 @@ pub fn wait_imported(p: &Proc, topic: &str, n: u64) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Every stdout line of `p` starting with `prefix` within `timeout`, stopping early once `n`
+/// arrived (others are skipped).
+pub fn lines(p: &Proc, prefix: &str, n: usize, timeout: Duration) -> Vec<String> {
+    let end = Instant::now() + timeout;
+    let mut out = Vec::new();
+    while out.len() < n && Instant::now() < end {
+        if let Some(l) = p.line(Duration::from_millis(100)) {
+            if l.starts_with(prefix) {
+                out.push(l);
+            }
+        }
+    }
+    out
+}

@@ -248,17 +248,3 @@ pub fn bridge(dir: &Path, name: &str, domain: u32, params: &str, extra: &[&str])
     );
     p
 }
-
-/// Lines starting with `prefix` until `n` of them arrived or `timeout` passed.
-pub fn lines(p: &Proc, prefix: &str, n: usize, timeout: Duration) -> Vec<String> {
-    let end = Instant::now() + timeout;
-    let mut out = Vec::new();
-    while out.len() < n && Instant::now() < end {
-        if let Some(l) = p.line(Duration::from_millis(100)) {
-            if l.starts_with(prefix) {
-                out.push(l);
-            }
-        }
-    }
-    out
-}
