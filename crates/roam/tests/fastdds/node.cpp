@@ -14,6 +14,8 @@
 //   listen   print one line per sample received
 //   server   AddTwoInts server: answers every request with a + b
 //   client   AddTwoInts client: N calls, prints each answer that is its own
+//   action-server  example_interfaces/action/Fibonacci server (action.cpp)
+//   action-client  Fibonacci client: one goal, its feedback, status and result (action.cpp)
 // options:
 //   --domain D          DDS domain (0)
 //   --topic NAME        DDS topic (rt/chatter; keyed: fleet_state)
@@ -31,6 +33,11 @@
 //   --summary           listen (string): "len: N fnv: HEX" instead of the text
 //   --calls N --a A --b B --timeout S   client: N calls (a+i, b), S seconds per call (10)
 //   --legacy            client: do not put the reply reader's GUID in the request
+//   --name NAME         action name (/fibonacci)
+//   --step-ms N         action-server: milliseconds per Fibonacci number (100)
+//   --order N           action-client: the goal's order (10)
+//   --cancel-after K    action-client: cancel the goal after K feedback messages
+//   --timeout S         action-client: seconds before a call is sent again (10)
 // Lines on stdout: "ready" once the entities exist, then the samples; diagnostics on stderr.
 
 #include <atomic>
@@ -46,15 +53,7 @@
 #include <string>
 #include <thread>
 
-#include <fastdds/dds/domain/DomainParticipant.hpp>
 #include <fastdds/dds/domain/DomainParticipantFactory.hpp>
-#include <fastdds/dds/publisher/DataWriter.hpp>
-#include <fastdds/dds/publisher/DataWriterListener.hpp>
-#include <fastdds/dds/publisher/Publisher.hpp>
-#include <fastdds/dds/subscriber/DataReader.hpp>
-#include <fastdds/dds/subscriber/DataReaderListener.hpp>
-#include <fastdds/dds/subscriber/SampleInfo.hpp>
-#include <fastdds/dds/subscriber/Subscriber.hpp>
 #include <fastdds/dds/topic/TypeSupport.hpp>
 #include <fastdds/rtps/common/WriteParams.h>
 #include <fastdds/rtps/flowcontrol/FlowControllerDescriptor.hpp>
@@ -63,8 +62,8 @@
 
 #include "RoamTypes.h"
 #include "RoamTypesPubSubTypes.h"
+#include "node.hpp"
 
-using namespace eprosima::fastdds::dds;
 using eprosima::fastrtps::rtps::GUID_t;
 using eprosima::fastrtps::rtps::IPLocator;
 using eprosima::fastrtps::rtps::Locator_t;
@@ -72,7 +71,7 @@ using eprosima::fastrtps::rtps::SampleIdentity;
 using eprosima::fastrtps::rtps::SequenceNumber_t;
 using eprosima::fastrtps::rtps::WriteParams;
 
-namespace {
+namespace roam_node {
 
 std::atomic<bool> g_stop{false};
 std::mutex g_out;
@@ -91,31 +90,6 @@ void err(const std::string& line)
     std::fprintf(stderr, "%s\n", line.c_str());
     std::fflush(stderr);
 }
-
-struct Args
-{
-    std::string mode;
-    int domain = 0;
-    std::string topic;
-    std::string service = "add_two_ints";
-    std::string type = "string";
-    std::string text = "fast";
-    bool transient_local = false;
-    int depth = -1;
-    long count = 0;
-    double rate = 20;
-    size_t size = 0;
-    int wait_match = 0;
-    int keys = 8;
-    int updates = 5;
-    bool summary = false;
-    long calls = 1;
-    long long a = 1;
-    long long b = 2;
-    double timeout = 10;
-    bool legacy = false;
-    std::string start_when;
-};
 
 [[noreturn]] void usage(const char* why)
 {
@@ -161,6 +135,10 @@ Args parse(int argc, char** argv)
         else if (k == "--timeout") a.timeout = std::stod(val());
         else if (k == "--legacy") a.legacy = true;
         else if (k == "--start-when") a.start_when = val();
+        else if (k == "--name") a.name = val();
+        else if (k == "--step-ms") a.step_ms = std::stol(val());
+        else if (k == "--order") a.order = std::stol(val());
+        else if (k == "--cancel-after") a.cancel_after = std::stol(val());
         else usage(("unknown option " + k).c_str());
     }
     if (a.topic.empty())
@@ -174,7 +152,6 @@ Args parse(int argc, char** argv)
     return a;
 }
 
-/// A participant that only talks UDPv4 on 127.0.0.1 (see the head of this file).
 DomainParticipant* loopback_participant(int domain, const std::string& name)
 {
     DomainParticipantQos pqos = PARTICIPANT_QOS_DEFAULT;
@@ -264,6 +241,16 @@ std::string to_string(const SampleIdentity& id)
     return s.str();
 }
 
+SampleIdentity reply_identity(const SampleInfo& info)
+{
+    SampleIdentity related = info.sample_identity;
+    if (info.related_sample_identity.writer_guid() != GUID_t::unknown())
+    {
+        related.writer_guid(info.related_sample_identity.writer_guid());
+    }
+    return related;
+}
+
 /// FNV-1a 64: a digest the tests can recompute without a crypto library here.
 uint64_t fnv1a(const uint8_t* p, size_t n)
 {
@@ -296,33 +283,6 @@ void sleep_until_stopped()
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
 }
-
-/// Logs matches on stderr (so tests can wait for them) and counts them.
-struct WriterLog : public DataWriterListener
-{
-    std::atomic<int> matched{0};
-    void on_publication_matched(DataWriter*, const PublicationMatchedStatus& s) override
-    {
-        matched = s.current_count;
-        err("writer matched " + std::to_string(s.current_count));
-    }
-};
-
-struct Entities
-{
-    DomainParticipant* participant = nullptr;
-    Publisher* publisher = nullptr;
-    Subscriber* subscriber = nullptr;
-
-    ~Entities()
-    {
-        if (participant != nullptr)
-        {
-            participant->delete_contained_entities();
-            DomainParticipantFactory::get_instance()->delete_participant(participant);
-        }
-    }
-};
 
 Topic* make_topic(DomainParticipant* p, const std::string& name, TopicDataType* t)
 {
@@ -560,15 +520,10 @@ struct ServerListener : public DataReaderListener
             // The request's identity: its writer and sequence number. rmw_fastrtps clients
             // (Humble on) put their reply reader's GUID in the request's related sample
             // identity; the reply then names that reader, with the request's sequence number.
-            SampleIdentity related = info.sample_identity;
-            if (info.related_sample_identity.writer_guid() != GUID_t::unknown())
-            {
-                related.writer_guid(info.related_sample_identity.writer_guid());
-            }
             Response resp;
             resp.sum(req.a() + req.b());
             WriteParams wp;
-            wp.related_sample_identity(related);
+            wp.related_sample_identity(reply_identity(info));
             bool ok = replies->write(&resp, wp);
             out("request a=" + std::to_string(req.a()) + " b=" + std::to_string(req.b()) +
                 " sum=" + std::to_string(resp.sum()) + " id=" + to_string(info.sample_identity) +
@@ -732,10 +687,11 @@ int client(const Args& a)
     return 0;
 }
 
-} // namespace
+} // namespace roam_node
 
 int main(int argc, char** argv)
 {
+    using namespace roam_node;
     std::signal(SIGTERM, [](int) { g_stop = true; });
     std::signal(SIGINT, [](int) { g_stop = true; });
     Args a = parse(argc, argv);
@@ -743,5 +699,7 @@ int main(int argc, char** argv)
     if (a.mode == "listen") return listen(a);
     if (a.mode == "server") return server(a);
     if (a.mode == "client") return client(a);
+    if (a.mode == "action-server") return action_server(a);
+    if (a.mode == "action-client") return action_client(a);
     usage("unknown mode");
 }

@@ -5,7 +5,7 @@
 //!
 //! The build runs under `flock` on `target/fastdds-nodes.lock`, so test binaries running at the
 //! same time build once and never see a half-linked program; cmake/make rebuild only what
-//! changed (node.cpp, RoamTypes.idl, CMakeLists.txt).
+//! changed (node.cpp, action.cpp, node.hpp, RoamTypes.idl, CMakeLists.txt).
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
