@@ -167,7 +167,8 @@ pub struct PendingCalls {
     calls: HashMap<i64, (RequestId, Instant)>,
     order: VecDeque<(Instant, i64)>,
     cap: usize,
-    timeout: Duration,
+    /// `None`: calls wait as long as they must (an action's `get_result`).
+    timeout: Option<Duration>,
     /// Calls dropped because the table was full (oldest first).
     pub dropped_full: u64,
     /// Calls that waited longer than the timeout.
@@ -176,12 +177,21 @@ pub struct PendingCalls {
 
 impl Default for PendingCalls {
     fn default() -> Self {
-        Self::new(MAX_PENDING, CALL_TIMEOUT)
+        Self::new(MAX_PENDING, Some(CALL_TIMEOUT))
     }
 }
 
 impl PendingCalls {
-    pub fn new(cap: usize, timeout: Duration) -> Self {
+    /// The table for the served service `service` (a ROS name): an action's `get_result` is
+    /// answered only when its goal ends, minutes or hours later (the call a bridge must not
+    /// time out), so its calls never expire; other calls expire after [`CALL_TIMEOUT`].
+    /// Both are bounded by [`MAX_PENDING`].
+    pub fn for_service(service: &str) -> Self {
+        let waits_for_goal = service.ends_with("/_action/get_result");
+        Self::new(MAX_PENDING, (!waits_for_goal).then_some(CALL_TIMEOUT))
+    }
+
+    pub fn new(cap: usize, timeout: Option<Duration>) -> Self {
         PendingCalls {
             calls: HashMap::new(),
             order: VecDeque::new(),
@@ -226,7 +236,7 @@ impl PendingCalls {
     /// Drops calls older than the timeout.
     pub fn expire(&mut self, now: Instant) {
         while let Some((at, seq)) = self.order.front().copied() {
-            if now.duration_since(at) < self.timeout {
+            if self.timeout.is_none_or(|t| now.duration_since(at) < t) {
                 break;
             }
             self.order.pop_front();
@@ -315,7 +325,7 @@ mod tests {
     #[test]
     fn a_reply_finds_its_call_once_and_strangers_are_told_apart() {
         let t0 = Instant::now();
-        let mut p = PendingCalls::new(10, Duration::from_secs(5));
+        let mut p = PendingCalls::new(10, Some(Duration::from_secs(5)));
         let call = RequestId { client: 9, seq: 4 };
         p.insert(t0, 17, call);
         let ours = [g(5), g(6)];
@@ -329,7 +339,7 @@ mod tests {
     #[test]
     fn waiting_calls_expire_and_a_full_table_drops_the_oldest() {
         let t0 = Instant::now();
-        let mut p = PendingCalls::new(2, Duration::from_secs(5));
+        let mut p = PendingCalls::new(2, Some(Duration::from_secs(5)));
         for seq in 1..=3 {
             p.insert(t0, seq, RequestId { client: 1, seq });
         }
@@ -341,13 +351,37 @@ mod tests {
         assert_eq!(p.answer(t0, Some(sid(1, 3)), &ours), Answer::Late);
     }
 
+    #[test]
+    fn an_actions_result_call_waits_for_its_goal_however_long_it_runs() {
+        let t0 = Instant::now();
+        let mut result = PendingCalls::for_service("/arm/fibonacci/_action/get_result");
+        let mut goal = PendingCalls::for_service("/arm/fibonacci/_action/send_goal");
+        let call = RequestId { client: 3, seq: 1 };
+        result.insert(t0, 7, call);
+        goal.insert(t0, 7, call);
+        // A goal that ran for a day: its result still finds the client's call.
+        let later = t0 + Duration::from_secs(24 * 3600);
+        goal.expire(later);
+        assert_eq!((goal.len(), goal.expired), (0, 1));
+        assert_eq!(
+            result.answer(later, Some(sid(2, 7)), &[g(2)]),
+            Answer::Call(call)
+        );
+        assert_eq!(result.expired, 0);
+        // Still bounded: the oldest waiting call makes room when the table is full.
+        for seq in 0..=MAX_PENDING as i64 {
+            result.insert(later, seq, call);
+        }
+        assert_eq!((result.len(), result.dropped_full), (MAX_PENDING, 1));
+    }
+
     proptest! {
         #[test]
         fn the_pending_table_never_outgrows_its_cap(
             ops in proptest::collection::vec((any::<bool>(), 0i64..64, 0u64..20), 0..400),
         ) {
             let t0 = Instant::now();
-            let mut p = PendingCalls::new(8, Duration::from_secs(5));
+            let mut p = PendingCalls::new(8, Some(Duration::from_secs(5)));
             for (i, (insert, seq, dt)) in ops.into_iter().enumerate() {
                 let now = t0 + Duration::from_millis(i as u64 * 10 + dt);
                 if insert {

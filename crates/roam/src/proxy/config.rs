@@ -28,6 +28,8 @@
 //!     realm: warehouse
 //!     convention: auto           # where local endpoints carry a call's identity: auto (by
 //!                                # DDS vendor), cyclonedds or fastdds (docs/services.md)
+//!   - action: /fibonacci         # a ROS 2 action served here: its three services and two
+//!     realm: warehouse           # topics as one entry (docs/actions.md)
 //! sign: true                     # sign every envelope with this identity's key (signed
 //!                                # mode; default: when a realm file says require_signed)
 //! encrypt_payloads: true         # false: exported payloads in clear text, still
@@ -48,6 +50,8 @@
 //!     realm: warehouse
 //!     as: /chatter               # optional: local name
 //!   - service: /add_two_ints
+//!     realm: warehouse
+//!   - action: /fibonacci         # an action whose server is elsewhere in the realm
 //!     realm: warehouse
 //! link:                          # the edge router's links (fields as in a router's `link:`)
 //!   congestion: bbr              # QUIC: cubic (default), new_reno, bbr
@@ -167,6 +171,9 @@ pub struct DdsFile {
 pub struct ExportFile {
     pub topic: Option<String>,
     pub service: Option<String>,
+    /// A ROS 2 action: its `_action/send_goal`, `cancel_goal` and `get_result` services and
+    /// `_action/feedback` and `status` topics, as one entry.
+    pub action: Option<String>,
     /// A raw DDS topic (not a ROS 2 one), e.g. `DDSPerfRDataKS`.
     pub dds_topic: Option<String>,
     #[serde(default)]
@@ -176,8 +183,8 @@ pub struct ExportFile {
     pub realm: String,
     #[serde(rename = "as")]
     pub rename: Option<String>,
-    /// A service's convention here: `auto` (by each endpoint's DDS vendor), `cyclonedds`
-    /// or `fastdds` (docs/services.md).
+    /// A service's (or an action's services') convention here: `auto` (by each endpoint's
+    /// DDS vendor), `cyclonedds` or `fastdds` (docs/services.md).
     pub convention: Option<super::convention::Setting>,
 }
 
@@ -186,6 +193,7 @@ pub struct ExportFile {
 pub struct ImportFile {
     pub topic: Option<String>,
     pub service: Option<String>,
+    pub action: Option<String>,
     pub dds_topic: Option<String>,
     pub realm: String,
     #[serde(rename = "as")]
@@ -195,7 +203,8 @@ pub struct ImportFile {
     pub convention: Option<super::convention::Setting>,
 }
 
-/// Whether an export or import is a topic or a service.
+/// Whether an export or import is a topic or a service (an action is three services and two
+/// topics: [`action_parts`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum What {
     Topic,
@@ -204,17 +213,70 @@ pub enum What {
     DdsTopic,
 }
 
+/// What one export or import entry names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Entry {
+    One(What),
+    Action,
+}
+
 /// The one name an export or import entry gives, what kind it is, and its key in the entry.
 fn single<'a>(
     topic: &'a Option<String>,
     service: &'a Option<String>,
     dds: &'a Option<String>,
-) -> Option<(What, &'a String, &'static str)> {
-    match (topic, service, dds) {
-        (Some(t), None, None) => Some((What::Topic, t, "topic")),
-        (None, Some(s), None) => Some((What::Service, s, "service")),
-        (None, None, Some(d)) => Some((What::DdsTopic, d, "dds_topic")),
+    action: &'a Option<String>,
+) -> Option<(Entry, &'a String, &'static str)> {
+    match (topic, service, dds, action) {
+        (Some(t), None, None, None) => Some((Entry::One(What::Topic), t, "topic")),
+        (None, Some(s), None, None) => Some((Entry::One(What::Service), s, "service")),
+        (None, None, Some(d), None) => Some((Entry::One(What::DdsTopic), d, "dds_topic")),
+        (None, None, None, Some(a)) => Some((Entry::Action, a, "action")),
         _ => None,
+    }
+}
+
+/// The services and topics of the ROS 2 action `action` (a full name), as rcl_action names
+/// them: what an `action:` entry exports or imports.
+pub fn action_parts(action: &str) -> [(What, String); 5] {
+    let part = |what, p: &str| (what, format!("{action}/_action/{p}"));
+    [
+        part(What::Service, "send_goal"),
+        part(What::Service, "cancel_goal"),
+        part(What::Service, "get_result"),
+        part(What::Topic, "feedback"),
+        part(What::Topic, "status"),
+    ]
+}
+
+/// The mappings one entry makes: itself, or an action's five parts. `local` and `remote` are
+/// the entry's checked names (for an action, the action's).
+fn entry_mappings(
+    entry: Entry,
+    local: &str,
+    remote: &str,
+    realm: &str,
+    convention: super::convention::Setting,
+    in_realm: &dyn Fn(What, String) -> String,
+) -> Vec<Mapping> {
+    let one = |what, local: String, remote: String| Mapping {
+        what,
+        local,
+        remote: in_realm(what, remote),
+        realm: realm.to_string(),
+        convention: if what == What::Service {
+            convention
+        } else {
+            super::convention::Setting::Auto
+        },
+    };
+    match entry {
+        Entry::One(what) => vec![one(what, local.to_string(), remote.to_string())],
+        Entry::Action => action_parts(local)
+            .into_iter()
+            .zip(action_parts(remote))
+            .map(|((what, l), (_, r))| one(what, l, r))
+            .collect(),
     }
 }
 
@@ -231,20 +293,28 @@ fn check_name(what: What, n: &str) -> Result<String, String> {
     }
 }
 
-/// `convention:` belongs to services only.
+/// `convention:` belongs to services and actions only.
 fn check_convention(
     doc: &Doc,
-    what: What,
+    entry_kind: Entry,
     c: Option<super::convention::Setting>,
     entry: &FieldPath,
 ) -> Result<super::convention::Setting, ConfigError> {
-    match (what, c) {
-        (What::Service, c) => Ok(c.unwrap_or_default()),
+    match (entry_kind, c) {
+        (Entry::One(What::Service) | Entry::Action, c) => Ok(c.unwrap_or_default()),
         (_, None) => Ok(super::convention::Setting::Auto),
         (_, Some(_)) => Err(doc.err(
             &entry.clone().key("convention"),
-            "`convention` applies to services only (where a call's identity travels)",
+            "`convention` applies to services and actions only (where a call's identity travels)",
         )),
+    }
+}
+
+/// Checks an entry's name by its kind (an action's as a ROS name).
+fn check_entry_name(entry: Entry, n: &str) -> Result<String, String> {
+    match entry {
+        Entry::One(what) => check_name(what, n),
+        Entry::Action => check_name(What::Service, n),
     }
 }
 
@@ -393,23 +463,23 @@ impl ProxyConfig {
             let entry = field("exports").index(i);
             realm_ok(&e.realm, &entry.clone().key("realm"))?;
             let patterns = !e.allow.is_empty() || !e.deny.is_empty();
-            let named = [&e.topic, &e.service, &e.dds_topic]
+            let named = [&e.topic, &e.service, &e.dds_topic, &e.action]
                 .iter()
                 .any(|n| n.is_some());
-            match (single(&e.topic, &e.service, &e.dds_topic), patterns) {
-                (Some((what, t, key)), false) => {
-                    let local =
-                        check_name(what, t).map_err(|m| doc.err(&entry.clone().key(key), m))?;
+            match (single(&e.topic, &e.service, &e.dds_topic, &e.action), patterns) {
+                (Some((kind, t, key)), false) => {
+                    let local = check_entry_name(kind, t)
+                        .map_err(|m| doc.err(&entry.clone().key(key), m))?;
                     let remote = match &e.rename {
-                        Some(r) => check_name(what, r)
+                        Some(r) => check_entry_name(kind, r)
                             .map_err(|m| doc.err(&entry.clone().key("as"), m))?,
                         None => local.clone(),
                     };
-                    let remote = in_realm(what, remote);
-                    let convention = check_convention(doc, what, e.convention, &entry)?;
-                    let m = Mapping { what, local, remote, realm: e.realm.clone(), convention };
-                    check_export_unique(doc, &exports, i, &m, e.rename.is_some(), key)?;
-                    exports.push((i, m));
+                    let convention = check_convention(doc, kind, e.convention, &entry)?;
+                    for m in entry_mappings(kind, &local, &remote, &e.realm, convention, &in_realm) {
+                        check_export_unique(doc, &exports, i, &m, e.rename.is_some(), key)?;
+                        exports.push((i, m));
+                    }
                 }
                 (None, true) if !named => {
                     if e.rename.is_some() {
@@ -429,7 +499,7 @@ impl ProxyConfig {
                 _ => {
                     return Err(doc.err(
                         &entry,
-                        "expected exactly one of `topic`, `service`, `dds_topic`, or `allow`/`deny` patterns",
+                        "expected exactly one of `topic`, `service`, `action`, `dds_topic`, or `allow`/`deny` patterns",
                     ))
                 }
             }
@@ -438,39 +508,36 @@ impl ProxyConfig {
         for (i, m) in f.imports.iter().enumerate() {
             let entry = field("imports").index(i);
             realm_ok(&m.realm, &entry.clone().key("realm"))?;
-            let Some((what, remote, key)) = single(&m.topic, &m.service, &m.dds_topic) else {
+            let Some((kind, remote, key)) = single(&m.topic, &m.service, &m.dds_topic, &m.action)
+            else {
                 return Err(doc.err(
                     &entry,
-                    "expected exactly one of `topic`, `service` or `dds_topic`",
+                    "expected exactly one of `topic`, `service`, `action` or `dds_topic`",
                 ));
             };
             let named =
-                check_name(what, remote).map_err(|e| doc.err(&entry.clone().key(key), e))?;
+                check_entry_name(kind, remote).map_err(|e| doc.err(&entry.clone().key(key), e))?;
             let local = match &m.rename {
-                Some(r) => check_name(what, r).map_err(|e| doc.err(&entry.clone().key("as"), e))?,
+                Some(r) => {
+                    check_entry_name(kind, r).map_err(|e| doc.err(&entry.clone().key("as"), e))?
+                }
                 None => named.clone(),
             };
-            let remote = in_realm(what, named);
-            let convention = check_convention(doc, what, m.convention, &entry)?;
-            let mapping = Mapping {
-                what,
-                local,
-                remote,
-                realm: m.realm.clone(),
-                convention,
-            };
-            check_import_unique(doc, &imports, i, &mapping, m.rename.is_some(), key)?;
-            // Importing a name we also export under the same local name would loop it back.
-            if let Some((j, _)) = exports.iter().find(|(_, e)| {
-                e.what == mapping.what && e.local == mapping.local && e.realm == mapping.realm
-            }) {
-                let at = entry.key(if m.rename.is_some() { "as" } else { key });
-                return Err(doc.err(&at, format!(
-                    "{} is also exported by exports[{j}] in realm {}: it would loop back; import it under another local name (`as`)",
-                    mapping.local, mapping.realm
-                )));
+            let convention = check_convention(doc, kind, m.convention, &entry)?;
+            for mapping in entry_mappings(kind, &local, &named, &m.realm, convention, &in_realm) {
+                check_import_unique(doc, &imports, i, &mapping, m.rename.is_some(), key)?;
+                // Importing a name we also export under the same local name would loop it back.
+                if let Some((j, _)) = exports.iter().find(|(_, e)| {
+                    e.what == mapping.what && e.local == mapping.local && e.realm == mapping.realm
+                }) {
+                    let at = entry.key(if m.rename.is_some() { "as" } else { key });
+                    return Err(doc.err(&at, format!(
+                        "{} is also exported by exports[{j}] in realm {}: it would loop back; import it under another local name (`as`)",
+                        mapping.local, mapping.realm
+                    )));
+                }
+                imports.push((i, mapping));
             }
-            imports.push((i, mapping));
         }
         let gateway = match f.gateway {
             Some(g) => {

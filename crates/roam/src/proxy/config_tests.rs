@@ -399,7 +399,7 @@ fn a_service_says_where_its_endpoints_carry_call_identities_and_only_services_do
         "    as: /plan\n    convention: cyclonedds\n",
     ));
     assert!(
-        e.contains("imports[0].convention: `convention` applies to services only"),
+        e.contains("imports[0].convention: `convention` applies to services and actions only"),
         "{e}"
     );
 }
@@ -452,4 +452,68 @@ fn a_namespace_prefixes_every_realm_side_name_and_no_local_one() {
     let c = ProxyConfig::parse(GOOD, "robot.yaml").unwrap();
     assert_eq!(c.namespace, None);
     assert_eq!(c.exports[0].remote, "/robot7/chatter");
+}
+
+#[test]
+fn an_action_entry_is_its_three_services_and_two_topics_renamed_and_namespaced_together() {
+    use super::super::convention::Setting;
+    let text = format!(
+        "{GOOD}  - action: fibonacci\n    realm: warehouse\n    as: /arm/fib\n    convention: fastdds\nnamespace: /robot7\n"
+    );
+    let text = text.replace(
+        "  - service: /add_two_ints\n    realm: warehouse\n",
+        "  - service: /add_two_ints\n    realm: warehouse\n  - action: /navigate\n    realm: warehouse\n",
+    );
+    let c = ProxyConfig::parse(&text, "robot.yaml").unwrap();
+    let parts = |ms: &[Mapping], from: usize| -> Vec<(What, String, String, Setting)> {
+        ms[from..]
+            .iter()
+            .map(|m| (m.what, m.local.clone(), m.remote.clone(), m.convention))
+            .collect()
+    };
+    let nav = |p: &str| format!("/navigate/_action/{p}");
+    let expected = |local: &dyn Fn(&str) -> String, remote: &dyn Fn(&str) -> String, c| {
+        [
+            (What::Service, "send_goal", c),
+            (What::Service, "cancel_goal", c),
+            (What::Service, "get_result", c),
+            (What::Topic, "feedback", Setting::Auto),
+            (What::Topic, "status", Setting::Auto),
+        ]
+        .map(|(w, p, c)| (w, local(p), remote(p), c))
+        .to_vec()
+    };
+    assert_eq!(
+        parts(&c.exports, 2)[..5],
+        expected(&nav, &|p| format!("/robot7{}", nav(p)), Setting::Auto)[..]
+    );
+    // Imported: realm-side names from the entry (in the namespace), local ones from `as`.
+    assert_eq!(
+        parts(&c.imports, 1),
+        expected(
+            &|p| format!("/arm/fib/_action/{p}"),
+            &|p| format!("/robot7/fibonacci/_action/{p}"),
+            Setting::Fast
+        )
+    );
+    // One kind per entry; a part named twice is refused where the second names it.
+    let e = err(&GOOD.replace(
+        "  - service: /add_two_ints\n",
+        "  - service: /add_two_ints\n    action: /fibonacci\n",
+    ));
+    assert!(
+        e.contains("exactly one of `topic`, `service`, `action`"),
+        "{e}"
+    );
+    let e = err(&format!(
+        "{GOOD}  - topic: /fibonacci/_action/status\n    realm: warehouse\n  - action: /fibonacci\n    realm: warehouse\n"
+    ));
+    assert!(
+        e.contains("imports[2].action") && e.contains("/fibonacci/_action/status"),
+        "{e}"
+    );
+    let e = err(&format!(
+        "{GOOD}  - action: /fibo nacci\n    realm: warehouse\n"
+    ));
+    assert!(e.contains("imports[1].action"), "{e}");
 }

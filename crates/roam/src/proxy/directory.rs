@@ -143,6 +143,23 @@ impl Entries {
             types.insert(&l.ty);
             qos.extend(l.qos);
         }
+        // An action is listed where its goal service is: served here if its `send_goal` is,
+        // called from here if that is imported (what `ros2 action list -t` shows).
+        let actions: Vec<_> = all
+            .iter()
+            .filter(|((kind, _, _), _)| *kind == ItemKind::Service)
+            .filter_map(|((_, name, role), (types, _))| {
+                let action = name.strip_suffix(ACTION_GOAL_SERVICE)?;
+                let types: BTreeSet<&str> = types
+                    .iter()
+                    .filter_map(|t| t.strip_suffix("_SendGoal"))
+                    .collect();
+                Some(((ItemKind::Action, action, *role), types))
+            })
+            .collect();
+        for (key, types) in actions {
+            all.entry(key).or_default().0.extend(types);
+        }
         all.into_iter()
             .map(|((kind, name, role), (types, qos))| DirectoryItem {
                 kind,
@@ -154,6 +171,9 @@ impl Entries {
             .collect()
     }
 }
+
+/// The service whose server or client stands for an action's (rcl_action's names).
+const ACTION_GOAL_SERVICE: &str = "/_action/send_goal";
 
 /// A forwarded local publication: a topic's publisher, a service server's replies
 /// (`NAME#reply`: the service is offered here) or a client's requests (`NAME#request`: it is
@@ -435,5 +455,53 @@ mod tests {
         assert_eq!(items[1].types, ["example_interfaces/srv/AddTwoInts"]);
         assert!(items[1].qos.is_empty());
         assert_eq!(items.len(), 2, "one item per name and role: {items:?}");
+    }
+
+    #[test]
+    fn an_action_is_listed_where_its_goal_service_is_served_or_called() {
+        let cfg = ProxyConfig::parse(
+            "id: base\npki: /p\nrealms: {test: /r}\nimports:\n  - action: /fibonacci\n    realm: test\n",
+            "test.yaml",
+        )
+        .unwrap();
+        let mut e = Entries::new(imports(&cfg));
+        let server = ep(
+            1,
+            "rr/navigate/_action/send_goalReply",
+            "nav2_msgs::action::dds_::NavigateToPose_SendGoal_Response_",
+            Qos::default(),
+        );
+        assert!(e.observe(
+            &server,
+            false,
+            exported("/navigate/_action/send_goal#reply")
+        ));
+        let reply = ep(
+            2,
+            "rr/fibonacci/_action/send_goalReply",
+            "example_interfaces::action::dds_::Fibonacci_SendGoal_Response_",
+            Qos::default(),
+        );
+        assert!(e.observe(&reply, true, None));
+        let actions: Vec<(String, Role, Vec<String>)> = e
+            .items("test")
+            .into_iter()
+            .filter(|i| i.kind == ItemKind::Action)
+            .map(|i| (i.name, i.role, i.types))
+            .collect();
+        let action = |n: &str, r, t: &str| (n.to_string(), r, vec![t.to_string()]);
+        assert_eq!(
+            actions,
+            [
+                action(
+                    "/fibonacci",
+                    Role::Imports,
+                    "example_interfaces/action/Fibonacci"
+                ),
+                action("/navigate", Role::Offers, "nav2_msgs/action/NavigateToPose"),
+            ]
+        );
+        // Five parts imported, each listed as itself too.
+        assert_eq!(e.items("test").len(), 5 + 1 + 2, "{:?}", e.items("test"));
     }
 }

@@ -526,7 +526,7 @@ impl Leg {
             writer: reader.guid(),
             seq: SEQ_UNKNOWN,
         };
-        let mut pending = PendingCalls::default();
+        let mut pending = PendingCalls::for_service(&service);
         let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
         let (mut buf, mut body, mut sample) = (Vec::new(), Vec::new(), Vec::new());
         let (mut late, mut unserved, mut warned) = (0u64, 0u64, false);
