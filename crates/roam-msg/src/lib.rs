@@ -10,6 +10,7 @@
 //! - [`parse`]: `.msg`, `.srv`, `.action` and rosidl `.idl` into [`schema::MessageDef`].
 //! - [`TypeRegistry`]: definitions by name, dependencies, ros2msg in and out, resolution.
 //! - [`json`], [`cbor`]: the codecs; they take a resolved [`MessageType`].
+//! - [`type_hash`]: ROS 2 type hashes (`RIHS01_...`) of the registry's types.
 //!
 //! What this crate does not do: no I/O (the caller finds definition files, e.g. under
 //! `AMENT_PREFIX_PATH` or configured `msg_paths`, and passes their text), no async, no DDS,
@@ -31,6 +32,7 @@ pub mod parse;
 pub mod registry;
 pub mod ros2msg;
 pub mod schema;
+pub mod type_hash;
 
 pub use cdr::Endian;
 pub use error::{
@@ -40,6 +42,7 @@ pub use error::{
 pub use layout::{MessageType, MAX_FIXED_SIZE, MAX_TYPE_DEPTH};
 pub use names::{Kind, TypeName};
 pub use registry::TypeRegistry;
+pub use type_hash::rihs01;
 
 use crate::cdr::write::Writer;
 use crate::error::EncodeErrorKind as K;

@@ -11,13 +11,19 @@
 //! - rosbags deserializes roam's encodings to the same values (`oracle.py verify`).
 //!
 //! And every Jazzy type written as rosidl's `.idl` parses to its `.msg` definition.
+//!
+//! And every type's RIHS01 type hash is rosbags' `hash_rihs01` of the same definitions, except
+//! where a type contains `char`: rosbags hashes it as IDL `char` (13), rosidl (and roam) as
+//! `uint8` (3); those are compared with rosbags' hash of the definitions with `char` read as
+//! `uint8` instead.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use base64_simd::STANDARD as B64;
 use roam_msg::schema::{BaseType, MessageDef, Primitive};
-use roam_msg::{EncodeOptions, Endian, TypeRegistry};
+use roam_msg::{rihs01, EncodeOptions, Endian, TypeRegistry};
 use serde_json::{json, Value};
 
 const SETUP_HINT: &str =
@@ -75,8 +81,69 @@ fn unb64(v: &Value) -> Vec<u8> {
         .expect("oracle base64")
 }
 
+/// Type hashes checked: equal to rosbags', and (types with `char`) equal to rosbags' with `char`
+/// read as `uint8`.
+#[derive(Default)]
+struct HashCounts {
+    same: usize,
+    char_as_uint8: usize,
+}
+
+/// Compares roam's type hash of `roam_type` in `reg` with the oracle's line for it.
+fn check_hash(
+    reg: &TypeRegistry,
+    label: &str,
+    roam_type: &str,
+    want: Option<&Value>,
+    counts: &mut HashCounts,
+    failures: &mut Vec<String>,
+) {
+    let Some(want) = want else {
+        failures.push(format!("{label}: no type hash from the oracle"));
+        return;
+    };
+    let got = match rihs01(reg, roam_type) {
+        Ok(h) => h,
+        Err(e) => {
+            failures.push(format!("{label}: type hash: {e}"));
+            return;
+        }
+    };
+    let roam_uses_char = reg.closure(roam_type).is_ok_and(|defs| {
+        defs.iter().any(|d| {
+            d.fields
+                .iter()
+                .any(|f| f.ty.base == BaseType::Primitive(Primitive::Char))
+        })
+    });
+    let uses_char = want["uses_char"].as_bool().unwrap();
+    if roam_uses_char != uses_char {
+        failures.push(format!(
+            "{label}: roam says the type uses char: {roam_uses_char}, rosbags {uses_char}"
+        ));
+    }
+    let (key, count) = if uses_char {
+        ("hash_char_as_uint8", &mut counts.char_as_uint8)
+    } else {
+        ("hash", &mut counts.same)
+    };
+    if got == want[key].as_str().unwrap() {
+        *count += 1;
+    } else {
+        failures.push(format!(
+            "{label}: type hash {got} != rosbags' {key} {}",
+            want[key]
+        ));
+    }
+}
+
 /// Checks one typestore entry; returns roam's encodings of the oracle's JSON for `verify`.
-fn check_entry(entry: &Value, failures: &mut Vec<String>) -> Vec<Value> {
+fn check_entry(
+    entry: &Value,
+    hash: Option<&Value>,
+    hash_counts: &mut HashCounts,
+    failures: &mut Vec<String>,
+) -> Vec<Value> {
     let store = entry["store"].as_str().unwrap();
     let oracle_type = entry["type"].as_str().unwrap();
     let roam_type = entry["roam_type"].as_str().unwrap();
@@ -116,6 +183,7 @@ fn check_entry(entry: &Value, failures: &mut Vec<String>) -> Vec<Value> {
         }
         reg = plain;
     }
+    check_hash(&reg, &label, roam_type, hash, hash_counts, failures);
     let ty = match reg.resolve(roam_type) {
         Ok(t) => t,
         Err(e) => {
@@ -253,9 +321,20 @@ fn every_typestore_type_matches_rosbags() {
     let seed = std::env::var("ROAM_ORACLE_SEED").unwrap_or_else(|_| "1".into());
     run_oracle(&["gen", d, &seed]);
 
+    let mut hashes = HashMap::new();
+    for line in std::fs::read_to_string(dir.0.join("hashes.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        let h: Value = serde_json::from_str(line).unwrap();
+        let key = (h["store"].to_string(), h["roam_type"].to_string());
+        hashes.insert(key, h);
+    }
+
     let mut failures = Vec::new();
     let mut roam_lines = String::new();
     let (mut types, mut cases) = (0, 0);
+    let mut hash_counts = HashCounts::default();
     for line in std::fs::read_to_string(dir.0.join("cases.jsonl"))
         .unwrap()
         .lines()
@@ -263,7 +342,8 @@ fn every_typestore_type_matches_rosbags() {
         let entry: Value = serde_json::from_str(line).unwrap();
         types += 1;
         cases += entry["cases"].as_array().unwrap().len();
-        for enc in check_entry(&entry, &mut failures) {
+        let hash = hashes.get(&(entry["store"].to_string(), entry["roam_type"].to_string()));
+        for enc in check_entry(&entry, hash, &mut hash_counts, &mut failures) {
             roam_lines.push_str(&enc.to_string());
             roam_lines.push('\n');
         }
@@ -279,9 +359,15 @@ fn every_typestore_type_matches_rosbags() {
     println!(
         "oracle: {types} types, {cases} cases (x2 byte orders), {idl} IDL definitions checked"
     );
+    println!(
+        "oracle: type hashes: {} equal to rosbags', {} with char equal to rosbags' with char \
+         read as uint8",
+        hash_counts.same, hash_counts.char_as_uint8
+    );
     assert!(
-        types > 300 && idl > 150,
-        "the oracle produced too little: {types} types, {idl} idl"
+        types > 300 && idl > 150 && hash_counts.same > 300,
+        "the oracle produced too little: {types} types, {idl} idl, {} hashes",
+        hash_counts.same
     );
     assert!(
         failures.is_empty(),

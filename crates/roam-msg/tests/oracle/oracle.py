@@ -2,7 +2,8 @@
 """The independent oracle for roam-msg: rosbags (PyPI) definitions, values and CDR.
 
     oracle.py gen DIR [SEED]   writes DIR/cases.jsonl (definitions, CDR in both byte orders,
-                               the rosbridge-style JSON of each value) and DIR/idl.jsonl
+                               the rosbridge-style JSON of each value), DIR/idl.jsonl and
+                               DIR/hashes.jsonl (each type's RIHS01 type hash)
     oracle.py verify DIR       reads DIR/roam.jsonl (roam's JSON -> CDR of each case), has
                                rosbags deserialize it and compares with the original values
 
@@ -13,6 +14,10 @@ the JSON from rosbridge's rules (message_conversion.py) applied to rosbags' obje
 
 rosbags reads `byte` as a signed int8 (its ROS 1 heritage); ROS 2's `byte` is an octet (0..255),
 so byte values stay in 0..127 where both agree and JSON shows them unsigned.
+
+Type hashes come from rosbags' `Typestore.hash_rihs01`. It hashes `char` as IDL `char` (13),
+while rosidl turns a .msg `char` into `uint8` (3) first; for the types that use `char`,
+hashes.jsonl also gives rosbags' hash of the definitions with `char` read as `uint8`.
 """
 
 import base64
@@ -322,17 +327,75 @@ def char_as_uint8(fielddef):
     return ([tuple(c) for c in consts], [(n, fix(d)) for n, d in fields])
 
 
+# --- RIHS01 type hashes (REP 2011) ---
+
+def retype(fields, fix_base=lambda b: b, rename=None):
+    """Fields with each base type passed through `fix_base` and nested names through `rename`."""
+    rename = rename or {}
+
+    def fix(desc):
+        if desc[0] == NAME:
+            return (NAME, rename.get(desc[1], desc[1]))
+        if desc[0] == BASE:
+            return (BASE, fix_base(desc[1]))
+        return (desc[0], (fix(desc[1][0]), desc[1][1]))
+    return [(n, fix(d)) for n, d in fields]
+
+
+def hash_stores(store):
+    """Typestores to hash with: `store` plus the derived service and action types under the names
+    rosidl gives them (`pkg/srv/X_Request`: rosbags' .msg parser cannot register those, so they
+    are renamed here), and a copy of it with `char` read as `uint8`."""
+    ts = store_with_extras(store)
+    rename = {}
+    for full, _, parts in EXTRA['srv']:
+        pkg = full.split('/')[0]
+        rename.update({f'{pkg}/msg/{name}': f'{pkg}/srv/{name}' for name in parts})
+    hts = get_typestore(store)
+    hts.register({rename.get(name, name): (consts, retype(fields, rename=rename))
+                  for name, (consts, fields) in ts.fielddefs.items() if name not in hts.fielddefs})
+    u8 = get_typestore(Stores.EMPTY)
+    u8.register({name: (consts, retype(fields, lambda b: ('uint8', 0) if b[0] == 'char' else b))
+                 for name, (consts, fields) in hts.fielddefs.items()})
+    return hts, u8
+
+
+def uses_char(ts, typename, seen=None):
+    """Whether `typename` or a type it contains has a `char` field."""
+    seen = set() if seen is None else seen
+    seen.add(typename)
+    for _, desc in ts.fielddefs[typename][1]:
+        sub = desc[1][0] if desc[0] in (ARRAY, SEQUENCE) else desc
+        if sub[0] == BASE and sub[1][0] == 'char':
+            return True
+        if sub[0] == NAME and sub[1] not in seen and uses_char(ts, sub[1], seen):
+            return True
+    return False
+
+
+def hash_entry(label, stores, typename):
+    hts, u8 = stores
+    entry = {'store': label, 'roam_type': typename, 'hash': hts.hash_rihs01(typename),
+             'uses_char': uses_char(hts, typename)}
+    if entry['uses_char']:
+        entry['hash_char_as_uint8'] = u8.hash_rihs01(typename)
+    return json.dumps(entry) + '\n'
+
+
 def gen(out_dir, seed):
     rng = random.Random(seed)
+    hashes = open(f'{out_dir}/hashes.jsonl', 'w')
     with open(f'{out_dir}/cases.jsonl', 'w') as f:
         for label, store in (('humble', Stores.ROS2_HUMBLE), ('jazzy', Stores.ROS2_JAZZY)):
             ts = store_with_extras(store)
             g = Gen(ts, rng)
             base = get_typestore(store)
+            stores = hash_stores(store)
             for typename in sorted(base.fielddefs):
                 msgdef, _ = ts.generate_msgdef(typename, ros_version=2)
                 f.write(json.dumps({'store': label, 'type': typename, 'roam_type': typename, 'def': msgdef,
                                     'cases': cases_for(ts, g, typename)}) + '\n')
+                hashes.write(hash_entry(label, stores, typename))
             for kind in ('srv', 'action'):
                 for full, text, parts in EXTRA[kind]:
                     pkg = full.split('/')[0]
@@ -346,6 +409,8 @@ def gen(out_dir, seed):
                             'source': {'kind': kind, 'name': full, 'text': text},
                             'def': ts.generate_msgdef(typename, ros_version=2)[0] if folder == 'msg' else None,
                             'cases': cases_for(ts, g, typename)}) + '\n')
+                        hashes.write(hash_entry(label, stores, f'{pkg}/{kind}/{name}'))
+    hashes.close()
     # IDL: every Jazzy type written as rosidl_adapter writes it, parsed back by rosbags; the
     # result must be the .msg form's definition (char read as uint8).
     ts = get_typestore(Stores.ROS2_JAZZY)
