@@ -28,6 +28,8 @@ pub struct StreamSpec {
     pub id: Option<u64>,
     /// A keyed type's XTypes description.
     pub xtypes: Option<XTypes>,
+    /// The ROS 2 type hash (`RIHS01_...`) of the publishers it carries, if they announce one.
+    pub type_hash: Option<String>,
     /// The type's ROS 2 interface definition (ros2msg text with dependencies), announced so
     /// members without the definition can read the data.
     pub definition: Option<String>,
@@ -48,6 +50,7 @@ impl StreamSpec {
             },
             id: None,
             xtypes: None,
+            type_hash: None,
             definition: None,
             clear_text: false,
         }
@@ -118,6 +121,7 @@ impl Edge {
                 keyed: spec.keyed,
                 qos: spec.qos,
                 xtypes: spec.xtypes,
+                type_hash: spec.type_hash,
             }));
         }
         let port = self.inner.port.clone();

@@ -37,6 +37,8 @@ pub struct StreamInfo {
     pub keyed: bool,
     pub qos: StreamQos,
     pub xtypes: Option<XTypes>,
+    /// The ROS 2 type hash its publishers carry, if announced.
+    pub type_hash: Option<String>,
 }
 
 impl StreamInfo {
@@ -48,6 +50,7 @@ impl StreamInfo {
             keyed: s.keyed,
             qos: s.qos,
             xtypes: s.xtypes.clone(),
+            type_hash: s.type_hash.clone(),
         }
     }
 }
@@ -195,6 +198,7 @@ mod tests {
                 depth: 1,
             },
             xtypes: None,
+            type_hash: None,
         }
     }
 

@@ -23,6 +23,8 @@
 //!     5 XTypes TypeInformation bytes (keyed types whose publisher announced it)
 //!     6 XTypes TypeMapping     bytes (with 5)
 //!     7 stream id u64          stable across the exporter's restarts (default: the session)
+//!     8 type hash UTF-8        the ROS 2 type hash its publishers carry (`RIHS01_` and 64
+//!                              hex digits, Jazzy and later), for importers to carry too
 //! field count   u16, then that many fields as (tag u8, u32 length, value); unknown tags are
 //!               skipped:
 //!     1 definition             u16 type length + DDS type name, then the definition: the
@@ -58,6 +60,10 @@ const TAG_DEPTH: u8 = 4;
 const TAG_TYPE_INFORMATION: u8 = 5;
 const TAG_TYPE_MAPPING: u8 = 6;
 const TAG_STREAM_ID: u8 = 7;
+const TAG_TYPE_HASH: u8 = 8;
+
+/// Longest type hash (RIHS01's is 71 bytes; later versions may be longer).
+pub const MAX_TYPE_HASH: usize = 256;
 
 const FLAG_KEYED: u8 = 0x01;
 const FLAG_RELIABLE: u8 = 0x02;
@@ -116,6 +122,8 @@ pub struct StreamAnnouncement {
     pub keyed: bool,
     pub qos: StreamQos,
     pub xtypes: Option<XTypes>,
+    /// The ROS 2 type hash (`RIHS01_...`) the stream's publishers announce, if any.
+    pub type_hash: Option<String>,
 }
 
 /// Everything one exporter publishes on one topic, now.
@@ -156,6 +164,9 @@ impl TopicAnnouncement {
             if let Some(x) = &s.xtypes {
                 put_field(&mut rec, TAG_TYPE_INFORMATION, &x.type_information);
                 put_field(&mut rec, TAG_TYPE_MAPPING, &x.type_mapping);
+            }
+            if let Some(h) = &s.type_hash {
+                put_field(&mut rec, TAG_TYPE_HASH, h.as_bytes());
             }
             out.extend_from_slice(&(rec.len() as u32).to_be_bytes());
             out.extend_from_slice(&rec);
@@ -233,7 +244,7 @@ fn decode_stream(rec: &[u8], index: usize) -> Result<StreamAnnouncement, MetaErr
     let bad = |what| MetaError::Stream { index, what };
     let mut r = Reader::new(rec);
     let (mut session, mut dds_type, mut flags, mut depth) = (None, None, 0u8, 1u32);
-    let mut id = None;
+    let (mut id, mut type_hash) = (None, None);
     let (mut info, mut map) = (None, None);
     while r.remaining() > 0 {
         let tag = r.u8()?;
@@ -250,6 +261,13 @@ fn decode_stream(rec: &[u8], index: usize) -> Result<StreamAnnouncement, MetaErr
                 let t = std::str::from_utf8(value).map_err(|_| CodecError::InvalidUtf8)?;
                 v.take(len)?;
                 dds_type = Some(t.to_string());
+            }
+            TAG_TYPE_HASH => {
+                if len > MAX_TYPE_HASH {
+                    return Err(bad("type hash longer than 256 bytes"));
+                }
+                let h = std::str::from_utf8(v.take(len)?).map_err(|_| CodecError::InvalidUtf8)?;
+                type_hash = Some(h.to_string());
             }
             TAG_FLAGS => flags = v.u8()?,
             TAG_DEPTH => depth = v.u32()?,
@@ -297,6 +315,7 @@ fn decode_stream(rec: &[u8], index: usize) -> Result<StreamAnnouncement, MetaErr
             depth,
         },
         xtypes,
+        type_hash,
     })
 }
 
@@ -319,6 +338,10 @@ mod tests {
                         depth: 10,
                     },
                     xtypes: None,
+                    type_hash: Some(
+                        "RIHS01_df668c740482bbd48fb39d76a70dfd4bd59db1288021743503259e948f6b1a18"
+                            .into(),
+                    ),
                 },
                 StreamAnnouncement {
                     id: 78,
@@ -334,6 +357,7 @@ mod tests {
                         type_information: vec![1, 2, 3],
                         type_mapping: vec![4; 100],
                     }),
+                    type_hash: None,
                 },
             ],
             definitions: vec![TypeDefinition {
@@ -394,6 +418,10 @@ mod tests {
         assert_eq!(a.streams[0].id, 5, "the id defaults to the session");
         assert_eq!(a.streams[0].dds_type, "a::B");
         assert_eq!(a.streams[0].qos.depth, 1);
+        assert_eq!(
+            a.streams[0].type_hash, None,
+            "an older exporter's stream has no hash"
+        );
 
         let mut rec = Vec::new();
         put_field(&mut rec, TAG_TYPE, b"a::B");

@@ -18,6 +18,10 @@ fn sample() -> TopicAnnouncement {
                     depth: 1,
                 },
                 xtypes: None,
+                type_hash: Some(
+                    "RIHS01_df668c740482bbd48fb39d76a70dfd4bd59db1288021743503259e948f6b1a18"
+                        .into(),
+                ),
             },
             StreamAnnouncement {
                 id: 3,
@@ -33,6 +37,7 @@ fn sample() -> TopicAnnouncement {
                     type_information: vec![1, 2, 3],
                     type_mapping: vec![4, 5],
                 }),
+                type_hash: None,
             },
         ],
         definitions: vec![TypeDefinition {

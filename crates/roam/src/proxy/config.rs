@@ -13,7 +13,8 @@
 //!   interfaces: [eth0]           # network interfaces DDS may use (default: Cyclone's choice)
 //!   peers: [192.168.1.20]        # unicast discovery peers (default: multicast)
 //!   # config_xml: "<CycloneDDS>...</CycloneDDS>"   # full CycloneDDS config instead
-//!   ros_distro: jazzy            # humble uses 24-byte GIDs in ros_discovery_info
+//!   ros_distro: jazzy            # humble: 24-byte GIDs in ros_discovery_info and no type
+//!                                # hashes on import writers (later: 16 bytes, hashes)
 //!   receive_buffer_bytes: 8388608  # UDP receive buffer for large messages (default 8 MiB)
 //! realms:
 //!   warehouse: /etc/roam/warehouse.realm
@@ -159,7 +160,8 @@ pub struct DdsFile {
     pub peers: Vec<String>,
     pub config_xml: Option<String>,
     /// The ROS 2 distribution of this network's nodes, for the GID width in
-    /// `ros_discovery_info`: `humble` (24 bytes) or later (`iron`, `jazzy`, ...: 16 bytes).
+    /// `ros_discovery_info` (`humble`: 24 bytes; later, `iron`, `jazzy`, ...: 16 bytes) and
+    /// whether import writers carry type hashes in USER_DATA (every distribution after Humble).
     pub ros_distro: Option<String>,
     /// The UDP receive buffer the proxy's participant asks for (bytes; the kernel caps it at
     /// net.core.rmem_max). Part of the configuration roam writes from `interfaces`/`peers`.

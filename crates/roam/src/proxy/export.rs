@@ -315,6 +315,12 @@ impl Exporter {
             qos,
             id: Some(key.id()),
             xtypes,
+            // The hash the type's publishers announce (Jazzy and later), for importers' writers.
+            type_hash: self
+                .endpoints
+                .values()
+                .filter(|e| e.type_name == class.dds_type)
+                .find_map(|e| super::user_data::type_hash(&e.user_data)),
             definition: self
                 .definitions
                 .get(&class.dds_type)

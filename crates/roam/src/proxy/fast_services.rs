@@ -49,7 +49,7 @@ use super::call_ids::{Answer, FastClients, PendingCalls};
 use super::convention::{
     classify, reply_type_of, request_type_of, vendor, vendor_name, Convention, Setting,
 };
-use super::import::PROXY_MARK;
+use super::user_data::is_proxy_import;
 
 /// How long a reply waits for its client's reader to match the proxy's reply writer.
 const REPLY_MATCH_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
@@ -77,7 +77,7 @@ pub struct ServiceEntry {
 pub struct Views {
     /// GUID prefixes of the proxy's own RustDDS participant.
     own: RwLock<Vec<[u8; 12]>>,
-    /// Writers of any roam proxy's imports (USER_DATA [`PROXY_MARK`]): never a local peer.
+    /// Writers of any roam proxy's imports (USER_DATA: [`super::user_data`]): never a local peer.
     proxies: RwLock<HashSet<Guid>>,
     /// Realm client ids of the local clients this module serves.
     fast_clients: RwLock<HashSet<u64>>,
@@ -232,7 +232,7 @@ impl FastServices {
             return;
         }
         let publication = matches!(ev, DiscoveryEvent::Publication(_));
-        if publication && ep.user_data == PROXY_MARK {
+        if publication && is_proxy_import(&ep.user_data) {
             let mut p = write(&self.views.proxies);
             match ep.alive {
                 true => p.insert(ep.guid),

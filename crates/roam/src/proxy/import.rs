@@ -24,11 +24,8 @@ use roam_net::latency::now_us;
 use tracing::{info, warn};
 
 use super::rules::{ros_type, ProxyRules};
+use super::user_data::import_writer;
 use super::write::{write_import, IMPORT_BATCH};
-
-/// USER_DATA on every DDS writer a proxy creates for an import, so that another proxy on the
-/// same domain recognises it and never exports it back into a realm (which would loop it).
-pub const PROXY_MARK: &[u8] = b"roam-proxy/1";
 
 /// What one import brings in: a realm topic, and its local DDS topic.
 pub struct ImportLeg {
@@ -44,6 +41,10 @@ pub struct ImportLeg {
     /// a server in rmw_cyclonedds's convention is here, its replies only for clients that
     /// are not served by [`super::fast_services`].
     pub admit: Option<Admit>,
+    /// Whether this network's nodes expect type hashes in USER_DATA (every distribution
+    /// since Iron; not Humble): the writers then carry the exporter's, or one computed from
+    /// the announced definition for a topic whose publishers had none.
+    pub type_hashes: bool,
 }
 
 /// Whether an import writes a data message (its payload).
@@ -223,10 +224,11 @@ impl Copies {
             return plain;
         };
         let dds_topic = roam_edge::ros_names::topic_to_dds(target);
+        let user_data = import_writer(info.type_hash.as_deref());
         let w = self
             .writers
             .entry((target.to_string(), id))
-            .or_insert_with(|| match new_writer(participant, &dds_topic, info) {
+            .or_insert_with(|| match new_writer(participant, &dds_topic, info, &user_data) {
                 Ok(w) => {
                     info!(topic = %dds_topic, ty = %info.dds_type, "copying an import here (a Copy rule)");
                     Some(Arc::new(w))
@@ -286,7 +288,16 @@ fn reconcile(
         if writers.contains_key(&id) {
             continue;
         }
-        match new_writer(participant, &leg.dds_topic, &info) {
+        let hash = leg
+            .type_hashes
+            .then(|| type_hash(sub, leg, &info))
+            .flatten();
+        match new_writer(
+            participant,
+            &leg.dds_topic,
+            &info,
+            &import_writer(hash.as_deref()),
+        ) {
             Ok(w) => {
                 info!(topic = %leg.dds_topic, ty = %info.dds_type, reliable = info.qos.reliable, transient_local = info.qos.transient_local, depth = info.qos.depth, from = %info.announcer, "remote topic announced: writing locally");
                 writers.insert(id, (info, Arc::new(w)));
@@ -296,10 +307,25 @@ fn reconcile(
     }
 }
 
+/// The type hash an import's writer carries: its publishers' (announced), else, for a topic
+/// (a service's endpoints carry the service's hash, not their message's), the hash of the
+/// definition announced with it.
+fn type_hash(sub: &Subscriber, leg: &ImportLeg, info: &StreamInfo) -> Option<String> {
+    if info.type_hash.is_some() || !leg.dds_topic.starts_with("rt/") {
+        return info.type_hash.clone();
+    }
+    let text = sub.definition(&info.dds_type)?;
+    let root = ros_type(&info.dds_type);
+    let mut reg = TypeRegistry::new();
+    reg.add_ros2msg(&root, text).ok()?;
+    roam_msg::type_hash::rihs01(&reg, &root).ok()
+}
+
 fn new_writer(
     participant: &Participant,
     dds_topic: &str,
     info: &StreamInfo,
+    user_data: &[u8],
 ) -> Result<Writer, roam_dds::DdsError> {
     let topic = match (&info.xtypes, info.keyed) {
         (Some(x), true) => match TypeDescriptor::from_xtypes(
@@ -326,7 +352,7 @@ fn new_writer(
         },
     };
     let options = WriterOptions {
-        user_data: PROXY_MARK,
+        user_data,
         batching: true,
         non_blocking: true,
         // The publisher's own disposals arrive as such; an unregister stays one.

@@ -17,6 +17,8 @@
 //! - [`convention`], [`call_ids`] and [`fast_services`]: services whose local endpoints carry
 //!   the call identity beside the payload (rmw_fastrtps's convention): which endpoints do,
 //!   the identity tables, and the legs that translate through a second DDS stack (RustDDS).
+//! - [`user_data`]: what endpoints' USER_DATA says (ROS 2 type hashes, the mark on a
+//!   proxy's import writers).
 //! - [`run`]: the proxy process.
 
 pub mod call_ids;
@@ -32,4 +34,5 @@ pub mod nodes;
 pub mod rules;
 pub mod rules_log;
 pub mod run;
+pub mod user_data;
 pub mod write;

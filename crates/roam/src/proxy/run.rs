@@ -22,7 +22,8 @@ use super::config::{ProxyConfig, What};
 use super::convention::Setting;
 use super::export::{export, ExportLeg, PublicationEvent, SkipWriter};
 use super::fast_services::{interface_addresses, FastServices, ServiceEntry, Views};
-use super::import::{import, Admit, ImportLeg, PROXY_MARK};
+use super::import::{import, Admit, ImportLeg};
+use super::user_data::is_proxy_import;
 use crate::stats::Status;
 
 /// Runs a proxy until `stop` resolves.
@@ -213,6 +214,7 @@ pub async fn run(
             definitions: definitions.clone(),
             rules: rules.clone(),
             admit,
+            type_hashes: cfg.dds.ros_distro.as_deref() != Some("humble"),
         };
         tokio::spawn(import(edge.clone(), participant.clone(), leg));
     }
@@ -359,7 +361,7 @@ fn exportable(
     fast: Option<&Views>,
 ) -> Option<(String, String)> {
     // Our own endpoints, and any roam proxy's import writers, are never exported.
-    if !ep.alive || me.owns(ep) || ep.user_data == PROXY_MARK {
+    if !ep.alive || me.owns(ep) || is_proxy_import(&ep.user_data) {
         return None;
     }
     if let Some(leg) = service_exports

@@ -419,9 +419,19 @@ impl Net {
     /// Starts `roam proxy` for DDS domain `domain`, linked to `router`, with the given
     /// `exports:`/`imports:` YAML.
     pub fn proxy(&self, id: &str, domain: u32, router: &str, body: &str) -> Proc {
+        self.proxy_with(id, domain, "", router, body)
+    }
+
+    /// [`Self::proxy`] with more `dds:` settings (`dds`, e.g. `ros_distro: humble`).
+    pub fn proxy_with(&self, id: &str, domain: u32, dds: &str, router: &str, body: &str) -> Proc {
         self.issue(id, "router");
+        let dds = if dds.is_empty() {
+            String::new()
+        } else {
+            format!(", {dds}")
+        };
         let yaml = format!(
-            "id: {id}\npki: {}\nupstream: [{router}]\ndds: {{domain: {domain}, interfaces: [lo], peers: [127.0.0.1]}}\nrealms: {{test: {}}}\nlink: {{idle_timeout_ms: 1500}}\n{body}",
+            "id: {id}\npki: {}\nupstream: [{router}]\ndds: {{domain: {domain}, interfaces: [lo], peers: [127.0.0.1]{dds}}}\nrealms: {{test: {}}}\nlink: {{idle_timeout_ms: 1500}}\n{body}",
             self.pki, self.realm
         );
         let path = self.dir.join(format!("{id}.yaml"));
