@@ -7,8 +7,12 @@
 //! topics, `rt/fibonacci/_action/feedback` and the transient-local, keep-last-1
 //! `rt/fibonacci/_action/status`. The proxies carry the action as one `action:` entry.
 //!
-//! Everything stays on loopback (see tests/vendor.rs). Domains 228..232 and router ports
-//! 18628..18632 are this file's alone.
+//! Then across vendors: the Fast DDS client with a CycloneDDS server (Python cyclonedds in
+//! rmw_cyclonedds's layout, crates/roam-dds/tests/py/action.py), and the CycloneDDS client
+//! with the Fast DDS server.
+//!
+//! Everything stays on loopback (see tests/vendor.rs). Domains 228..232 and 185..188 and
+//! router ports 18628..18632 and 18182..18183 are this file's alone.
 
 mod common;
 mod fastdds_support;
@@ -230,4 +234,60 @@ fn a_fastdds_action_goal_is_cancelled_through_roam() {
         "{}",
         logs()
     );
+}
+
+/// The Fast DDS client calls a CycloneDDS server (the proxies translate between rmw_fastrtps's
+/// and rmw_cyclonedds's service conventions), and a CycloneDDS client the Fast DDS server.
+#[test]
+fn fastdds_and_cyclonedds_action_clients_and_servers_work_with_each_other_through_roam() {
+    let s = Setup::new("action-fast-to-cyclone", 18182, 185, 186);
+    let server = python(
+        "cyclone-server",
+        "action.py",
+        &["server", "185", "fibonacci"],
+    );
+    let client = fastdds(
+        "fastdds-action-client",
+        "action-client",
+        186,
+        &["--name", "/fibonacci", "--order", "6", "--timeout", "5"],
+    );
+    let logs = || s.logs(&server, &client);
+    let got = client_lines(&client, Duration::from_secs(90), &logs);
+    assert!(check_feedback(&got, &logs) >= 1, "{got:?}: {}", logs());
+    assert_eq!(
+        got.last().map(String::as_str),
+        Some("result 4 0,1,1,2,3,5,8"),
+        "{}",
+        logs()
+    );
+    drop((client, server, s));
+
+    let s = Setup::new("action-cyclone-to-fast", 18183, 187, 188);
+    let server = fastdds(
+        "fastdds-action-server",
+        "action-server",
+        187,
+        &["--name", "/fibonacci", "--step-ms", "200"],
+    );
+    let client = python(
+        "cyclone-client",
+        "action.py",
+        &["client", "188", "fibonacci", "7", "40", "2"],
+    );
+    let logs = || s.logs(&server, &client);
+    let end = Instant::now() + Duration::from_secs(90);
+    let mut got = Vec::new();
+    while Instant::now() < end && got.last().map(String::as_str) != Some("done") {
+        got.extend(client.line(Duration::from_millis(100)));
+    }
+    assert!(got.iter().any(|l| l == "cancel 0 1"), "{got:?}: {}", logs());
+    let result = got.iter().find_map(|l| l.strip_prefix("result 5 "));
+    let partial = numbers(result.unwrap_or_else(|| panic!("not canceled: {got:?}: {}", logs())));
+    assert!(
+        partial.len() >= 2 && partial.len() < 41,
+        "{got:?}: {}",
+        logs()
+    );
+    assert_eq!(partial, fibonacci(partial.len()), "{}", logs());
 }
