@@ -50,6 +50,8 @@
 //!   - topic: /robot7/chatter
 //!     realm: warehouse
 //!     as: /chatter               # optional: local name
+//!   - allow: {subscribers: ['^/fleet/']}  # or every topic a local subscriber reads that
+//!     realm: warehouse           # matches (a list, or per kind: docs/operations.md)
 //!   - service: /add_two_ints
 //!     realm: warehouse
 //!   - action: /fibonacci         # an action whose server is elsewhere in the realm
@@ -81,10 +83,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use regex::Regex;
 use serde::Deserialize;
 
 use super::dds_config::{check_xml, MAX_DOMAIN, RECEIVE_BUFFER_BYTES};
+use super::patterns::{Patterns, Side, TopicPatterns};
 use crate::addr::{check_host_port, check_peer, Use};
 use crate::cmd::gateway::doors_config::{Doors, EmbeddedFile};
 use crate::config_doc::{ConfigError, Doc, FieldPath};
@@ -178,10 +180,9 @@ pub struct ExportFile {
     pub action: Option<String>,
     /// A raw DDS topic (not a ROS 2 one), e.g. `DDSPerfRDataKS`.
     pub dds_topic: Option<String>,
-    #[serde(default)]
-    pub allow: Vec<String>,
-    #[serde(default)]
-    pub deny: Vec<String>,
+    /// Patterns (docs: [`super::patterns`]): a list, or per kind (`publishers`).
+    pub allow: Option<Patterns>,
+    pub deny: Option<Patterns>,
     pub realm: String,
     #[serde(rename = "as")]
     pub rename: Option<String>,
@@ -197,6 +198,9 @@ pub struct ImportFile {
     pub service: Option<String>,
     pub action: Option<String>,
     pub dds_topic: Option<String>,
+    /// Patterns (docs: [`super::patterns`]): a list, or per kind (`subscribers`).
+    pub allow: Option<Patterns>,
+    pub deny: Option<Patterns>,
     pub realm: String,
     #[serde(rename = "as")]
     pub rename: Option<String>,
@@ -340,12 +344,9 @@ pub struct Mapping {
 }
 
 /// Export every local topic matching `allow` and none of `deny`, under its own name.
-#[derive(Debug, Clone)]
-pub struct PatternExport {
-    pub allow: Vec<Regex>,
-    pub deny: Vec<Regex>,
-    pub realm: String,
-}
+pub type PatternExport = TopicPatterns;
+/// Import every topic a local subscriber reads that matches `allow` and none of `deny`.
+pub type PatternImport = TopicPatterns;
 
 /// The validated configuration.
 #[derive(Debug)]
@@ -361,6 +362,7 @@ pub struct ProxyConfig {
     pub exports: Vec<Mapping>,
     pub pattern_exports: Vec<PatternExport>,
     pub imports: Vec<Mapping>,
+    pub pattern_imports: Vec<PatternImport>,
     pub link: crate::config::LinkFile,
     pub encrypt_payloads: bool,
     /// `sign:` as written; unset means "when a realm requires it" (decided at start, once
@@ -464,7 +466,7 @@ impl ProxyConfig {
         for (i, e) in f.exports.iter().enumerate() {
             let entry = field("exports").index(i);
             realm_ok(&e.realm, &entry.clone().key("realm"))?;
-            let patterns = !e.allow.is_empty() || !e.deny.is_empty();
+            let patterns = e.allow.is_some() || e.deny.is_some();
             let named = [&e.topic, &e.service, &e.dds_topic, &e.action]
                 .iter()
                 .any(|n| n.is_some());
@@ -487,16 +489,9 @@ impl ProxyConfig {
                     if e.rename.is_some() {
                         return Err(doc.err(&entry.key("as"), "`as` renames one topic; it cannot apply to allow/deny patterns: give each topic its own entry"));
                     }
-                    if e.allow.is_empty() {
-                        return Err(doc.err(&entry.key("deny"), "deny without allow exports nothing; add allow: ['.*']"));
-                    }
-                    let compile = |key: &str, list: &[String]| -> Result<Vec<Regex>, ConfigError> {
-                        list.iter()
-                            .enumerate()
-                            .map(|(j, p)| Regex::new(p).map_err(|err| doc.err(&entry.clone().key(key).index(j), format!("bad regex {p:?}: {err}"))))
-                            .collect()
-                    };
-                    pattern_exports.push(PatternExport { allow: compile("allow", &e.allow)?, deny: compile("deny", &e.deny)?, realm: e.realm.clone() });
+                    let (allow, deny) = (e.allow.as_ref(), e.deny.as_ref());
+                    let p = TopicPatterns::parse(doc, &entry, Side::Exports, allow, deny, &e.realm)?;
+                    pattern_exports.push(p);
                 }
                 _ => {
                     return Err(doc.err(
@@ -507,14 +502,30 @@ impl ProxyConfig {
             }
         }
         let mut imports: Vec<(usize, Mapping)> = Vec::new();
+        let mut pattern_imports = Vec::new();
         for (i, m) in f.imports.iter().enumerate() {
             let entry = field("imports").index(i);
             realm_ok(&m.realm, &entry.clone().key("realm"))?;
-            let Some((kind, remote, key)) = single(&m.topic, &m.service, &m.dds_topic, &m.action)
-            else {
+            let named = single(&m.topic, &m.service, &m.dds_topic, &m.action);
+            let patterns = m.allow.is_some() || m.deny.is_some();
+            if named.is_none() && patterns {
+                if m.rename.is_some() || m.convention.is_some() {
+                    let key = if m.rename.is_some() {
+                        "as"
+                    } else {
+                        "convention"
+                    };
+                    return Err(doc.err(&entry.key(key), "allow/deny patterns import topics under their own names: give a topic that needs more its own entry"));
+                }
+                let (allow, deny) = (m.allow.as_ref(), m.deny.as_ref());
+                let p = TopicPatterns::parse(doc, &entry, Side::Imports, allow, deny, &m.realm)?;
+                pattern_imports.push(p);
+                continue;
+            }
+            let (Some((kind, remote, key)), false) = (named, patterns) else {
                 return Err(doc.err(
                     &entry,
-                    "expected exactly one of `topic`, `service`, `action` or `dds_topic`",
+                    "expected exactly one of `topic`, `service`, `action`, `dds_topic`, or `allow`/`deny` patterns",
                 ));
             };
             let named =
@@ -612,6 +623,7 @@ impl ProxyConfig {
             exports: exports.into_iter().map(|(_, m)| m).collect(),
             pattern_exports,
             imports: imports.into_iter().map(|(_, m)| m).collect(),
+            pattern_imports,
             link: f.link,
             encrypt_payloads: f.encrypt_payloads,
             sign: f.sign,
@@ -673,10 +685,7 @@ impl ProxyConfig {
         }
         self.pattern_exports
             .iter()
-            .find(|p| {
-                p.allow.iter().any(|r| r.is_match(local_topic))
-                    && !p.deny.iter().any(|r| r.is_match(local_topic))
-            })
+            .find(|p| p.matches(local_topic))
             .map(|p| {
                 let ns = self.namespace.as_deref().unwrap_or("/");
                 (
@@ -684,6 +693,31 @@ impl ProxyConfig {
                     in_namespace(ns, What::Topic, local_topic.to_string()),
                 )
             })
+    }
+}
+
+impl ProxyConfig {
+    /// The realm and realm-side name a local topic is imported from because a local
+    /// subscriber reads it and an import pattern matches (`None` for a topic imported by
+    /// name, which is imported anyway, and for one this proxy exports: its own stream would
+    /// come back).
+    pub fn pattern_import_of(&self, local_topic: &str) -> Option<(String, String)> {
+        let named = |ms: &[Mapping]| {
+            ms.iter()
+                .any(|m| m.what == What::Topic && m.local == local_topic)
+        };
+        if named(&self.imports) || self.export_of(local_topic).is_some() {
+            return None;
+        }
+        let p = self
+            .pattern_imports
+            .iter()
+            .find(|p| p.matches(local_topic))?;
+        let ns = self.namespace.as_deref().unwrap_or("/");
+        Some((
+            p.realm.clone(),
+            in_namespace(ns, What::Topic, local_topic.to_string()),
+        ))
     }
 }
 

@@ -517,3 +517,89 @@ fn an_action_entry_is_its_three_services_and_two_topics_renamed_and_namespaced_t
     ));
     assert!(e.contains("imports[1].action"), "{e}");
 }
+
+#[test]
+fn allow_and_deny_take_a_list_or_patterns_per_kind_and_say_where_a_kind_belongs() {
+    let with = |exports: &str, imports: &str| {
+        format!(
+            "id: r\npki: ./pki\nrealms: {{w: ./w.realm}}\nexports:\n{exports}imports:\n{imports}"
+        )
+    };
+    let topic = "  - topic: /plan\n    realm: w\n";
+    let c = ProxyConfig::parse(
+        &with(
+            "  - allow: {publishers: ['^/camera/']}\n    deny: {publishers: ['debug']}\n    realm: w\n",
+            "  - allow: ['^/robot/']\n    deny: {subscribers: ['^/robot/secret$']}\n    realm: w\n",
+        ),
+        "r.yaml",
+    )
+    .unwrap();
+    assert_eq!(
+        c.export_of("/camera/image").map(|e| e.1).as_deref(),
+        Some("/camera/image")
+    );
+    assert_eq!(c.export_of("/camera/debug"), None);
+    assert_eq!(
+        c.pattern_import_of("/robot/status"),
+        Some(("w".into(), "/robot/status".into()))
+    );
+    assert_eq!(c.pattern_import_of("/robot/secret"), None);
+    assert_eq!(c.pattern_import_of("/elsewhere"), None);
+    // A topic imported by name is not imported again, nor one this proxy exports.
+    let c = ProxyConfig::parse(
+        &(with(
+            "  - allow: ['^/robot/odom$']\n    realm: w\n",
+            &format!(
+                "  - topic: /robot/plan\n    realm: w\n  - allow: ['.*']\n    realm: w\n{topic}"
+            ),
+        ) + "namespace: /r7\n"),
+        "r.yaml",
+    )
+    .unwrap();
+    assert_eq!(c.pattern_import_of("/robot/plan"), None);
+    assert_eq!(c.pattern_import_of("/robot/odom"), None);
+    assert_eq!(
+        c.pattern_import_of("/cmd_vel"),
+        Some(("w".into(), "/r7/cmd_vel".into())),
+        "in the namespace"
+    );
+    // Each kind where it belongs; services and actions are named one by one.
+    let e = err(&with(
+        topic,
+        "  - allow: {publishers: ['.*']}\n    realm: w\n",
+    ));
+    assert!(
+        e.contains("imports[0].allow.publishers: `publishers` belongs in `exports:`"),
+        "{e}"
+    );
+    let e = err(&with(
+        "  - allow: {service_servers: ['.*']}\n    realm: w\n",
+        topic,
+    ));
+    assert!(
+        e.contains("exports[0].allow.service_servers: patterns for `service_servers` are not supported: name each service or action in its own entry"),
+        "{e}"
+    );
+    let e = err(&with(
+        topic,
+        "  - allow: {subscriber: ['.*']}\n    realm: w\n",
+    ));
+    assert!(e.contains("unknown kind `subscriber`"), "{e}");
+    let e = err(&with(topic, "  - deny: ['x']\n    realm: w\n"));
+    assert!(
+        e.contains("imports[0].deny: deny without allow imports nothing"),
+        "{e}"
+    );
+    let e = err(&with(topic, "  - allow: ['(']\n    realm: w\n"));
+    assert!(e.contains("imports[0].allow[0]: bad regex"), "{e}");
+    let e = err(&with(topic, "  - allow: ['x']\n    as: /y\n    realm: w\n"));
+    assert!(
+        e.contains("imports[0].as: allow/deny patterns import topics under their own names"),
+        "{e}"
+    );
+    let e = err(&with(
+        topic,
+        "  - allow: ['x']\n    topic: /y\n    realm: w\n",
+    ));
+    assert!(e.contains("expected exactly one of"), "{e}");
+}

@@ -79,17 +79,22 @@ struct Live {
     qos: Option<StreamQos>,
 }
 
+/// Where a topic the proxy imports through a pattern comes from, by its local DDS topic:
+/// (realm, realm-side name).
+pub type PatternImported = Box<dyn Fn(&str) -> Option<(String, String)> + Send + Sync>;
+
 /// What a proxy's entries list, from its configured imports and DDS discovery. Pure.
-#[derive(Debug, Default)]
 pub struct Entries {
     imports: Vec<Imported>,
+    pattern_imported: PatternImported,
     live: HashMap<Guid, Live>,
 }
 
 impl Entries {
-    pub fn new(imports: Vec<Imported>) -> Self {
+    pub fn new(imports: Vec<Imported>, pattern_imported: PatternImported) -> Self {
         Self {
             imports,
+            pattern_imported,
             live: HashMap::new(),
         }
     }
@@ -116,16 +121,22 @@ impl Entries {
 
     /// The writer the proxy made for an import: what the realm sent, of which type.
     fn imported_item(&self, ep: &Endpoint) -> Option<Live> {
-        let i = self.imports.iter().find(|i| i.dds_topic == ep.topic_name)?;
-        let (ty, qos) = match i.kind {
+        let (realm, kind, name) = match self.imports.iter().find(|i| i.dds_topic == ep.topic_name) {
+            Some(i) => (i.realm.clone(), i.kind, i.name.clone()),
+            None => {
+                let (realm, name) = (self.pattern_imported)(&ep.topic_name)?;
+                (realm, ItemKind::Topic, name)
+            }
+        };
+        let (ty, qos) = match kind {
             ItemKind::Topic => (type_from_dds(&ep.type_name), Some(stream_qos(&ep.qos))),
             _ => (service_type_from_dds(&ep.type_name), None),
         };
         Some(Live {
-            realm: i.realm.clone(),
-            kind: i.kind,
+            realm,
+            kind,
             role: Role::Imports,
-            name: i.name.clone(),
+            name,
             ty,
             qos,
         })
@@ -227,6 +238,7 @@ pub async fn start(
     participant: &Participant,
     realms: &BTreeMap<String, Arc<Realm>>,
     imports: Vec<Imported>,
+    pattern_imported: PatternImported,
     exported: Exported,
 ) -> Result<ProxyDirectory, String> {
     let mut announcers = Vec::new();
@@ -245,7 +257,7 @@ pub async fn start(
     .map_err(|e| format!("DDS discovery for the directory: {e}"))?;
     let (stop, stopped) = oneshot::channel();
     let task = tokio::spawn(run(
-        Entries::new(imports),
+        Entries::new(imports, pattern_imported),
         participant.clone(),
         exported,
         announcers,
@@ -334,6 +346,10 @@ mod tests {
         }
     }
 
+    fn none() -> PatternImported {
+        Box::new(|_| None)
+    }
+
     fn exported(name: &str) -> Option<(String, String)> {
         Some(("test".into(), name.into()))
     }
@@ -369,7 +385,7 @@ mod tests {
                 ("other", ItemKind::Topic, "dds:Raw", "Raw"),
             ]
         );
-        let e = Entries::new(i);
+        let e = Entries::new(i, none());
         let items = e.items("test");
         assert_eq!(items.len(), 2);
         assert!(items
@@ -380,7 +396,7 @@ mod tests {
 
     #[test]
     fn exports_are_listed_while_their_publications_live_with_ros_types_and_qos() {
-        let mut e = Entries::new(vec![]);
+        let mut e = Entries::new(vec![], none());
         let talker = ep(1, "rt/chatter", STRING, Qos::default());
         assert!(e.observe(&talker, false, exported("/robot/chatter")));
         assert!(
@@ -425,7 +441,7 @@ mod tests {
 
     #[test]
     fn an_imports_types_come_from_the_writers_the_proxy_made_for_it() {
-        let mut e = Entries::new(imported());
+        let mut e = Entries::new(imported(), none());
         // Another participant's writer on the imported topic is not ours: not listed.
         let theirs = ep(1, "rt/chatter", STRING, Qos::default());
         assert!(!e.observe(&theirs, false, None));
@@ -464,7 +480,7 @@ mod tests {
             "test.yaml",
         )
         .unwrap();
-        let mut e = Entries::new(imports(&cfg));
+        let mut e = Entries::new(imports(&cfg), none());
         let server = ep(
             1,
             "rr/navigate/_action/send_goalReply",

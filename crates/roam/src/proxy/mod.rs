@@ -1,7 +1,7 @@
 //! The ROS 2 proxy: a DDS participant with its own edge router.
 //!
 //! - [`config`]: the proxy's YAML file: DDS settings, upstream routers, realms, exports and
-//!   imports; validation with located errors.
+//!   imports; validation with located errors. [`patterns`]: its allow/deny entries.
 //! - [`dds_config`]: the CycloneDDS configuration from the `dds:` section.
 //! - [`export_plan`] and [`export`]: which streams and readers an exported topic needs, and
 //!   the task that reads them into edge publishers.
@@ -31,6 +31,7 @@ pub mod export_plan;
 pub mod fast_services;
 pub mod import;
 pub mod nodes;
+pub mod patterns;
 pub mod rules;
 pub mod rules_log;
 pub mod run;

@@ -7,7 +7,7 @@
 //! Endpoints of the proxy's own participant, and writers any proxy created for an import, are
 //! never exported, so what a proxy imports never goes back out.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use roam_dds::{ros_discovery_info, Discovery, DiscoveryEvent, Endpoint, Guid, Participant};
@@ -204,9 +204,8 @@ pub async fn run(
         networks,
     );
     let views = fast.views();
-    for leg in topic_imports.chain(service_imports) {
-        info!(dds_topic = %leg.dds_topic, from = %leg.remote, realm = %leg.realm, "importing");
-        let admit = admit(&leg, &fast, &views);
+    let type_hashes = cfg.dds.ros_distro.as_deref() != Some("humble");
+    let start_import = |leg: Leg, admit: Option<Admit>| {
         let leg = ImportLeg {
             realm: realms[&leg.realm].clone(),
             dds_topic: leg.dds_topic,
@@ -214,10 +213,17 @@ pub async fn run(
             definitions: definitions.clone(),
             rules: rules.clone(),
             admit,
-            type_hashes: cfg.dds.ros_distro.as_deref() != Some("humble"),
+            type_hashes,
         };
         tokio::spawn(import(edge.clone(), participant.clone(), leg));
+    };
+    for leg in topic_imports.chain(service_imports) {
+        info!(dds_topic = %leg.dds_topic, from = %leg.remote, realm = %leg.realm, "importing");
+        let admit = admit(&leg, &fast, &views);
+        start_import(leg, admit);
     }
+    // Topics imported because a local subscriber reads them and an import pattern matches.
+    let mut pattern_imports: HashSet<String> = HashSet::new();
 
     // Discovery events are few (one per endpoint in the domain and its changes), so an
     // unbounded channel is fine, and sending never blocks a CycloneDDS thread.
@@ -258,6 +264,14 @@ pub async fn run(
                 tracing::debug!(?ev, "DDS discovery");
                 node.observe(&participant, &views, &ev);
                 fast.observe(&participant, &ev);
+                if let DiscoveryEvent::Subscription(ep) = &ev {
+                    if let Some(leg) = pattern_import(&cfg, &participant, &views, ep) {
+                        if pattern_imports.insert(leg.dds_topic.clone()) {
+                            info!(dds_topic = %leg.dds_topic, from = %leg.remote, realm = %leg.realm, "importing (a local subscriber reads it and an import pattern matches)");
+                            start_import(leg, None);
+                        }
+                    }
+                }
                 let DiscoveryEvent::Publication(ep) = ev else { continue };
                 if !ep.alive {
                     if let Some(topic) = exported.remove(&ep.guid) {
@@ -347,7 +361,20 @@ async fn announce_directory(
     let exported =
         Box::new(move |me: &Participant, ep: &Endpoint| exportable(&c, &legs, me, ep, None));
     let imports = super::directory::imports(cfg);
-    super::directory::start(edge, participant, realms, imports, exported).await
+    let c = cfg.clone();
+    let pattern_imported = Box::new(move |dds_topic: &str| match ros_endpoint(dds_topic) {
+        Some(RosEndpoint::Topic(local)) => c.pattern_import_of(&local),
+        _ => None,
+    });
+    super::directory::start(
+        edge,
+        participant,
+        realms,
+        imports,
+        pattern_imported,
+        exported,
+    )
+    .await
 }
 
 /// Whether a discovered publication is one this proxy exports: (realm, realm topic). With
@@ -385,6 +412,29 @@ fn exportable(
         return None;
     };
     cfg.export_of(&local)
+}
+
+/// The import a local subscription asks for through an import pattern, if any: not the
+/// proxy's own readers (its exports') nor those of its RustDDS participant.
+fn pattern_import(
+    cfg: &ProxyConfig,
+    me: &Participant,
+    views: &Views,
+    ep: &Endpoint,
+) -> Option<Leg> {
+    if !ep.alive || cfg.pattern_imports.is_empty() || me.owns(ep) || views.is_own(&ep.guid) {
+        return None;
+    }
+    let Some(RosEndpoint::Topic(local)) = ros_endpoint(&ep.topic_name) else {
+        return None;
+    };
+    let (realm, remote) = cfg.pattern_import_of(&local)?;
+    Some(Leg {
+        dds_topic: ep.topic_name.clone(),
+        remote,
+        realm,
+        service: None,
+    })
 }
 
 /// One direction of a topic or service between a DDS topic here and a name in a realm.
