@@ -23,8 +23,8 @@
 //!     realm: warehouse
 //!     as: /robot7/chatter        # optional: its name inside the realm
 //!   - allow: ['^/camera/.*']     # or every local topic matching a regex ...
-//!     deny: ['^/camera/debug']   # ... except these
-//!     realm: warehouse
+//!     deny: ['^/camera/debug']   # ... except these (or per kind: publishers,
+//!     realm: warehouse           # service_servers, action_servers; docs/operations.md)
 //!   - service: /add_two_ints     # a service this network serves
 //!     realm: warehouse
 //!     convention: auto           # where local endpoints carry a call's identity: auto (by
@@ -51,7 +51,8 @@
 //!     realm: warehouse
 //!     as: /chatter               # optional: local name
 //!   - allow: {subscribers: ['^/fleet/']}  # or every topic a local subscriber reads that
-//!     realm: warehouse           # matches (a list, or per kind: docs/operations.md)
+//!     realm: warehouse           # matches (a list, or per kind: subscribers,
+//!                                # service_clients, action_clients; docs/operations.md)
 //!   - service: /add_two_ints
 //!     realm: warehouse
 //!   - action: /fibonacci         # an action whose server is elsewhere in the realm
@@ -86,7 +87,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::dds_config::{check_xml, MAX_DOMAIN, RECEIVE_BUFFER_BYTES};
-use super::patterns::{Patterns, Side, TopicPatterns};
+use super::patterns::{Kind, Pattern, Patterns, Side};
 use crate::addr::{check_host_port, check_peer, Use};
 use crate::cmd::gateway::doors_config::{Doors, EmbeddedFile};
 use crate::config_doc::{ConfigError, Doc, FieldPath};
@@ -180,7 +181,8 @@ pub struct ExportFile {
     pub action: Option<String>,
     /// A raw DDS topic (not a ROS 2 one), e.g. `DDSPerfRDataKS`.
     pub dds_topic: Option<String>,
-    /// Patterns (docs: [`super::patterns`]): a list, or per kind (`publishers`).
+    /// Patterns (docs: [`super::patterns`]): a list, or per kind (`publishers`,
+    /// `service_servers`, `action_servers`).
     pub allow: Option<Patterns>,
     pub deny: Option<Patterns>,
     pub realm: String,
@@ -198,7 +200,8 @@ pub struct ImportFile {
     pub service: Option<String>,
     pub action: Option<String>,
     pub dds_topic: Option<String>,
-    /// Patterns (docs: [`super::patterns`]): a list, or per kind (`subscribers`).
+    /// Patterns (docs: [`super::patterns`]): a list, or per kind (`subscribers`,
+    /// `service_clients`, `action_clients`).
     pub allow: Option<Patterns>,
     pub deny: Option<Patterns>,
     pub realm: String,
@@ -343,10 +346,12 @@ pub struct Mapping {
     pub convention: super::convention::Setting,
 }
 
-/// Export every local topic matching `allow` and none of `deny`, under its own name.
-pub type PatternExport = TopicPatterns;
-/// Import every topic a local subscriber reads that matches `allow` and none of `deny`.
-pub type PatternImport = TopicPatterns;
+/// Export every local topic, service or action (by the pattern's kind) matching `allow` and
+/// none of `deny`, under its own name.
+pub type PatternExport = Pattern;
+/// Import every topic, service or action a local subscriber or client uses that matches
+/// `allow` and none of `deny`.
+pub type PatternImport = Pattern;
 
 /// The validated configuration.
 #[derive(Debug)]
@@ -489,9 +494,12 @@ impl ProxyConfig {
                     if e.rename.is_some() {
                         return Err(doc.err(&entry.key("as"), "`as` renames one topic; it cannot apply to allow/deny patterns: give each topic its own entry"));
                     }
+                    if e.convention.is_some() {
+                        return Err(doc.err(&entry.key("convention"), PATTERN_CONVENTION));
+                    }
                     let (allow, deny) = (e.allow.as_ref(), e.deny.as_ref());
-                    let p = TopicPatterns::parse(doc, &entry, Side::Exports, allow, deny, &e.realm)?;
-                    pattern_exports.push(p);
+                    let p = Pattern::parse(doc, &entry, Side::Exports, allow, deny, &e.realm)?;
+                    pattern_exports.extend(p);
                 }
                 _ => {
                     return Err(doc.err(
@@ -509,17 +517,15 @@ impl ProxyConfig {
             let named = single(&m.topic, &m.service, &m.dds_topic, &m.action);
             let patterns = m.allow.is_some() || m.deny.is_some();
             if named.is_none() && patterns {
-                if m.rename.is_some() || m.convention.is_some() {
-                    let key = if m.rename.is_some() {
-                        "as"
-                    } else {
-                        "convention"
-                    };
-                    return Err(doc.err(&entry.key(key), "allow/deny patterns import topics under their own names: give a topic that needs more its own entry"));
+                if m.rename.is_some() {
+                    return Err(doc.err(&entry.key("as"), "allow/deny patterns import topics, services and actions under their own names: give one that needs another its own entry"));
+                }
+                if m.convention.is_some() {
+                    return Err(doc.err(&entry.key("convention"), PATTERN_CONVENTION));
                 }
                 let (allow, deny) = (m.allow.as_ref(), m.deny.as_ref());
-                let p = TopicPatterns::parse(doc, &entry, Side::Imports, allow, deny, &m.realm)?;
-                pattern_imports.push(p);
+                let p = Pattern::parse(doc, &entry, Side::Imports, allow, deny, &m.realm)?;
+                pattern_imports.extend(p);
                 continue;
             }
             let (Some((kind, remote, key)), false) = (named, patterns) else {
@@ -685,7 +691,7 @@ impl ProxyConfig {
         }
         self.pattern_exports
             .iter()
-            .find(|p| p.matches(local_topic))
+            .find(|p| p.kind == Kind::Publishers && p.matches(local_topic))
             .map(|p| {
                 let ns = self.namespace.as_deref().unwrap_or("/");
                 (
@@ -712,14 +718,73 @@ impl ProxyConfig {
         let p = self
             .pattern_imports
             .iter()
-            .find(|p| p.matches(local_topic))?;
+            .find(|p| p.kind == Kind::Subscribers && p.matches(local_topic))?;
         let ns = self.namespace.as_deref().unwrap_or("/");
         Some((
             p.realm.clone(),
             in_namespace(ns, What::Topic, local_topic.to_string()),
         ))
     }
+
+    /// The mapping a service is forwarded with because a local server (`Side::Exports`) or
+    /// client (`Side::Imports`) of it appeared and a `service_servers` (`service_clients`)
+    /// pattern matches its local name: what its own `service:` entry would make (convention
+    /// `auto`, the realm-side name in the namespace). `None` when no pattern matches, for an
+    /// action's parts (`action_servers`/`action_clients` select those), for a name that is
+    /// not a ROS name, and for a service an entry names: named entries win.
+    pub fn service_pattern(&self, side: Side, service: &str) -> Option<Mapping> {
+        let kind = match side {
+            Side::Exports => Kind::ServiceServers,
+            Side::Imports => Kind::ServiceClients,
+        };
+        if service.contains("/_action/") {
+            return None;
+        }
+        let mut m = self.call_pattern(kind, Entry::One(What::Service), service)?;
+        m.pop()
+    }
+
+    /// The five mappings (three services, two topics: [`action_parts`]) an action is
+    /// forwarded with because a local action server (`Side::Exports`) or client
+    /// (`Side::Imports`) of it appeared and an `action_servers` (`action_clients`) pattern
+    /// matches its local name: what its own `action:` entry would make. `None` when no
+    /// pattern matches, for a name that is not a ROS name, and when an entry names the action
+    /// or any of its parts.
+    pub fn action_pattern(&self, side: Side, action: &str) -> Option<Vec<Mapping>> {
+        let kind = match side {
+            Side::Exports => Kind::ActionServers,
+            Side::Imports => Kind::ActionClients,
+        };
+        self.call_pattern(kind, Entry::Action, action)
+    }
+
+    /// The mappings of `entry` named `local` if a pattern of `kind` matches it and no
+    /// exact entry names any of them.
+    fn call_pattern(&self, kind: Kind, entry: Entry, local: &str) -> Option<Vec<Mapping>> {
+        if check_entry_name(entry, local).ok()? != local {
+            return None;
+        }
+        let list = match kind.side() {
+            Side::Exports => &self.pattern_exports,
+            Side::Imports => &self.pattern_imports,
+        };
+        let p = list.iter().find(|p| p.kind == kind && p.matches(local))?;
+        let ns = self.namespace.as_deref().unwrap_or("/");
+        let in_realm = |what, name| in_namespace(ns, what, name);
+        let auto = super::convention::Setting::Auto;
+        let mappings = entry_mappings(entry, local, local, &p.realm, auto, &in_realm);
+        let named = self.exports.iter().chain(&self.imports).any(|n| {
+            mappings.iter().any(|m| {
+                n.what == m.what
+                    && (n.local == m.local || (n.realm == m.realm && n.remote == m.remote))
+            })
+        });
+        (!named).then_some(mappings)
+    }
 }
+
+/// Why pattern entries take no `convention:`.
+const PATTERN_CONVENTION: &str = "`convention` is `auto` for the services and actions patterns select: give one that needs another its own entry";
 
 /// A realm-side name in the proxy's namespace (`/robot7` + `/chatter` = `/robot7/chatter`).
 /// Raw DDS topics (`dds_topic:`) are not ROS names and keep theirs.

@@ -563,7 +563,7 @@ fn allow_and_deny_take_a_list_or_patterns_per_kind_and_say_where_a_kind_belongs(
         Some(("w".into(), "/r7/cmd_vel".into())),
         "in the namespace"
     );
-    // Each kind where it belongs; services and actions are named one by one.
+    // Each kind where it belongs.
     let e = err(&with(
         topic,
         "  - allow: {publishers: ['.*']}\n    realm: w\n",
@@ -573,11 +573,11 @@ fn allow_and_deny_take_a_list_or_patterns_per_kind_and_say_where_a_kind_belongs(
         "{e}"
     );
     let e = err(&with(
-        "  - allow: {service_servers: ['.*']}\n    realm: w\n",
+        "  - allow: {service_clients: ['.*']}\n    realm: w\n",
         topic,
     ));
     assert!(
-        e.contains("exports[0].allow.service_servers: patterns for `service_servers` are not supported: name each service or action in its own entry"),
+        e.contains("exports[0].allow.service_clients: `service_clients` belongs in `imports:` (the services this network's clients call)"),
         "{e}"
     );
     let e = err(&with(
@@ -594,7 +594,7 @@ fn allow_and_deny_take_a_list_or_patterns_per_kind_and_say_where_a_kind_belongs(
     assert!(e.contains("imports[0].allow[0]: bad regex"), "{e}");
     let e = err(&with(topic, "  - allow: ['x']\n    as: /y\n    realm: w\n"));
     assert!(
-        e.contains("imports[0].as: allow/deny patterns import topics under their own names"),
+        e.contains("imports[0].as: allow/deny patterns import topics, services and actions under their own names"),
         "{e}"
     );
     let e = err(&with(
@@ -602,4 +602,144 @@ fn allow_and_deny_take_a_list_or_patterns_per_kind_and_say_where_a_kind_belongs(
         "  - allow: ['x']\n    topic: /y\n    realm: w\n",
     ));
     assert!(e.contains("expected exactly one of"), "{e}");
+}
+
+#[test]
+fn service_and_action_kinds_select_what_local_servers_and_clients_use_unless_named() {
+    use super::super::convention::Setting;
+    use super::super::patterns::Side::{Exports, Imports};
+    let text = "id: r\npki: ./pki\nrealms: {w: ./w.realm, v: ./v.realm}\nnamespace: /r7\n\
+exports:
+  - service: /add_two_ints
+    realm: w
+  - allow: {publishers: ['^/tf$'], service_servers: ['^/map/', '^/add'], action_servers: ['^/nav']}
+    deny: {service_servers: ['secret']}
+    realm: w
+imports:
+  - action: /fibonacci
+    realm: w
+  - allow: {service_clients: ['.*'], action_clients: ['^/dock$', '^/fib']}
+    realm: v
+";
+    let c = ProxyConfig::parse(text, "r.yaml").unwrap();
+    // A service: as its own `service:` entry, convention auto, realm-side in the namespace.
+    let get_map = Mapping {
+        what: What::Service,
+        local: "/map/get".into(),
+        remote: "/r7/map/get".into(),
+        realm: "w".into(),
+        convention: Setting::Auto,
+    };
+    assert_eq!(c.service_pattern(Exports, "/map/get"), Some(get_map));
+    assert_eq!(c.service_pattern(Exports, "/map/secret"), None, "denied");
+    assert_eq!(c.service_pattern(Exports, "/other"), None, "not allowed");
+    assert_eq!(
+        c.service_pattern(Imports, "/other")
+            .map(|m| (m.realm, m.remote)),
+        Some(("v".into(), "/r7/other".into()))
+    );
+    // Named entries win, on either side; a name a DDS topic gives that is not a ROS name
+    // is not taken.
+    assert_eq!(c.service_pattern(Exports, "/add_two_ints"), None);
+    assert_eq!(c.service_pattern(Imports, "/add_two_ints"), None);
+    assert_eq!(c.service_pattern(Imports, "/map/bad name"), None);
+    // An action's parts are the action kinds': never a service pattern's.
+    assert_eq!(c.service_pattern(Exports, "/map/x/_action/send_goal"), None);
+    assert_eq!(c.service_pattern(Imports, "/dock/_action/get_result"), None);
+    // An action: its five parts, as an `action:` entry has them.
+    let nav = c.action_pattern(Exports, "/navigate").unwrap();
+    let parts: Vec<(What, &str, &str)> = nav
+        .iter()
+        .map(|m| (m.what, m.local.as_str(), m.remote.as_str()))
+        .collect();
+    assert_eq!(
+        parts,
+        [
+            (
+                What::Service,
+                "/navigate/_action/send_goal",
+                "/r7/navigate/_action/send_goal"
+            ),
+            (
+                What::Service,
+                "/navigate/_action/cancel_goal",
+                "/r7/navigate/_action/cancel_goal"
+            ),
+            (
+                What::Service,
+                "/navigate/_action/get_result",
+                "/r7/navigate/_action/get_result"
+            ),
+            (
+                What::Topic,
+                "/navigate/_action/feedback",
+                "/r7/navigate/_action/feedback"
+            ),
+            (
+                What::Topic,
+                "/navigate/_action/status",
+                "/r7/navigate/_action/status"
+            ),
+        ]
+    );
+    assert!(nav
+        .iter()
+        .all(|m| m.realm == "w" && m.convention == Setting::Auto));
+    // Each side's kind on its own side; the named action is not taken again.
+    assert_eq!(c.action_pattern(Exports, "/dock"), None);
+    assert_eq!(c.action_pattern(Imports, "/dock").map(|m| m.len()), Some(5));
+    assert_eq!(c.action_pattern(Imports, "/fibonacci"), None);
+    assert_eq!(c.action_pattern(Imports, "/fib2").map(|m| m.len()), Some(5));
+    // Topics are the publishers' kind only.
+    assert!(c.export_of("/tf").is_some());
+    assert_eq!(c.export_of("/map/get"), None);
+    // An action one of whose parts is named is not taken by a pattern either.
+    let c = ProxyConfig::parse(
+        &text.replace(
+            "  - action: /fibonacci\n",
+            "  - topic: /fib3/_action/status\n",
+        ),
+        "r.yaml",
+    )
+    .unwrap();
+    assert_eq!(c.action_pattern(Imports, "/fib3"), None);
+    assert_eq!(
+        c.action_pattern(Imports, "/fibonacci").map(|m| m.len()),
+        Some(5)
+    );
+
+    // Mistakes, where they are.
+    let with =
+        |exports: &str| format!("id: r\npki: ./pki\nrealms: {{w: ./w.realm}}\nexports:\n{exports}");
+    let e = err(&with(
+        "  - allow: {publishers: ['.*']}\n    deny: {service_servers: ['x']}\n    realm: w\n",
+    ));
+    assert!(
+        e.contains(
+            "exports[0].deny.service_servers: deny without allow selects no service_servers"
+        ),
+        "{e}"
+    );
+    let e = err(&with("  - allow: {action_clients: ['.*']}\n    realm: w\n"));
+    assert!(
+        e.contains("exports[0].allow.action_clients: `action_clients` belongs in `imports:`"),
+        "{e}"
+    );
+    let e = err(&with("  - allow: {service_servers: ['(']}\n    realm: w\n"));
+    assert!(
+        e.contains("exports[0].allow.service_servers[0]: bad regex"),
+        "{e}"
+    );
+    let e = err(&with(
+        "  - allow: {service_servers: ['.*']}\n    convention: fastdds\n    realm: w\n",
+    ));
+    assert!(
+        e.contains("exports[0].convention: `convention` is `auto` for the services and actions patterns select"),
+        "{e}"
+    );
+    let e = err(&with("  - allow: {service_server: ['.*']}\n    realm: w\n"));
+    assert!(
+        e.contains("unknown kind `service_server`: in `exports:` patterns select `publishers`, `service_servers`, `action_servers`"),
+        "{e}"
+    );
 }

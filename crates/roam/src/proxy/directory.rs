@@ -5,12 +5,13 @@
 //!   (the same decision the export tasks are fed by), with its DDS type written as a ROS type
 //!   name and, for topics, its QoS; a service is offered while its server's reply writer
 //!   lives;
-//! - what it imports, as configured, with the types of the writers it made for each import
-//!   (so once an exporter has announced the topic), and for a service also the types of the
-//!   local clients' requests.
+//! - what it imports, as configured or as a pattern matched it, with the types of the writers
+//!   it made for each import (so once an exporter has announced the topic), and for a service
+//!   also the types of the local clients' requests.
 //!
 //! DDS discovery drives it (a second listener on the proxy's participant): the entry changes
-//! when a publisher, server or client comes or goes, and is announced at once.
+//! when a publisher, server or client comes or goes, and is announced at once. When a pattern
+//! adds a service or an action, the publications already seen are looked at again.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -22,10 +23,10 @@ use roam_edge::names::dds_topic;
 use roam_edge::ros_names::{service_to_dds, topic_to_dds, type_from_dds};
 use roam_edge::{Edge, Realm, StreamQos};
 use roam_proto::directory::DirectoryItem;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Notify};
 use tracing::warn;
 
-use super::config::{ProxyConfig, What};
+use super::config::{Mapping, ProxyConfig, What};
 
 /// Whether a local publication is one the proxy exports: (realm, realm-side name).
 pub type Exported = Box<dyn Fn(&Participant, &Endpoint) -> Option<(String, String)> + Send + Sync>;
@@ -46,26 +47,26 @@ pub struct Imported {
 
 /// Every import of the configuration.
 pub fn imports(cfg: &ProxyConfig) -> Vec<Imported> {
-    cfg.imports
-        .iter()
-        .map(|m| {
-            let (kind, name, dds) = match m.what {
-                What::Topic => (ItemKind::Topic, m.remote.clone(), topic_to_dds(&m.local)),
-                What::DdsTopic => (ItemKind::Topic, dds_topic(&m.remote), m.local.clone()),
-                What::Service => (
-                    ItemKind::Service,
-                    m.remote.clone(),
-                    service_to_dds(&m.local).1,
-                ),
-            };
-            Imported {
-                realm: m.realm.clone(),
-                kind,
-                name,
-                dds_topic: dds,
-            }
-        })
-        .collect()
+    cfg.imports.iter().map(imported).collect()
+}
+
+/// What one import lists (from the file, or matched by a pattern).
+pub fn imported(m: &Mapping) -> Imported {
+    let (kind, name, dds) = match m.what {
+        What::Topic => (ItemKind::Topic, m.remote.clone(), topic_to_dds(&m.local)),
+        What::DdsTopic => (ItemKind::Topic, dds_topic(&m.remote), m.local.clone()),
+        What::Service => (
+            ItemKind::Service,
+            m.remote.clone(),
+            service_to_dds(&m.local).1,
+        ),
+    };
+    Imported {
+        realm: m.realm.clone(),
+        kind,
+        name,
+        dds_topic: dds,
+    }
 }
 
 /// One live publication that an entry lists.
@@ -79,9 +80,9 @@ struct Live {
     qos: Option<StreamQos>,
 }
 
-/// Where a topic the proxy imports through a pattern comes from, by its local DDS topic:
-/// (realm, realm-side name).
-pub type PatternImported = Box<dyn Fn(&str) -> Option<(String, String)> + Send + Sync>;
+/// Where a topic or service the proxy imports through a pattern comes from, by the local DDS
+/// topic of its writers: (realm, kind, realm-side name).
+pub type PatternImported = Box<dyn Fn(&str) -> Option<(String, ItemKind, String)> + Send + Sync>;
 
 /// What a proxy's entries list, from its configured imports and DDS discovery. Pure.
 pub struct Entries {
@@ -123,10 +124,7 @@ impl Entries {
     fn imported_item(&self, ep: &Endpoint) -> Option<Live> {
         let (realm, kind, name) = match self.imports.iter().find(|i| i.dds_topic == ep.topic_name) {
             Some(i) => (i.realm.clone(), i.kind, i.name.clone()),
-            None => {
-                let (realm, name) = (self.pattern_imported)(&ep.topic_name)?;
-                (realm, ItemKind::Topic, name)
-            }
+            None => (self.pattern_imported)(&ep.topic_name)?,
         };
         let (ty, qos) = match kind {
             ItemKind::Topic => (type_from_dds(&ep.type_name), Some(stream_qos(&ep.qos))),
@@ -232,7 +230,9 @@ pub struct ProxyDirectory {
     _discovery: Discovery,
 }
 
-/// Starts announcing the proxy in every realm it belongs to.
+/// Starts announcing the proxy in every realm it belongs to. `changed` is notified when what
+/// `exported` says of a publication already seen may have changed (a pattern added a service
+/// or an action): the entries are then worked out again.
 pub async fn start(
     edge: &Edge,
     participant: &Participant,
@@ -240,6 +240,7 @@ pub async fn start(
     imports: Vec<Imported>,
     pattern_imported: PatternImported,
     exported: Exported,
+    changed: Arc<Notify>,
 ) -> Result<ProxyDirectory, String> {
     let mut announcers = Vec::new();
     for (name, realm) in realms {
@@ -261,7 +262,7 @@ pub async fn start(
         participant.clone(),
         exported,
         announcers,
-        rx,
+        (rx, changed),
         stopped,
     ));
     Ok(ProxyDirectory {
@@ -286,7 +287,7 @@ async fn run(
     participant: Participant,
     exported: Exported,
     announcers: Vec<(String, DirectoryAnnouncer)>,
-    mut events: mpsc::UnboundedReceiver<DiscoveryEvent>,
+    (mut events, changed): (mpsc::UnboundedReceiver<DiscoveryEvent>, Arc<Notify>),
     mut stop: oneshot::Receiver<()>,
 ) {
     let announce = |entries: &Entries| {
@@ -295,22 +296,38 @@ async fn run(
         }
     };
     announce(&entries);
-    let observe = |entries: &mut Entries, ev: DiscoveryEvent| -> bool {
-        let DiscoveryEvent::Publication(ep) = ev else {
-            return false;
-        };
-        let own = participant.owns(&ep);
-        entries.observe(&ep, own, exported(&participant, &ep))
+    // Every live publication of the domain, to look at again when `changed` says so.
+    let mut seen: HashMap<Guid, Endpoint> = HashMap::new();
+    let observe = |entries: &mut Entries, ep: &Endpoint| -> bool {
+        let own = participant.owns(ep);
+        entries.observe(ep, own, exported(&participant, ep))
     };
     loop {
         tokio::select! {
             _ = &mut stop => break,
             ev = events.recv() => {
                 let Some(ev) = ev else { break };
-                let mut changed = observe(&mut entries, ev);
+                let mut changed = false;
+                let mut next = Some(ev);
                 // Take every event already queued before announcing once.
-                while let Ok(ev) = events.try_recv() {
-                    changed |= observe(&mut entries, ev);
+                while let Some(ev) = next.take() {
+                    if let DiscoveryEvent::Publication(ep) = ev {
+                        changed |= observe(&mut entries, &ep);
+                        match ep.alive {
+                            true => seen.insert(ep.guid, ep),
+                            false => seen.remove(&ep.guid),
+                        };
+                    }
+                    next = events.try_recv().ok();
+                }
+                if changed {
+                    announce(&entries);
+                }
+            }
+            _ = changed.notified() => {
+                let mut changed = false;
+                for ep in seen.values() {
+                    changed |= observe(&mut entries, ep);
                 }
                 if changed {
                     announce(&entries);

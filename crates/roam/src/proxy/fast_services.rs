@@ -4,13 +4,15 @@
 //!
 //! CycloneDDS cannot read a sample's sequence number nor read or write
 //! `related_sample_identity`, so these legs use a second DDS participant (RustDDS,
-//! [`roam_dds::rpc`]) on the same domain. It exists only once a configured service has a local
+//! [`roam_dds::rpc`]) on the same domain. It exists only once a forwarded service has a local
 //! endpoint in that convention: a proxy whose services are all rmw_cyclonedds's (or that has
 //! none) never creates it. Its endpoints are the proxy's own: discovery of them is ignored
 //! ([`Views::is_own`]), so nothing it writes is exported again.
 //!
-//! Per configured service, the CycloneDDS legs ([`super::export`], [`super::import`]) keep
-//! serving rmw_cyclonedds's endpoints, and skip what this module serves:
+//! Services are added one by one ([`FastServices::add`]): those of the proxy's file at start,
+//! those a pattern matches when discovery shows their first local server or client. Per
+//! service, the CycloneDDS legs ([`super::export`], [`super::import`]) keep serving
+//! rmw_cyclonedds's endpoints, and skip what this module serves:
 //!
 //! - **Clients here** (an `imports:` service set to `auto` or `fastdds`): a RustDDS reader
 //!   takes the requests of every local client: those in rmw_fastrtps's convention are given a
@@ -54,7 +56,7 @@ use super::user_data::is_proxy_import;
 /// How long a reply waits for its client's reader to match the proxy's reply writer.
 const REPLY_MATCH_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// One configured service, as this proxy serves it.
+/// One forwarded service, as this proxy serves it.
 #[derive(Clone, Debug)]
 pub struct ServiceEntry {
     /// The local ROS name, e.g. `/add_two_ints`.
@@ -166,12 +168,9 @@ pub struct FastServices {
 }
 
 impl FastServices {
-    /// `networks`: the local addresses the RustDDS participant may use (empty: all). Starts
-    /// the leg of every service whose clients are here and may speak rmw_fastrtps's
-    /// convention: it follows the realm and makes its RustDDS endpoints (and the participant)
-    /// only once the realm has a server, so they exist before a local client's
-    /// `wait_for_service` can succeed on CycloneDDS endpoints alone.
-    pub fn new(edge: Edge, entries: Vec<ServiceEntry>, domain: u16, networks: Vec<IpAddr>) -> Self {
+    /// No service yet ([`Self::add`]). `networks`: the local addresses the RustDDS
+    /// participant may use (empty: all).
+    pub fn new(edge: Edge, domain: u16, networks: Vec<IpAddr>) -> Self {
         let views = Arc::new(Views::default());
         let rtps = Arc::new(Rtps {
             domain,
@@ -179,35 +178,43 @@ impl FastServices {
             views: views.clone(),
             made: std::sync::Mutex::new(None),
         });
-        let entries = entries
-            .into_iter()
-            .map(|e| {
-                let mut state = EntryState {
-                    servers: HashMap::new(),
-                    cyclone_gate: watch::channel(false).0,
-                    fast_gate: watch::channel(false).0,
-                    leg: None,
-                };
-                if !e.server_here && e.setting != Setting::Cyclone {
-                    let (tx, rx) = mpsc::unbounded_channel();
-                    state.leg = Some(tx);
-                    let leg = Leg {
-                        edge: edge.clone(),
-                        entry: e.clone(),
-                        rtps: rtps.clone(),
-                        views: views.clone(),
-                    };
-                    tokio::spawn(leg.call(rx));
-                }
-                (e, state)
-            })
-            .collect();
         FastServices {
             edge,
-            entries,
+            entries: Vec::new(),
             views,
             rtps,
         }
+    }
+
+    /// Serves one more service. Its clients being here and possibly speaking rmw_fastrtps's
+    /// convention, its leg starts now: it follows the realm and makes its RustDDS endpoints
+    /// (and the participant) only once the realm has a server, so they exist before a local
+    /// client's `wait_for_service` can succeed on CycloneDDS endpoints alone. Its server
+    /// being here, the leg starts with the first local server in that convention
+    /// ([`Self::observe`]: a service added after its servers appeared is fed their discovery
+    /// again by the caller). A service already served is left as it is.
+    pub fn add(&mut self, e: ServiceEntry) {
+        if self.entries.iter().any(|(x, _)| x.rq == e.rq) {
+            return;
+        }
+        let mut state = EntryState {
+            servers: HashMap::new(),
+            cyclone_gate: watch::channel(false).0,
+            fast_gate: watch::channel(false).0,
+            leg: None,
+        };
+        if !e.server_here && e.setting != Setting::Cyclone {
+            let (tx, rx) = mpsc::unbounded_channel();
+            state.leg = Some(tx);
+            let leg = Leg {
+                edge: self.edge.clone(),
+                entry: e.clone(),
+                rtps: self.rtps.clone(),
+                views: self.views.clone(),
+            };
+            tokio::spawn(leg.call(rx));
+        }
+        self.entries.push((e, state));
     }
 
     pub fn views(&self) -> Arc<Views> {

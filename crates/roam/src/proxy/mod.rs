@@ -1,7 +1,8 @@
 //! The ROS 2 proxy: a DDS participant with its own edge router.
 //!
 //! - [`config`]: the proxy's YAML file: DDS settings, upstream routers, realms, exports and
-//!   imports; validation with located errors. [`patterns`]: its allow/deny entries.
+//!   imports; validation with located errors. [`patterns`]: its allow/deny entries (topics,
+//!   services and actions, per kind of endpoint).
 //! - [`dds_config`]: the CycloneDDS configuration from the `dds:` section.
 //! - [`export_plan`] and [`export`]: which streams and readers an exported topic needs, and
 //!   the task that reads them into edge publishers.
@@ -19,6 +20,8 @@
 //!   the identity tables, and the legs that translate through a second DDS stack (RustDDS).
 //! - [`user_data`]: what endpoints' USER_DATA says (ROS 2 type hashes, the mark on a
 //!   proxy's import writers).
+//! - [`forwarding`]: what a running proxy forwards and the tasks that do it, set up from its
+//!   file at start and from patterns as local servers and clients appear.
 //! - [`run`]: the proxy process.
 
 pub mod call_ids;
@@ -29,6 +32,7 @@ pub mod directory;
 pub mod export;
 pub mod export_plan;
 pub mod fast_services;
+pub mod forwarding;
 pub mod import;
 pub mod nodes;
 pub mod patterns;
