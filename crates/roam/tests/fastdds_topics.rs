@@ -945,3 +945,170 @@ fn fastdds_service_clients_get_their_own_answers_from_a_fastdds_server() {
     }
     stop(&mut [&mut server]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// RustDDS (ros2-client) subscriptions on the far side: a late joiner, a 20 MB message
+
+/// A reliable, transient-local ros2-client QoS keeping `depth` samples.
+fn latched_qos(depth: i32) -> ros2_client::QosProfile {
+    let depth = depth as _;
+    use ros2_client::qos::{Durability, History};
+    ros_default_qos()
+        .durability(Durability::TransientLocal)
+        .history(History::KeepLast { depth })
+}
+
+/// Takes what a ros2-client subscription has until `enough` says so or `timeout` passes,
+/// then 1 s more (to see anything extra).
+fn take_until<M: ros2_client::Message + 'static>(
+    sub: &ros2_client::Subscription<M>,
+    timeout: Duration,
+    enough: impl Fn(&[M]) -> bool,
+) -> Vec<M> {
+    let mut got = Vec::new();
+    let end = Instant::now() + timeout;
+    let mut extra: Option<Instant> = None;
+    while Instant::now() < extra.unwrap_or(end) {
+        match sub.take() {
+            Ok(Some((m, _))) => got.push(m),
+            _ => std::thread::sleep(Duration::from_millis(5)),
+        }
+        if extra.is_none() && enough(&got) {
+            extra = Some(Instant::now() + Duration::from_secs(1));
+        }
+    }
+    got
+}
+
+#[test]
+fn a_late_rustdds_subscription_gets_a_finished_fastdds_talkers_transient_local_samples() {
+    // A latched Fast DDS talker publishes 5 samples (depth 5) and then nothing; a ros2-client
+    // subscription (transient-local, depth 5) made on the far side afterwards gets those 5.
+    let p = pair(2);
+    let net = Net::new("fastdds-latched-rustdds");
+    let (mut cloud, mut robot, mut base) = deployment(
+        &net,
+        &p,
+        &export("topic: /latched"),
+        &import("topic: /latched"),
+    );
+    let mut talker = fastdds(
+        "talker",
+        "talk",
+        p.a,
+        &[
+            "--topic",
+            "rt/latched",
+            "--text",
+            "latched",
+            "--transient-local",
+            "--depth",
+            "5",
+            "--count",
+            "5",
+        ],
+    );
+    assert!(wait_line(&talker, "done", T).is_some());
+    wait_imported(&base, "/latched", 5);
+    let why = || format!("robot: {}\nbase: {}", robot.logs(), base.logs());
+    let mut node = rustdds_node(p.b, "late_rustdds");
+    let topic = node
+        .create_topic(
+            &ros2_client::Name::new("/", "latched").unwrap(),
+            ros2_client::MessageTypeName::new("std_msgs", "String"),
+            &latched_qos(5),
+        )
+        .expect("topic");
+    let sub = node
+        .create_subscription::<String>(&topic, Some(latched_qos(5)))
+        .expect("subscription");
+    let mut got = take_until(&sub, T, |g| g.len() >= 5);
+    got.sort();
+    let expected: Vec<String> = (0..5).map(|i| format!("latched {i}")).collect();
+    assert_eq!(got, expected, "late ros2-client subscription.\n{}", why());
+    drop(sub);
+    drop(node);
+    stop(&mut [&mut talker, &mut robot, &mut base, &mut cloud]);
+}
+
+/// roam_test/msg/Blob as ros2-client reads it.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct Blob {
+    seq: u32,
+    data: Vec<u8>,
+}
+impl ros2_client::Message for Blob {}
+
+impl Blob {
+    /// Whether every byte is the Fast DDS talker's pattern for its sequence number
+    /// (`blob_byte` in tests/fastdds/node.cpp).
+    fn intact(&self) -> bool {
+        let seq = self.seq as usize;
+        self.data
+            .iter()
+            .enumerate()
+            .all(|(i, b)| *b as usize == (seq * 31 + i * 7 + (i >> 16)) % 251)
+    }
+}
+
+#[test]
+fn a_20_mb_fastdds_message_reaches_a_rustdds_subscription_whole() {
+    const SIZE: usize = 20 << 20;
+    let p = pair(3);
+    let net = Net::new("fastdds-large-rustdds");
+    let (mut cloud, mut robot, mut base) =
+        deployment(&net, &p, &export("topic: /big"), &import("topic: /big"));
+    let why = || format!("robot: {}\nbase: {}", robot.logs(), base.logs());
+    let mut node = rustdds_node(p.b, "big_rustdds");
+    let topic = node
+        .create_topic(
+            &ros2_client::Name::new("/", "big").unwrap(),
+            ros2_client::MessageTypeName::new("roam_test", "Blob"),
+            &ros_default_qos(),
+        )
+        .expect("topic");
+    let sub = node
+        .create_subscription::<Blob>(&topic, Some(ros_default_qos()))
+        .expect("subscription");
+    let size = SIZE.to_string();
+    let go = Go::new(&net, "talker");
+    let mut talker = fastdds(
+        "talker",
+        "talk",
+        p.a,
+        &[
+            "--type",
+            "blob",
+            "--topic",
+            "rt/big",
+            "--size",
+            &size,
+            "--count",
+            "3",
+            "--rate",
+            "1",
+            "--wait-match",
+            "1",
+            "--start-when",
+            &go.arg(),
+        ],
+    );
+    wait_for(&talker, "writer matched 1", &why);
+    go.now();
+    // The subscription may match the importing proxy's writer after the first blob went out
+    // (a volatile reader gets what is written after it matched): the last must arrive, and
+    // every one that does arrive whole and in order.
+    let got = take_until(&sub, Duration::from_secs(90), |g| {
+        g.last().is_some_and(|b| b.seq == 2)
+    });
+    let seqs: Vec<u32> = got.iter().map(|b| b.seq).collect();
+    assert!(seqs.last() == Some(&2), "blobs {seqs:?}.\n{}", why());
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+    for b in &got {
+        assert_eq!(b.data.len(), SIZE, "blob {}", b.seq);
+        assert!(b.intact(), "blob {} is not what was sent", b.seq);
+    }
+    drop(sub);
+    drop(node);
+    stop(&mut [&mut talker, &mut robot, &mut base, &mut cloud]);
+}
