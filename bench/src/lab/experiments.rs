@@ -3,7 +3,7 @@
 use roam_bench::ros_msgs::Kind;
 
 use super::measure::{measure, Load, Measurement};
-use super::systems::{Lab, Links, System, Vendor, Wan};
+use super::systems::{Lab, Links, System, Vendor, Wan, ZenohLink};
 
 /// How big a suite: `smoke` proves the harness works (CI), `quick` gives every headline figure
 /// in minutes, `full` runs every point of every experiment.
@@ -50,9 +50,16 @@ impl Plan<'_> {
     fn systems(&self, zenoh_quic_too: bool) -> Vec<System> {
         let mut v = vec![System::Native, System::ROAM_P2P, System::ROAM];
         if self.lab.zenoh.is_some() && self.suite != Suite::Smoke {
-            v.push(System::Zenoh { quic: false });
+            v.push(System::Zenoh {
+                link: ZenohLink::Tcp,
+            });
+            v.push(System::Zenoh {
+                link: ZenohLink::TlsMutual,
+            });
             if zenoh_quic_too {
-                v.push(System::Zenoh { quic: true });
+                v.push(System::Zenoh {
+                    link: ZenohLink::Quic,
+                });
             }
         }
         v
@@ -325,8 +332,9 @@ impl Plan<'_> {
             ROAM_TCP,
         ];
         if self.lab.zenoh.is_some() {
-            systems.push(System::Zenoh { quic: false });
-            systems.push(System::Zenoh { quic: true });
+            for link in [ZenohLink::Tcp, ZenohLink::TlsMutual, ZenohLink::Quic] {
+                systems.push(System::Zenoh { link });
+            }
         }
         for w in wans {
             for &load in &loads {

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::experiments::Suite;
 use super::hop_report;
 use super::measure::Measurement;
-use super::systems::{Lab, Links, System, Vendor};
+use super::systems::{Lab, Links, System, Vendor, ZenohLink};
 
 #[derive(Serialize)]
 pub struct Report {
@@ -160,7 +160,9 @@ fn find<'a>(
     ms.iter().copied().find(|m| m.system == sys && pred(m))
 }
 
-const ZENOH_TCP: System = System::Zenoh { quic: false };
+const ZENOH_TCP: System = System::Zenoh {
+    link: ZenohLink::Tcp,
+};
 
 pub fn markdown(r: &Report) -> String {
     let mut s = String::new();
@@ -182,7 +184,9 @@ pub fn markdown(r: &Report) -> String {
          or **roam, proxy to proxy** = domain A - `roam proxy` - `roam proxy` - domain B (B listens, A dials: \
          the same two processes as the Zenoh bridge's rows); every roam link is mutual TLS and payloads sealed (AES-256-GCM) unless marked clear text (authenticated only), links QUIC; \
          **zenoh bridge** = domain A - zenoh-plugin-ros2dds bridge - bridge - domain B ({}); its TCP rows are \
-         plain TCP (no TLS, nothing authenticated), its QUIC rows TLS with server certificates only. \
+         plain TCP (no TLS, nothing authenticated), its mutual TLS rows TCP with TLS where both bridges present certificates of one CA \
+         (zenoh's `enable_mtls`: what a deployment that authenticates its bridges runs, and what every roam link is), \
+         its QUIC rows TLS with server certificates only. Zenoh encrypts per link, hop by hop; roam seals end to end besides. \
          The load generator (`roam-loadgen`) is a CycloneDDS participant announcing itself in \
          `ros_discovery_info` like a ROS 2 node. E1 and E2 also run with **Fast DDS nodes** (`roam-loadgen-fastdds`, bench/fastdds: \
          the same load generator on Fast DDS 2.9, UDPv4 on loopback, no shared memory): **native Fast DDS** \

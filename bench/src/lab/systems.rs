@@ -65,8 +65,21 @@ pub enum System {
         links: Links,
     },
     Zenoh {
-        quic: bool,
+        link: ZenohLink,
     },
+}
+
+/// How the two Zenoh bridges are linked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ZenohLink {
+    /// Plain TCP: nothing encrypted or authenticated (zenoh's default endpoint).
+    Tcp,
+    /// TCP with TLS, both bridges presenting certificates of one CA (`enable_mtls`): what a
+    /// deployment that authenticates its bridges runs, and what every roam link does.
+    TlsMutual,
+    /// QUIC (TLS inside), server certificates only.
+    Quic,
 }
 
 impl System {
@@ -91,9 +104,14 @@ impl System {
                     Links::Tcp => ", TCP links",
                 }
             ),
-            System::Zenoh { quic } => {
-                format!("zenoh bridge, {}", if quic { "QUIC" } else { "TCP" })
-            }
+            System::Zenoh { link } => format!(
+                "zenoh bridge, {}",
+                match link {
+                    ZenohLink::Tcp => "TCP",
+                    ZenohLink::TlsMutual => "mutual TLS",
+                    ZenohLink::Quic => "QUIC",
+                }
+            ),
         }
     }
 
@@ -237,8 +255,8 @@ impl Lab {
                 self.start_roam(&mut procs, (routers, encrypt, links), topic, wan)?;
                 ROAM_DOMAINS
             }
-            System::Zenoh { quic } => {
-                self.start_zenoh(&mut procs, quic, wan)?;
+            System::Zenoh { link } => {
+                self.start_zenoh(&mut procs, link, wan)?;
                 ZENOH_DOMAINS
             }
         };
@@ -425,14 +443,19 @@ impl Lab {
     fn start_zenoh(
         &self,
         procs: &mut Vec<Proc>,
-        quic: bool,
+        link: ZenohLink,
         wan: Option<Wan>,
     ) -> Result<(), String> {
+        let quic = link == ZenohLink::Quic;
         let exe = self
             .zenoh
             .as_deref()
             .ok_or("the Zenoh bridge is not built (bench/zenoh-bridge/build.sh)")?;
-        let proto = if quic { "quic" } else { "tcp" };
+        let proto = match link {
+            ZenohLink::Tcp => "tcp",
+            ZenohLink::TlsMutual => "tls",
+            ZenohLink::Quic => "quic",
+        };
         let tls = self.dir.join("zenoh-tls");
         let bridge =
             |domain: u32, listen: Option<u16>, connect: Option<u16>| -> Result<Proc, String> {
@@ -443,8 +466,11 @@ impl Lab {
                 if let Some(p) = connect {
                     args.extend(["--connect".into(), format!("{proto}/127.0.0.1:{p}")]);
                 }
-                if quic {
+                if link != ZenohLink::Tcp {
                     args.extend(["--tls-dir".into(), tls.to_string_lossy().into()]);
+                }
+                if link == ZenohLink::TlsMutual {
+                    args.push("--mtls".into());
                 }
                 let p = Proc::start(&format!("zenoh-{domain}"), exe, &args)?;
                 p.wait_line(Duration::from_secs(20), |l| l == "ready")?;

@@ -79,6 +79,12 @@ struct Args {
     #[arg(long, value_name = "DIR")]
     tls_dir: Option<PathBuf>,
 
+    /// Mutual TLS on tls/ and quic/ links: each side also presents the certificate of
+    /// --tls-dir and accepts only peers whose certificate the CA signed (zenoh's
+    /// `transport/link/tls/enable_mtls`), as a deployment that authenticates its bridges runs.
+    #[arg(long, requires = "tls_dir")]
+    mtls: bool,
+
     /// Generate the TLS material in DIR (as --tls-dir would, keeping what is already
     /// there), print DIR and exit.
     #[arg(long, value_name = "DIR", exclusive = true)]
@@ -236,6 +242,19 @@ fn build_config(args: &Args) -> Result<Config, String> {
                 "transport/link/tls/listen_private_key",
                 path(SERVER_KEY_PEM),
             )?;
+            if args.mtls {
+                set(&mut config, "transport/link/tls/enable_mtls", json(true))?;
+                set(
+                    &mut config,
+                    "transport/link/tls/connect_certificate",
+                    path(SERVER_PEM),
+                )?;
+                set(
+                    &mut config,
+                    "transport/link/tls/connect_private_key",
+                    path(SERVER_KEY_PEM),
+                )?;
+            }
         }
         (None, true) => {
             return Err("quic/ and tls/ endpoints need --tls-dir DIR (shared by both sides)".into())
