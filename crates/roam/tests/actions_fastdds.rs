@@ -24,43 +24,25 @@ use fastdds_support::fastdds;
 
 /// A router, the proxy of the server's domain exporting `/fibonacci` and the proxy of the
 /// client's domain importing it.
-struct Setup {
-    _net: Net,
-    _router: Proc,
-    server_side: Proc,
-    client_side: Proc,
-}
+struct Setup(ProxyPair);
 
 impl Setup {
     fn new(test: &str, port: u16, server_domain: u32, client_domain: u32) -> Setup {
-        let net = Net::new(test);
-        let (router, addr) = net.router("cloud", &format!("127.0.0.1:{port}"), &[]);
-        let server_side = net.proxy(
-            "server-side",
-            server_domain,
-            &addr,
-            "exports:\n  - action: /fibonacci\n    realm: test\n",
-        );
-        let client_side = net.proxy(
-            "client-side",
-            client_domain,
-            &addr,
-            "imports:\n  - action: /fibonacci\n    realm: test\n",
-        );
-        Setup {
-            _net: net,
-            _router: router,
-            server_side,
-            client_side,
-        }
+        let entry = "  - action: /fibonacci\n    realm: test\n";
+        let (server, client) = (format!("exports:\n{entry}"), format!("imports:\n{entry}"));
+        Setup(ProxyPair::new(
+            test,
+            port,
+            (server_domain, &server),
+            (client_domain, &client),
+        ))
     }
 
-    /// Both proxies' logs and the Fast DDS nodes' diagnostics, for a failure's message.
+    /// Both proxies' logs and the action nodes' diagnostics, for a failure's message.
     fn logs(&self, server: &Proc, client: &Proc) -> String {
         format!(
-            "\n--- server-side proxy:\n{}\n--- client-side proxy:\n{}\n--- action server:\n{}\n--- action client:\n{}",
-            self.server_side.logs(),
-            self.client_side.logs(),
+            "{}\n--- action server:\n{}\n--- action client:\n{}",
+            self.0.logs(),
             server.logs(),
             client.logs()
         )

@@ -492,54 +492,34 @@ fn assert_cancelled(lines: &[String], logs: &dyn Fn() -> String) {
 const LONG_ORDER: i32 = 40;
 
 /// A router and two proxies: the server's domain exports the action, the client's imports it.
-struct Setup {
-    net: Net,
-    router: String,
-    _router: Proc,
-    server_side: Proc,
-    client_side: Proc,
-}
+struct Setup(ProxyPair);
 
 impl Setup {
     fn new(test: &str, port: u16, server_domain: u32, client_domain: u32) -> Setup {
-        let net = Net::new(test);
-        let (router, addr) = net.router("cloud", &format!("127.0.0.1:{port}"), &[]);
         let entry = "  - action: /fibonacci\n    realm: test\n";
-        let server_side = net.proxy(
-            "server-side",
-            server_domain,
-            &addr,
-            &format!("exports:\n{entry}"),
-        );
-        let client_side = net.proxy(
-            "client-side",
-            client_domain,
-            &addr,
-            &format!("imports:\n{entry}"),
-        );
-        Setup {
-            net,
-            router: addr,
-            _router: router,
-            server_side,
-            client_side,
-        }
+        let (server, client) = (format!("exports:\n{entry}"), format!("imports:\n{entry}"));
+        Setup(ProxyPair::new(
+            test,
+            port,
+            (server_domain, &server),
+            (client_domain, &client),
+        ))
     }
 
     /// Asks the realm directory (`roam topics --json`, as a user would) until it lists
     /// `/fibonacci` offered by the server's proxy and called from the client's, with its type.
     fn wait_listed(&self) {
-        self.net.issue("laptop", "client");
+        self.0.net.issue("laptop", "client");
         let args = [
             "topics",
             "--realm",
-            &self.net.realm,
+            &self.0.net.realm,
             "--pki",
-            &self.net.pki,
+            &self.0.net.pki,
             "--id",
             "laptop",
             "--connect",
-            &self.router,
+            &self.0.addr,
             "--json",
             "--wait",
             "5",
@@ -591,11 +571,7 @@ impl Setup {
     }
 
     fn logs(&self) -> String {
-        format!(
-            "\n--- server-side proxy:\n{}\n--- client-side proxy:\n{}",
-            self.server_side.logs(),
-            self.client_side.logs()
-        )
+        self.0.logs()
     }
 }
 

@@ -8,8 +8,8 @@
 //! A Fast DDS 2.9 talker (Debian's libfastrtps, tests/fastdds: what a Humble node on
 //! rmw_fastrtps runs) carries no hash either, and its topic gets its definition's.
 //!
-//! Everything stays on loopback (see tests/vendor.rs). Domains 180..186 and router ports
-//! 18180..18182 are this file's alone.
+//! Everything stays on loopback (see tests/vendor.rs). Domains 180..184, 197 and 198 and
+//! router ports 18180, 18181 and 18190 are this file's alone.
 
 mod common;
 mod fastdds_support;
@@ -109,25 +109,25 @@ fn a_humble_talkers_topic_gets_its_definitions_type_hash_in_a_jazzy_network() {
 fn a_fastdds_humble_talkers_topic_gets_its_definitions_type_hash_in_a_jazzy_network() {
     let net = Net::new("distros-fastdds");
     let defs = gateway_support::definitions(&net.dir);
-    let (_router, addr) = net.router("cloud", "127.0.0.1:18182", &[]);
+    let (_router, addr) = net.router("cloud", "127.0.0.1:18190", &[]);
     let topic = "  - topic: /chatter\n    realm: test\n";
     let robot = net.proxy_with(
         "humble-robot",
-        185,
+        197,
         "ros_distro: humble",
         &addr,
         &format!("msg_paths: [{}]\nexports:\n{topic}", defs.display()),
     );
-    let base = net.proxy("jazzy-base", 186, &addr, &format!("imports:\n{topic}"));
+    let base = net.proxy("jazzy-base", 198, &addr, &format!("imports:\n{topic}"));
     let _talker = fastdds_support::fastdds(
         "fastdds-talker",
         "talk",
-        185,
+        197,
         &["--topic", "rt/chatter", "--text", "fast"],
     );
     let logs = || format!("\n--- robot:\n{}\n--- base:\n{}", robot.logs(), base.logs());
     assert_eq!(
-        writer_user_data(186, &logs),
+        writer_user_data(198, &logs),
         format!("writer typehash={STRING_HASH};roam-proxy=1;"),
         "{}",
         logs()

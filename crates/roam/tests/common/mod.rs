@@ -415,6 +415,42 @@ pub fn python(name: &str, script: &str, args: &[&str]) -> Proc {
     p
 }
 
+/// A router and two proxies linked to it: the server side's (its domain and YAML body, e.g.
+/// `exports:`) and the client side's.
+pub struct ProxyPair {
+    pub net: Net,
+    /// The router's address, for more members.
+    pub addr: String,
+    _router: Proc,
+    pub server_side: Proc,
+    pub client_side: Proc,
+}
+
+impl ProxyPair {
+    pub fn new(test: &str, port: u16, server: (u32, &str), client: (u32, &str)) -> ProxyPair {
+        let net = Net::new(test);
+        let (router, addr) = net.router("cloud", &format!("127.0.0.1:{port}"), &[]);
+        let server_side = net.proxy("server-side", server.0, &addr, server.1);
+        let client_side = net.proxy("client-side", client.0, &addr, client.1);
+        ProxyPair {
+            net,
+            addr,
+            _router: router,
+            server_side,
+            client_side,
+        }
+    }
+
+    /// Both proxies' logs, for a failure's message.
+    pub fn logs(&self) -> String {
+        format!(
+            "\n--- server-side proxy:\n{}\n--- client-side proxy:\n{}",
+            self.server_side.logs(),
+            self.client_side.logs()
+        )
+    }
+}
+
 impl Net {
     /// Starts `roam proxy` for DDS domain `domain`, linked to `router`, with the given
     /// `exports:`/`imports:` YAML.
