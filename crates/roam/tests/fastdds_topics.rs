@@ -495,6 +495,9 @@ fn a_keyed_fastdds_topic_reaches_live_fastdds_and_cyclonedds_listeners() {
         ],
     );
     wait_for(&talker, "writer matched 1", &why);
+    // The listeners are volatile: the importing proxy's writer must exist (and the Fast DDS
+    // listener have matched it) before the talker starts, or its first samples go nowhere.
+    assert!(base.wait_log("remote topic announced", T), "{}", why());
     wait_for(&fast, "reader matched 1", &why);
     go.now();
     assert!(wait_line(&talker, "written", T).is_some());

@@ -2,7 +2,8 @@
 //! Fibonacci goals to a rosbridge client serving the action (`advertise_action`, a raw
 //! WebSocket client here, as roslibjs' ActionServer speaks it) on another gateway, across a
 //! real router: order 4 gives [0, 1, 1, 2, 3] SUCCEEDED with feedback; order 10 cancelled after
-//! the first feedback ends CANCELED.
+//! the first feedback ends CANCELED. Then the same client reaches a DDS action server behind
+//! a proxy.
 
 mod common;
 mod gateway_support;
@@ -137,4 +138,45 @@ fn a_roslibpy_action_client_gets_fibonacci_results_feedback_and_cancellation() {
     let seq = v["sequence"].as_array().unwrap();
     assert!(seq.len() < 11, "cancelled before the end: {l}");
     server.abort();
+}
+
+/// A DDS action server behind a proxy (`action:` entry) serves a roslibpy client on a
+/// gateway: the server is the Python cyclonedds Fibonacci node (rmw_cyclonedds's layout,
+/// crates/roam-dds/tests/py/action.py) in DDS domain 199, this file's alone.
+#[test]
+fn a_roslibpy_action_client_reaches_a_dds_action_server_behind_a_proxy() {
+    let net = Net::new("gw-actions-dds");
+    let defs = definitions(&net.dir);
+    let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
+    let (gw, port) = gateway(&net, "gw", &addr, Some(&defs), "");
+    let robot = net.proxy(
+        "robot",
+        199,
+        &addr,
+        "exports:\n  - action: /fibonacci\n    realm: test\n",
+    );
+    let server = python("server", "action.py", &["server", "199", "fibonacci", "50"]);
+    let logs = || format!("{}\n{}\n{}", gw.logs(), robot.logs(), server.logs());
+    // The goal service is found once the proxy has announced the server: retry until a goal
+    // is answered.
+    let mut tries = 0;
+    let l = loop {
+        tries += 1;
+        let c = client(
+            &format!("fib4-{tries}"),
+            port,
+            &[
+                "action",
+                "/fibonacci",
+                "example_interfaces/action/Fibonacci",
+                r#"{"order": 4}"#,
+            ],
+        );
+        match line_or_seen(&c, "result ", T) {
+            Ok(l) => break l,
+            Err(seen) => assert!(tries < 3, "no result: {seen:?}\n{}", logs()),
+        }
+    };
+    assert_eq!(l, r#"result 4 {"sequence": [0, 1, 1, 2, 3]}"#, "{}", logs());
+    assert!(wait_line(&server, "succeeded ", T).is_some(), "{}", logs());
 }
