@@ -11,9 +11,14 @@
 //! `ParticipantIndex auto`) listen at one of those, and send their SPDP to indices 0..50, where
 //! Fast DDS listens at its own id's port.
 //!
-//! Domains 200..209 and router ports 18600..18609 are this file's alone. Tests share five pairs
+//! Domains 200..209 and router ports 18600..18607 are this file's alone. Tests share five pairs
 //! of domains (a lock per pair, so two tests never use one domain at once); each test stops its
 //! processes with SIGTERM at the end, so the next test on those domains sees no stale participant.
+//! The tests with RustDDS readers in this process have pairs 5..7 (domains 210..215, which
+//! tests/services_vendors.rs also uses: another test binary, never run at the same time) to
+//! themselves: a RustDDS participant dropped by a test is not gone from the domain at once, and
+//! with one of them still there a Fast DDS listener in the next test on that domain was seen to
+//! get nothing.
 
 mod common;
 mod fastdds_support;
@@ -41,7 +46,10 @@ struct Pair {
 }
 
 fn pair(i: usize) -> Pair {
-    static LOCKS: [Mutex<()>; 5] = [
+    static LOCKS: [Mutex<()>; 8] = [
+        Mutex::new(()),
+        Mutex::new(()),
+        Mutex::new(()),
         Mutex::new(()),
         Mutex::new(()),
         Mutex::new(()),
@@ -987,7 +995,7 @@ fn take_until<M: ros2_client::Message + 'static>(
 fn a_late_rustdds_subscription_gets_a_finished_fastdds_talkers_transient_local_samples() {
     // A latched Fast DDS talker publishes 5 samples (depth 5) and then nothing; a ros2-client
     // subscription (transient-local, depth 5) made on the far side afterwards gets those 5.
-    let p = pair(2);
+    let p = pair(5);
     let net = Net::new("fastdds-latched-rustdds");
     let (mut cloud, mut robot, mut base) = deployment(
         &net,
@@ -1057,7 +1065,7 @@ impl Blob {
 #[test]
 fn a_20_mb_fastdds_message_reaches_a_rustdds_subscription_whole() {
     const SIZE: usize = 20 << 20;
-    let p = pair(3);
+    let p = pair(6);
     let net = Net::new("fastdds-large-rustdds");
     let (mut cloud, mut robot, mut base) =
         deployment(&net, &p, &export("topic: /big"), &import("topic: /big"));
@@ -1162,7 +1170,7 @@ fn a_late_keyed_rustdds_reader_gets_every_instance_of_a_fastdds_talker() {
     use ros2_client::dds::rustdds::{
         policy, with_key::Sample, DomainParticipantBuilder, Keyed, QosPolicyBuilder, TopicKind,
     };
-    let p = pair(4);
+    let p = pair(7);
     let net = Net::new("fastdds-keyed-rustdds");
     let (mut cloud, mut robot, mut base) = deployment(
         &net,
