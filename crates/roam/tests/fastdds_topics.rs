@@ -75,23 +75,6 @@ fn deployment(net: &Net, p: &Pair, robot: &str, base: &str) -> (Proc, Proc, Proc
     (cloud, robot, base)
 }
 
-fn export(entry: &str) -> String {
-    format!("exports:\n  - {entry}\n    realm: test\n")
-}
-
-fn import(entry: &str) -> String {
-    format!("imports:\n  - {entry}\n    realm: test\n")
-}
-
-/// Stops processes in order with SIGTERM (so DDS participants say goodbye), then waits.
-fn stop(procs: &mut [&mut Proc]) {
-    for p in procs.iter_mut() {
-        if p.terminate().is_none() {
-            p.kill();
-        }
-    }
-}
-
 /// The N of "PREFIXN".
 fn counter(text: &str, prefix: &str) -> u64 {
     text.strip_prefix(prefix)
@@ -158,34 +141,6 @@ fn fast_sent(talker: &Proc) -> usize {
         .iter()
         .filter(|l| l.starts_with("sent "))
         .count()
-}
-
-/// A file a Fast DDS talker waits for (`--start-when`) before it publishes.
-struct Go(std::path::PathBuf);
-
-impl Go {
-    fn new(net: &Net, name: &str) -> Go {
-        Go(net.dir.join(format!("go-{name}")))
-    }
-
-    fn arg(&self) -> String {
-        self.0.to_string_lossy().into_owned()
-    }
-
-    fn now(&self) {
-        std::fs::write(&self.0, b"").unwrap();
-    }
-}
-
-/// Waits until a process's stderr says `needle` (e.g. a Fast DDS node's "reader matched 1").
-fn wait_for(p: &Proc, needle: &str, why: &dyn Fn() -> String) {
-    assert!(
-        p.wait_log(needle, T),
-        "{} never logged {needle:?}: {}\n{}",
-        p.name,
-        p.logs(),
-        why()
-    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -88,3 +88,52 @@ pub fn fnv1a(bytes: &[u8]) -> String {
     }
     format!("{h:016x}")
 }
+
+// What the Fast DDS suites (fastdds_topics.rs, fastdds_rustdds.rs) share.
+
+/// An `exports:` list of one entry in realm `test`.
+pub fn export(entry: &str) -> String {
+    format!("exports:\n  - {entry}\n    realm: test\n")
+}
+
+/// An `imports:` list of one entry in realm `test`.
+pub fn import(entry: &str) -> String {
+    format!("imports:\n  - {entry}\n    realm: test\n")
+}
+
+/// Stops processes in order with SIGTERM (so DDS participants say goodbye), then waits.
+pub fn stop(procs: &mut [&mut Proc]) {
+    for p in procs.iter_mut() {
+        if p.terminate().is_none() {
+            p.kill();
+        }
+    }
+}
+
+/// A file a Fast DDS talker waits for (`--start-when`) before it publishes.
+pub struct Go(std::path::PathBuf);
+
+impl Go {
+    pub fn new(net: &Net, name: &str) -> Go {
+        Go(net.dir.join(format!("go-{name}")))
+    }
+
+    pub fn arg(&self) -> String {
+        self.0.to_string_lossy().into_owned()
+    }
+
+    pub fn now(&self) {
+        std::fs::write(&self.0, b"").unwrap();
+    }
+}
+
+/// Waits until a process's stderr says `needle` (e.g. a Fast DDS node's "reader matched 1").
+pub fn wait_for(p: &Proc, needle: &str, why: &dyn Fn() -> String) {
+    assert!(
+        p.wait_log(needle, Duration::from_secs(40)),
+        "{} never logged {needle:?}: {}\n{}",
+        p.name,
+        p.logs(),
+        why()
+    );
+}
