@@ -202,12 +202,13 @@ fn goals(results: &Value) -> String {
          float64 of the value: up to 17 digits) and whole-number intensities. Writing, whole\n\
          numbers take the integer path (itoa and `.0`) and the others zmij, which is most of\n\
          the CDR->JSON time. Reading, a one-pass reader walks the JSON as the type asks and\n\
-         parses a float array in one tight loop: a range (17 digits) costs about 30 ns, of\n\
-         which about 26 ns is the correctly rounded float parser alone (lexical-parse-float;\n\
-         fast-float2 is no faster on these numbers; serde_json, read before, about 46), and a\n\
-         whole-number intensity about 12 ns: about 190 MB/s at best, 14 to 18x the Python\n\
-         pipeline over several runs on this shared machine (its figures move by a third\n\
-         from run to run). 20x would need 17-digit floats parsed in under about 20 ns. The\n\
+         parses a float array in one tight loop. A range of a float32 field takes a shortcut\n\
+         (digits read 8 at a time, times the float64 of 10^-scale, refused and handed to the\n\
+         correctly rounded parser near a float32 tie; property tests hold it to that parser): about\n\
+         20 ns a range, 25 with the general parser (lexical-parse-float) alone; a whole-number\n\
+         intensity about 10 ns, most of it the loop around the parse. That is about 265 MB/s,\n\
+         17 to 18x the Python pipeline on this shared machine (Python's figures move by a\n\
+         third from run to run); 20x would need about 13 ns a value on average. The\n\
          base64 messages are where the gap is widest.\n",
     );
     s

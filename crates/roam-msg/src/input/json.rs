@@ -258,7 +258,7 @@ fn read_floats(
     let big = w.endian == Endian::Big;
     let out = &mut *w.out;
     let r = if p == Primitive::Float32 {
-        lx.floats(limit, |v| {
+        lx.floats(limit, true, |v| {
             rules::check_float32(v)?;
             let b = v as f32;
             out.extend_from_slice(&if big {
@@ -269,7 +269,7 @@ fn read_floats(
             Ok(())
         })
     } else {
-        lx.floats(limit, |v| {
+        lx.floats(limit, false, |v| {
             out.extend_from_slice(&if big {
                 v.to_be_bytes()
             } else {

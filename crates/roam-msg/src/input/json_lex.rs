@@ -3,13 +3,15 @@
 //! and this checks the grammar as it goes. It holds no tree and does not recurse; skipping a
 //! value keeps one byte per open bracket, at most [`MAX_JSON_DEPTH`]. Numbers are parsed by
 //! lexical-parse-float with its JSON grammar (correctly rounded; `01`, `.5`, `1.`, `inf`
-//! refused), whole numbers in float arrays by an exact shortcut; strings are searched for their
+//! refused), whole numbers in float arrays by an exact shortcut and plain decimals by
+//! [`json_decimal`]'s where it provably agrees; strings are searched for their
 //! end with memchr. Errors name the line and column, as serde_json's do.
 
 use std::ops::Range;
 
 use lexical_parse_float::{format::JSON, FromLexicalWithOptions, Options};
 
+use super::json_decimal;
 use crate::error::{EncodeError, EncodeErrorKind as K};
 
 const FLOAT_OPTIONS: Options = Options::new();
@@ -167,18 +169,30 @@ impl<'a> Lexer<'a> {
     #[inline]
     pub fn float(&mut self) -> Result<f64, EncodeError> {
         let mut whole = true;
-        self.float_fast(&mut whole).map_err(|what| self.error(what))
+        self.float_fast(&mut whole, false).map_err(|what| self.error(what))
     }
 
     /// [`Lexer::float`] with the error as a bare message, for the array loop. While `whole`,
     /// a whole number takes the exact path first; the first number that does not clears it
-    /// (an array of long fractions then skips the try).
+    /// (an array of long fractions then skips the try). Then a plain decimal takes the
+    /// shortcut of [`json_decimal`] where it can: when `narrow`, good to float32 only.
     #[inline(always)]
-    fn float_fast(&mut self, whole: &mut bool) -> Result<f64, &'static str> {
+    fn float_fast(&mut self, whole: &mut bool, narrow: bool) -> Result<f64, &'static str> {
         if *whole {
             match self.whole_float() {
                 Some(v) => return Ok(v),
                 None => *whole = false,
+            }
+        }
+        if let Some(d) = json_decimal::decimal(self.b, self.i) {
+            let v = if narrow {
+                d.f64_for_f32()
+            } else {
+                d.exact_f64()
+            };
+            if let Some(v) = v {
+                self.i = d.end;
+                return Ok(v);
             }
         }
         match f64::from_lexical_partial_with_options::<JSON>(&self.b[self.i..], &FLOAT_OPTIONS) {
@@ -194,11 +208,14 @@ impl<'a> Lexer<'a> {
     /// The elements of a float array whose `[` and first element's start were read: numbers,
     /// or `null` for NaN, each handed to `put` as it is parsed. Stops after the array's `]`,
     /// or after element `limit` (index), or at the first error; returns how many elements
-    /// were handed over, and the error with the index it happened at.
+    /// were handed over, and the error with the index it happened at. When `narrow` (a
+    /// float32 array), a value is only good to float32: `as f32` makes of it what it makes
+    /// of the correctly rounded float64.
     #[inline]
     pub fn floats(
         &mut self,
         limit: usize,
+        narrow: bool,
         mut put: impl FnMut(f64) -> Result<(), EncodeError>,
     ) -> Result<usize, (usize, FloatsError)> {
         let mut count = 0usize;
@@ -206,7 +223,7 @@ impl<'a> Lexer<'a> {
         loop {
             self.skip_whitespace();
             let v = match self.b.get(self.i) {
-                Some(b'-' | b'0'..=b'9') => match self.float_fast(&mut whole) {
+                Some(b'-' | b'0'..=b'9') => match self.float_fast(&mut whole, narrow) {
                     Ok(v) => v,
                     Err(what) => return Err((count, FloatsError::Syntax(self.error(what)))),
                 },

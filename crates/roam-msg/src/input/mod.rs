@@ -11,6 +11,7 @@
 mod array;
 pub(crate) mod captured;
 pub(crate) mod json;
+mod json_decimal;
 pub(crate) mod json_lex;
 #[cfg(test)]
 mod json_tests;
