@@ -129,6 +129,21 @@ impl Proc {
         }
     }
 
+    /// The stdout lines written within `timeout`, and whether the output ended (the process
+    /// exited) meanwhile: then returns at once.
+    pub fn lines_for(&self, timeout: Duration) -> (Vec<String>, bool) {
+        let end = Instant::now() + timeout;
+        let mut v = Vec::new();
+        while let Some(left) = end.checked_duration_since(Instant::now()) {
+            match self.lines.recv_timeout(left) {
+                Ok(l) => v.push(l),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => return (v, true),
+            }
+        }
+        (v, false)
+    }
+
     /// Starts a CPU/memory window now.
     pub fn begin_window(&mut self) {
         self.window = cpu_ticks(self.pid()).map(|t| (Instant::now(), t));

@@ -30,6 +30,8 @@ pub struct Plan<'a> {
     /// Which experiments to run (empty: all).
     pub only: Vec<String>,
     pub out: Vec<Measurement>,
+    /// E10's runs (ddsperf's figures are not the load generator's).
+    pub ddsperf: Vec<super::ddsperf::DdsperfRun>,
 }
 
 impl Plan<'_> {
@@ -129,6 +131,28 @@ impl Plan<'_> {
         }
         if self.wants("e6") {
             self.e6_wan();
+        }
+        if self.wants("e10") {
+            self.e10_ddsperf();
+        }
+    }
+
+    /// E10 (issue 18): ddsperf at an unlimited rate, 1 KB and 64 KB, native and through roam.
+    fn e10_ddsperf(&mut self) {
+        if !super::ddsperf::available() {
+            eprintln!("  e10 left out: ddsperf is not installed (Debian's cyclonedds-tools)");
+            return;
+        }
+        let seconds = self.pick(0, 10, 30);
+        for size in [1000, 64 * 1000] {
+            for sys in [System::Native, System::ROAM_P2P, System::ROAM] {
+                eprintln!("  e10 {:<28} ddsperf {size} B for {seconds} s", sys.label());
+                let r = super::ddsperf::run(self.lab, sys, size, seconds);
+                if let Some(e) = &r.error {
+                    eprintln!("    failed: {}", e.lines().next().unwrap_or(""));
+                }
+                self.ddsperf.push(r);
+            }
         }
     }
 

@@ -2,6 +2,7 @@
 //! built) the Zenoh ROS 2 bridge, in one run on one machine, and writes
 //! `bench/results/lab.json` and `bench/RESULTS.md`. Nothing is asserted about speed.
 
+mod ddsperf;
 mod experiments;
 mod fastdds;
 mod hop_report;
@@ -24,7 +25,8 @@ usage: roam-lab [--smoke|--quick|--full] [--only e1,e2,...] [--zenoh PATH|--zeno
   --quick        every headline figure in a few minutes (default)
   --full         every point of every experiment
   --only LIST    run only these experiments (e1 rtt vs size, e2 throughput, e3 encryption,
-                 e4 rate, e5 13 MB, e6 wide area); E7-E9 are computed from the others
+                 e4 rate, e5 13 MB, e6 wide area, e10 ddsperf); E7-E9 are computed
+                 from the others
   --zenoh PATH   the roam-zenoh-bridge binary (default: $ROAM_ZENOH_BRIDGE, else the
                  cached build of bench/zenoh-bridge/build.sh if present; without it the
                  Zenoh columns are left out and the report says so)
@@ -117,6 +119,7 @@ fn run() -> Result<(), String> {
         suite,
         only,
         out: Vec::new(),
+        ddsperf: Vec::new(),
     };
     plan.run_all();
     let mut report = report::Report::new(
@@ -125,6 +128,7 @@ fn run() -> Result<(), String> {
         std::mem::take(&mut plan.out),
         started.elapsed(),
     );
+    report.ddsperf = std::mem::take(&mut plan.ddsperf);
     report.routing_plane = std::fs::read(bench.join("results/routing-plane.json"))
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok());
@@ -132,7 +136,8 @@ fn run() -> Result<(), String> {
         .measurements
         .iter()
         .filter(|m| m.error.is_some())
-        .count();
+        .count()
+        + report.ddsperf.iter().filter(|r| r.error.is_some()).count();
     if let Some(out) = &out {
         if let Some(d) = out.parent() {
             std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;

@@ -30,6 +30,8 @@ pub struct Report {
     /// its control-plane figures. Not repeated in the lab's JSON.
     #[serde(skip)]
     pub routing_plane: Option<Value>,
+    /// E10: ddsperf's runs.
+    pub ddsperf: Vec<super::ddsperf::DdsperfRun>,
 }
 
 impl Report {
@@ -52,6 +54,7 @@ impl Report {
             seconds: took.as_secs_f64(),
             measurements,
             routing_plane: None,
+            ddsperf: Vec::new(),
         }
     }
 }
@@ -205,6 +208,7 @@ pub fn markdown(r: &Report) -> String {
     e7(r, &mut s);
     e8(r, &mut s);
     e9(r, &mut s);
+    super::ddsperf::markdown(&r.ddsperf, &mut s);
     let failed: Vec<_> = r.measurements.iter().filter(|m| !m.ok()).collect();
     if !failed.is_empty() {
         let _ = writeln!(s, "## Runs that failed\n");

@@ -232,7 +232,8 @@ impl Lab {
         }
     }
 
-    /// Starts `system` for traffic on `topic` (and `topic/echo` back) between `nodes`.
+    /// Starts `system` for traffic on `topic` (and `topic/echo` back) between `nodes`; a
+    /// `dds:NAME` topic is a plain DDS one (roam forwards it with `dds_topic:` entries).
     pub fn start(
         &self,
         system: System,
@@ -433,10 +434,12 @@ impl Lab {
              dds: {{domain: {domain}, interfaces: [lo], peers: [127.0.0.1]}}\n\
              realms: {{lab: {}}}\nencrypt_payloads: {encrypt}\n\
              link: {{congestion: {congestion}}}\n\
-             exports:\n  - topic: {export}\n    realm: lab\n\
-             imports:\n  - topic: {import}\n    realm: lab\n",
+             exports:\n  - {}\n    realm: lab\n\
+             imports:\n  - {}\n    realm: lab\n",
             self.pki.display(),
-            self.realm.display()
+            self.realm.display(),
+            entry(export),
+            entry(import),
         )
     }
 
@@ -483,6 +486,15 @@ impl Lab {
         };
         procs.push(bridge(ZENOH_DOMAINS.0, None, Some(port))?);
         Ok(())
+    }
+}
+
+/// A configuration entry for `name`: a ROS 2 topic, or with `dds:` a plain DDS topic
+/// (ddsperf's), forwarded under its DDS name.
+fn entry(name: &str) -> String {
+    match name.strip_prefix("dds:") {
+        Some(dds) => format!("dds_topic: {dds}"),
+        None => format!("topic: {name}"),
     }
 }
 
