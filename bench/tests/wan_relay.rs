@@ -367,6 +367,99 @@ fn tcp_stream_survives_loss_stalls_and_jitter() {
 }
 
 #[test]
+fn udp_flows_of_two_listeners_share_one_bottleneck() {
+    // Two paths through one relay, 1 Mbit/s and a 20-packet queue between them: bursts from
+    // both overflow the one queue, each path loses datagrams at the bottleneck, and the relay
+    // counts them apart from random loss. Counts only, no timing.
+    const N: u32 = 400;
+    let stats = stats_path("udp-bottleneck.json");
+    let sinks: Vec<UdpSocket> = ["127.0.0.1:32361", "127.0.0.1:32363"]
+        .iter()
+        .map(|a| {
+            let s = UdpSocket::bind(a).unwrap();
+            s.set_read_timeout(Some(Duration::from_millis(1500)))
+                .unwrap();
+            s
+        })
+        .collect();
+    let relay = Relay::start(&[
+        "--udp",
+        "127.0.0.1:32360=127.0.0.1:32361",
+        "--udp",
+        "127.0.0.1:32362=127.0.0.1:32363",
+        "--delay-ms",
+        "1",
+        "--rate-mbit",
+        "1",
+        "--bottleneck-packets",
+        "20",
+        "--stats-json",
+        stats.to_str().unwrap(),
+        "--stats-interval-s",
+        "0.1",
+    ]);
+    let counters: Vec<_> = sinks
+        .into_iter()
+        .map(|sink| {
+            thread::spawn(move || {
+                let mut buf = [0u8; 2048];
+                let mut n = 0u64;
+                // Ends after 1.5 s without a datagram (the queue drains in 160 ms).
+                while sink.recv(&mut buf).is_ok() {
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for _ in 0..N {
+        a.send_to(&[1u8; 1000], "127.0.0.1:32360").unwrap();
+        b.send_to(&[2u8; 1000], "127.0.0.1:32362").unwrap();
+    }
+    let received: Vec<u64> = counters.into_iter().map(|c| c.join().unwrap()).collect();
+    // A snapshot written while running says so.
+    let running = read_stats(&stats);
+    assert_eq!(running["last"], false, "{running}");
+    relay.stop();
+
+    let s = read_stats(&stats);
+    assert_eq!(s["last"], true);
+    assert_eq!(s["config"]["rate_mbit"], 1.0);
+    assert_eq!(s["config"]["bottleneck_packets"], 20);
+    let mut forwarded = 0;
+    let mut dropped = 0;
+    for (i, l) in s["listeners"].as_array().unwrap().iter().enumerate() {
+        let c2t = &l["client_to_target"];
+        let fwd = c2t["forwarded_packets"].as_u64().unwrap();
+        let drop = c2t["bottleneck_dropped_packets"].as_u64().unwrap();
+        assert_eq!(fwd + drop, N as u64, "listener {i}: {c2t}");
+        assert_eq!(c2t["lost_packets"], 0, "no random loss configured");
+        assert!(
+            drop > 0,
+            "listener {i} lost datagrams in the shared queue: {c2t}"
+        );
+        assert_eq!(fwd, received[i], "listener {i}");
+        forwarded += fwd;
+        dropped += drop;
+    }
+    let bn = &s["bottleneck"]["client_to_target"];
+    assert_eq!(bn["sent_packets"], forwarded, "{bn}");
+    assert_eq!(bn["dropped_packets"], dropped, "{bn}");
+    assert_eq!(bn["offered_packets"], 2 * N as u64);
+    assert_eq!(bn["max_backlog_packets"], 20, "{bn}");
+    let waited: u64 = bn["wait_buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b[1].as_u64().unwrap())
+        .sum();
+    assert_eq!(waited, forwarded, "one wait per datagram sent");
+    assert_eq!(s["bottleneck"]["target_to_client"]["offered_packets"], 0);
+}
+
+#[test]
 fn bad_arguments_fail_before_ready() {
     let out = Command::new(BIN)
         .args(["--udp", "127.0.0.1:32390=127.0.0.1:32391", "--loss", "1.5"])
@@ -377,4 +470,50 @@ fn bad_arguments_fail_before_ready() {
     assert!(out.stdout.is_empty());
     let out = Command::new(BIN).output().unwrap();
     assert!(!out.status.success(), "nothing to relay is an error");
+    for (args, says) in [
+        (
+            &[
+                "--tcp",
+                "127.0.0.1:32392=127.0.0.1:32393",
+                "--rate-mbit",
+                "10",
+            ][..],
+            "UDP only",
+        ),
+        (
+            &[
+                "--udp",
+                "127.0.0.1:32392=127.0.0.1:32393",
+                "--bottleneck-packets",
+                "5",
+            ][..],
+            "--rate-mbit",
+        ),
+        (
+            &[
+                "--udp",
+                "127.0.0.1:32392=127.0.0.1:32393",
+                "--rate-mbit",
+                "0",
+            ][..],
+            "--rate-mbit",
+        ),
+        (
+            &[
+                "--udp",
+                "127.0.0.1:32392=127.0.0.1:32393",
+                "--rate-mbit",
+                "5",
+                "--bottleneck-bytes",
+                "100",
+            ][..],
+            "--bottleneck-bytes",
+        ),
+    ] {
+        let out = Command::new(BIN).args(args).output().unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}: not ready");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
 }

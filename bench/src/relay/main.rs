@@ -2,10 +2,12 @@
 //! no `netem`). It sits on loopback between two sides of a path and forwards UDP datagrams and
 //! TCP streams with emulated one-way delay, jitter and loss, in both directions.
 //!
-//! The model lives in the pure [`delay_line`] core (no I/O, injected clock, seeded RNG); `udp`
-//! and `tcp` are thin tokio shells around it. The model and its limits are documented in
-//! `docs/wan-relay.md`.
+//! The model lives in two pure cores (no I/O, injected clock): [`delay_line`] (delay, jitter,
+//! loss; seeded RNG) and [`bottleneck`] (an optional rate limit with a drop-tail queue that
+//! every UDP flow shares); `udp` and `tcp` are thin tokio shells around them. The model and its
+//! limits are documented in `docs/wan-relay.md`.
 
+mod bottleneck;
 mod delay_line;
 mod stats;
 mod tcp;
@@ -13,14 +15,21 @@ mod udp;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
 use serde::Serialize;
 
+use bottleneck::{Bottleneck, BottleneckConfig};
 use delay_line::{JitterDist, LineConfig, LossMode, Order};
-use stats::ListenerCounters;
+use stats::{BottleneckDirStats, ListenerCounters};
+
+/// Queue of the shared bottleneck when neither --bottleneck-packets nor --bottleneck-bytes is
+/// given: a Linux interface's default txqueuelen.
+const DEFAULT_BOTTLENECK_PACKETS: usize = 1000;
+/// The smallest --bottleneck-bytes: one full-size Ethernet packet.
+const MIN_BOTTLENECK_BYTES: usize = 1500;
 
 /// Forwards UDP and TCP on loopback with emulated one-way delay, jitter and loss (a netem
 /// stand-in). Every direction of every flow gets the same parameters, so the added round-trip
@@ -76,6 +85,30 @@ struct Cli {
     /// Write packet/byte counters per listener and direction to FILE (JSON) on exit.
     #[arg(long, value_name = "FILE")]
     stats_json: Option<PathBuf>,
+
+    /// Also rewrite --stats-json every this many seconds while running (replaced whole, so a
+    /// reader never sees half a file); each snapshot says when it was taken (`uptime_s`).
+    #[arg(long, value_name = "F", requires = "stats_json")]
+    stats_interval_s: Option<f64>,
+
+    /// Shared bottleneck: UDP datagrams of every flow of every listener pass, per direction,
+    /// through one drop-tail FIFO served at this rate (megabits per second of UDP payload)
+    /// before the delay line, so paths through one relay compete for it like flows on one
+    /// uplink. Off when absent. UDP only (refused with --tcp).
+    #[arg(long, value_name = "F")]
+    rate_mbit: Option<f64>,
+
+    /// Shared bottleneck: most datagrams its queue holds per direction (waiting or being
+    /// sent); an arrival beyond is dropped at the tail [default: 1000, a Linux interface's
+    /// txqueuelen, unless --bottleneck-bytes is given].
+    #[arg(long, value_name = "N", requires = "rate_mbit")]
+    bottleneck_packets: Option<usize>,
+
+    /// Shared bottleneck: most bytes of UDP payload its queue holds per direction (waiting or
+    /// being sent), e.g. one bandwidth-delay product; with --bottleneck-packets too, whichever
+    /// is reached first. At least 1500.
+    #[arg(long, value_name = "N", requires = "rate_mbit")]
+    bottleneck_bytes: Option<usize>,
 
     /// Bytes held in flight per direction of each UDP flow or TCP connection; beyond it UDP
     /// datagrams are dropped (counted as overflow) and TCP stops reading (back-pressure).
@@ -155,12 +188,66 @@ struct RunConfig {
     udp_socket_buffer: usize,
     max_conns: usize,
     chunk_bytes: usize,
+    stats_interval_s: Option<f64>,
+    rate_mbit: Option<f64>,
+    bottleneck_packets: Option<usize>,
+    bottleneck_bytes: Option<usize>,
 }
 
 #[derive(Serialize)]
-struct StatsFile {
-    config: RunConfig,
+struct StatsFile<'a> {
+    /// Seconds since the relay said "ready", when this snapshot was taken.
+    uptime_s: f64,
+    /// False for the snapshots of --stats-interval-s, true for the one written at exit.
+    last: bool,
+    config: &'a RunConfig,
     listeners: Vec<stats::ListenerStats>,
+    /// The shared bottleneck (absent without --rate-mbit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bottleneck: Option<BottleneckStatsFile>,
+}
+
+#[derive(Serialize)]
+struct BottleneckStatsFile {
+    client_to_target: BottleneckDirStats,
+    target_to_client: BottleneckDirStats,
+}
+
+/// Parses and checks the bottleneck flags: `None` without --rate-mbit.
+fn bottleneck_config(cli: &Cli) -> Result<Option<BottleneckConfig>, String> {
+    let Some(mbit) = cli.rate_mbit else {
+        return Ok(None);
+    };
+    if !mbit.is_finite() || mbit <= 0.0 || mbit > 100_000.0 {
+        return Err(format!("--rate-mbit must be in (0, 100000], got {mbit}"));
+    }
+    if !cli.tcp.is_empty() {
+        return Err(
+            "--rate-mbit applies to UDP only: the TCP relay ends each connection \
+                    and cannot drop bytes (run the TCP paths through another relay)"
+                .into(),
+        );
+    }
+    if cli.bottleneck_packets == Some(0) {
+        return Err("--bottleneck-packets must be at least 1".into());
+    }
+    if cli
+        .bottleneck_bytes
+        .is_some_and(|b| b < MIN_BOTTLENECK_BYTES)
+    {
+        return Err(format!(
+            "--bottleneck-bytes must be at least {MIN_BOTTLENECK_BYTES} (one full-size packet)"
+        ));
+    }
+    let max_packets = match (cli.bottleneck_packets, cli.bottleneck_bytes) {
+        (None, None) => Some(DEFAULT_BOTTLENECK_PACKETS),
+        (p, _) => p,
+    };
+    Ok(Some(BottleneckConfig {
+        rate_bps: (mbit * 1e6).round() as u64,
+        max_packets,
+        max_bytes: cli.bottleneck_bytes,
+    }))
 }
 
 fn main() {
@@ -194,6 +281,18 @@ async fn real_main(cli: Cli) -> Result<(), String> {
     if !cli.idle_timeout_s.is_finite() || cli.idle_timeout_s <= 0.0 {
         return Err("--idle-timeout-s must be > 0".into());
     }
+    if let Some(s) = cli.stats_interval_s {
+        if !s.is_finite() || s <= 0.0 {
+            return Err("--stats-interval-s must be > 0".into());
+        }
+    }
+    let shaping = bottleneck_config(&cli)?;
+    let shared = shaping.map(|c| {
+        Arc::new(udp::SharedBottleneck {
+            client_to_target: Mutex::new(Bottleneck::new(c)),
+            target_to_client: Mutex::new(Bottleneck::new(c)),
+        })
+    });
     let seed = cli.seed.unwrap_or_else(rand::random);
     let dist = match cli.jitter_dist {
         Dist::Uniform => JitterDist::Uniform,
@@ -219,6 +318,7 @@ async fn real_main(cli: Cli) -> Result<(), String> {
         seed,
         listener,
         socket_buffer: cli.udp_socket_buffer,
+        bottleneck: shared.clone(),
     };
     let tcp_params = |listener| tcp::TcpParams {
         line: LineConfig {
@@ -260,42 +360,81 @@ async fn real_main(cli: Cli) -> Result<(), String> {
     for (l, target, p, c) in tcp_tasks {
         tokio::spawn(tcp::run(l, target, p, c));
     }
+    let config = RunConfig {
+        delay_ms: cli.delay_ms,
+        jitter_ms: cli.jitter_ms,
+        jitter_dist: cli.jitter_dist,
+        loss: cli.loss,
+        rto_ms: rto.as_secs_f64() * 1e3,
+        seed,
+        keep_order: cli.keep_order,
+        queue_bytes: cli.queue_bytes,
+        max_flows: cli.max_flows,
+        idle_timeout_s: cli.idle_timeout_s,
+        udp_socket_buffer: cli.udp_socket_buffer,
+        max_conns: cli.max_conns,
+        chunk_bytes: cli.chunk_bytes,
+        stats_interval_s: cli.stats_interval_s,
+        rate_mbit: cli.rate_mbit,
+        bottleneck_packets: shaping.and_then(|c| c.max_packets),
+        bottleneck_bytes: shaping.and_then(|c| c.max_bytes),
+    };
     // Handlers before "ready", so a SIGTERM right after it still writes the stats.
-    let stop = stop_signals()?;
+    let mut stop = Box::pin(stop_signals()?);
+    let ready = Instant::now();
     {
         use std::io::Write;
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "ready");
         let _ = out.flush();
     }
-
-    stop.await;
-
-    if let Some(path) = &cli.stats_json {
+    let write_stats = |last: bool| -> Result<(), String> {
+        let Some(path) = &cli.stats_json else {
+            return Ok(());
+        };
         let file = StatsFile {
-            config: RunConfig {
-                delay_ms: cli.delay_ms,
-                jitter_ms: cli.jitter_ms,
-                jitter_dist: cli.jitter_dist,
-                loss: cli.loss,
-                rto_ms: rto.as_secs_f64() * 1e3,
-                seed,
-                keep_order: cli.keep_order,
-                queue_bytes: cli.queue_bytes,
-                max_flows: cli.max_flows,
-                idle_timeout_s: cli.idle_timeout_s,
-                udp_socket_buffer: cli.udp_socket_buffer,
-                max_conns: cli.max_conns,
-                chunk_bytes: cli.chunk_bytes,
-            },
+            uptime_s: ready.elapsed().as_secs_f64(),
+            last,
+            config: &config,
             listeners: listeners
                 .iter()
                 .map(|(proto, m, c)| c.snapshot(proto, m.listen.to_string(), m.target.to_string()))
                 .collect(),
+            bottleneck: shared.as_deref().map(|b| {
+                let dir = |m: &Mutex<Bottleneck>| {
+                    BottleneckDirStats::from(m.lock().unwrap_or_else(|e| e.into_inner()).stats())
+                };
+                BottleneckStatsFile {
+                    client_to_target: dir(&b.client_to_target),
+                    target_to_client: dir(&b.target_to_client),
+                }
+            }),
         };
         let json = serde_json::to_string_pretty(&file).map_err(|e| e.to_string())?;
-        std::fs::write(path, json + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
+        // Written beside and renamed over: a reader sees the old snapshot or the new one.
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, json + "\n").map_err(|e| format!("{}: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+    };
+
+    match cli.stats_interval_s {
+        None => stop.await,
+        Some(every) => {
+            let mut tick = tokio::time::interval(Duration::from_secs_f64(every));
+            tick.tick().await;
+            loop {
+                tokio::select! {
+                    _ = &mut stop => break,
+                    _ = tick.tick() => {
+                        if let Err(e) = write_stats(false) {
+                            eprintln!("roam-wan-relay: stats: {e}");
+                        }
+                    }
+                }
+            }
+        }
     }
+    write_stats(true)?;
     // Leave without waiting for the relay tasks (they run forever).
     std::process::exit(0);
 }

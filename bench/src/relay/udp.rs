@@ -4,17 +4,23 @@
 //! The listening task only stamps arrivals and hands them to the flow's task (bounded channel);
 //! the flow task owns both lines, sleeps until the next departure and sends what is due. A flow
 //! with nothing queued and no packet either way for `idle_timeout` ends and is forgotten.
+//!
+//! With a shared bottleneck (`--rate-mbit`), every datagram of every flow of every listener
+//! passes, per direction, through one [`Bottleneck`] before its flow's delay line: the
+//! bottleneck says when the datagram has been sent at the link's rate (or drops it), and the
+//! datagram enters the delay line at that instant.
 
 use std::collections::HashMap;
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 
+use crate::bottleneck::{Admission, Bottleneck};
 use crate::delay_line::{derive_seed, DelayLine, LineConfig, Verdict};
 use crate::stats::{DirCounters, ListenerCounters};
 
@@ -24,7 +30,13 @@ const MAX_DATAGRAM: usize = 65_536;
 /// The flow task drains it at once; this only absorbs scheduling hiccups.
 const FLOW_CHANNEL: usize = 1024;
 
-#[derive(Debug, Clone, Copy)]
+/// The bottleneck every UDP flow of the process shares, one per direction.
+pub struct SharedBottleneck {
+    pub client_to_target: Mutex<Bottleneck>,
+    pub target_to_client: Mutex<Bottleneck>,
+}
+
+#[derive(Clone)]
 pub struct UdpParams {
     pub line: LineConfig,
     pub idle_timeout: Duration,
@@ -34,6 +46,8 @@ pub struct UdpParams {
     pub listener: u64,
     /// SO_RCVBUF / SO_SNDBUF of every relay socket (the kernel caps it at net.core.rmem_max).
     pub socket_buffer: usize,
+    /// The shared bottleneck, if any (`--rate-mbit`).
+    pub bottleneck: Option<Arc<SharedBottleneck>>,
 }
 
 struct FlowHandle {
@@ -95,6 +109,7 @@ pub async fn run(sock: UdpSocket, target: SocketAddr, p: UdpParams, c: Arc<Liste
                     t2c: DelayLine::new(p.line, derive_seed(p.seed, p.listener, next_id, 1)),
                     idle: p.idle_timeout,
                     counters: c.clone(),
+                    bottleneck: p.bottleneck.clone(),
                 };
                 tokio::spawn(flow.run(rx, expired_tx.clone()));
             }
@@ -152,6 +167,7 @@ struct Flow {
     t2c: DelayLine<Bytes>,
     idle: Duration,
     counters: Arc<ListenerCounters>,
+    bottleneck: Option<Arc<SharedBottleneck>>,
 }
 
 impl Flow {
@@ -177,11 +193,12 @@ impl Flow {
                 m = rx.recv() => match m {
                     Some((at, pkt)) => {
                         last_activity = last_activity.max(at);
-                        offer(&mut self.c2t, at, pkt, &self.counters.client_to_target);
+                        let b = self.bottleneck.as_deref().map(|b| &b.client_to_target);
+                        offer(&mut self.c2t, b, at, pkt, &self.counters.client_to_target);
                         // Take what else is waiting without another trip through select.
                         while let Ok((at, pkt)) = rx.try_recv() {
                             last_activity = last_activity.max(at);
-                            offer(&mut self.c2t, at, pkt, &self.counters.client_to_target);
+                            offer(&mut self.c2t, b, at, pkt, &self.counters.client_to_target);
                         }
                     }
                     None => return, // the listener is gone
@@ -191,7 +208,8 @@ impl Flow {
                     if let Ok(n) = r {
                         last_activity = now;
                         let pkt = Bytes::copy_from_slice(&buf[..n]);
-                        offer(&mut self.t2c, now, pkt, &self.counters.target_to_client);
+                        let b = self.bottleneck.as_deref().map(|b| &b.target_to_client);
+                        offer(&mut self.t2c, b, now, pkt, &self.counters.target_to_client);
                     }
                     // Err: an ICMP error (target port closed) reported on the connected
                     // socket; the flow stays, like a NAT mapping would.
@@ -218,8 +236,32 @@ impl Flow {
     }
 }
 
-fn offer(line: &mut DelayLine<Bytes>, at: Instant, pkt: Bytes, c: &DirCounters) {
+/// Passes `pkt`, which arrived at `at`, through the shared bottleneck (if any) into `line`.
+fn offer(
+    line: &mut DelayLine<Bytes>,
+    bottleneck: Option<&Mutex<Bottleneck>>,
+    at: Instant,
+    pkt: Bytes,
+    c: &DirCounters,
+) {
     let n = pkt.len();
+    let at = match bottleneck {
+        None => at,
+        Some(b) => {
+            // A poisoned lock only means another flow task panicked; the counters are whole.
+            let mut b = b.lock().unwrap_or_else(|e| e.into_inner());
+            // The clock is read under the lock, so the flows' arrivals reach the shared queue
+            // in time order even when a flow task runs late.
+            match b.offer(Instant::now().max(at), n) {
+                Admission::Sent { departure, .. } => departure,
+                Admission::Dropped => {
+                    DirCounters::add(&c.bottleneck_dropped_packets, 1);
+                    DirCounters::add(&c.bottleneck_dropped_bytes, n);
+                    return;
+                }
+            }
+        }
+    };
     match line.offer(at, pkt) {
         Verdict::Scheduled { .. } => {}
         Verdict::Lost => {
