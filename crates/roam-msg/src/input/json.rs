@@ -9,10 +9,10 @@
 //! type's nesting only (bounded by [`crate::MAX_TYPE_DEPTH`]); the tokenizer skips other values
 //! without recursing.
 
-use super::json_lex::{FloatsError, Lexer, Next};
+use super::json_floats::read_floats;
+use super::json_lex::{Lexer, Next};
 use super::rules;
 use crate::cdr::write::Writer;
-use crate::cdr::Endian;
 use crate::error::{EncodeError, EncodeErrorKind as K, Segment};
 use crate::layout::{Elem, FieldLayout, StructLayout};
 use crate::schema::{Multiplicity, Primitive};
@@ -244,48 +244,4 @@ fn read_array(lx: &mut Lexer<'_>, cx: &mut Cx<'_, '_>, f: &FieldLayout) -> Resul
         }
     }
     rules::finish_array(&mut cx.w, f.multiplicity, at, count)
-}
-
-/// The elements of a non-empty float array, straight into the output (aligned once); returns
-/// how many were read, stopping at the first past `limit`.
-fn read_floats(
-    lx: &mut Lexer<'_>,
-    w: &mut Writer<'_>,
-    p: Primitive,
-    limit: usize,
-) -> Result<usize, EncodeError> {
-    w.align(p.size());
-    let big = w.endian == Endian::Big;
-    let out = &mut *w.out;
-    let r = if p == Primitive::Float32 {
-        lx.floats(limit, true, |v| {
-            rules::check_float32(v)?;
-            let b = v as f32;
-            out.extend_from_slice(&if big {
-                b.to_be_bytes()
-            } else {
-                b.to_le_bytes()
-            });
-            Ok(())
-        })
-    } else {
-        lx.floats(limit, false, |v| {
-            out.extend_from_slice(&if big {
-                v.to_be_bytes()
-            } else {
-                v.to_le_bytes()
-            });
-            Ok(())
-        })
-    };
-    r.map_err(|(at, e)| {
-        let e = match e {
-            FloatsError::Syntax(e) | FloatsError::Refused(e) => e,
-            FloatsError::NotNumber => match lx.peek() {
-                Ok(next) => mismatch(p.msg_name(), next),
-                Err(e) => e,
-            },
-        };
-        e.at(Segment::Index(at))
-    })
 }

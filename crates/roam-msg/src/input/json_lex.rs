@@ -45,14 +45,12 @@ impl Next {
     }
 }
 
-/// Why [`Lexer::floats`] stopped early.
+/// Why [`Lexer::float_element`] read no element.
 pub(crate) enum FloatsError {
     /// Not JSON.
     Syntax(EncodeError),
     /// A value that is not a number nor `null` (the caller peeks at it to say what it is).
     NotNumber,
-    /// What the caller's `put` refused.
-    Refused(EncodeError),
 }
 
 /// Where a string's bytes are: in the input (no escapes) or decoded into the scratch buffer.
@@ -169,7 +167,8 @@ impl<'a> Lexer<'a> {
     #[inline]
     pub fn float(&mut self) -> Result<f64, EncodeError> {
         let mut whole = true;
-        self.float_fast(&mut whole, false).map_err(|what| self.error(what))
+        self.float_fast(&mut whole, false)
+            .map_err(|what| self.error(what))
     }
 
     /// [`Lexer::float`] with the error as a bare message, for the array loop. While `whole`,
@@ -205,61 +204,31 @@ impl<'a> Lexer<'a> {
         }
     }
 
-    /// The elements of a float array whose `[` and first element's start were read: numbers,
-    /// or `null` for NaN, each handed to `put` as it is parsed. Stops after the array's `]`,
-    /// or after element `limit` (index), or at the first error; returns how many elements
-    /// were handed over, and the error with the index it happened at. When `narrow` (a
-    /// float32 array), a value is only good to float32: `as f32` makes of it what it makes
-    /// of the correctly rounded float64.
+    /// The whole input, for a loop that reads ahead on its own ([`super::json_floats`]).
+    pub fn input(&self) -> &'a [u8] {
+        self.b
+    }
+
+    /// Moves on to `i`, where such a loop stopped: at most the input's length, and where the
+    /// next token (or whitespace before it) starts.
+    pub fn set_pos(&mut self, i: usize) {
+        self.i = i.min(self.b.len());
+    }
+
+    /// One element of a float array: a number, or `null` for NaN. `whole` and `narrow` are
+    /// [`Lexer::float_fast`]'s.
     #[inline]
-    pub fn floats(
-        &mut self,
-        limit: usize,
-        narrow: bool,
-        mut put: impl FnMut(f64) -> Result<(), EncodeError>,
-    ) -> Result<usize, (usize, FloatsError)> {
-        let mut count = 0usize;
-        let mut whole = true;
-        loop {
-            self.skip_whitespace();
-            let v = match self.b.get(self.i) {
-                Some(b'-' | b'0'..=b'9') => match self.float_fast(&mut whole, narrow) {
-                    Ok(v) => v,
-                    Err(what) => return Err((count, FloatsError::Syntax(self.error(what)))),
-                },
-                Some(b'n') if self.b[self.i..].starts_with(b"null") => {
-                    self.i += 4;
-                    f64::NAN
-                }
-                _ => return Err((count, FloatsError::NotNumber)),
-            };
-            if let Err(e) = put(v) {
-                return Err((count, FloatsError::Refused(e)));
+    pub fn float_element(&mut self, whole: &mut bool, narrow: bool) -> Result<f64, FloatsError> {
+        self.skip_whitespace();
+        match self.b.get(self.i) {
+            Some(b'-' | b'0'..=b'9') => self
+                .float_fast(whole, narrow)
+                .map_err(|what| FloatsError::Syntax(self.error(what))),
+            Some(b'n') if self.b[self.i..].starts_with(b"null") => {
+                self.i += 4;
+                Ok(f64::NAN)
             }
-            count += 1;
-            if count > limit {
-                return Ok(count);
-            }
-            self.skip_whitespace();
-            match self.b.get(self.i) {
-                Some(b',') => self.i += 1,
-                Some(b']') => {
-                    self.i += 1;
-                    return Ok(count);
-                }
-                Some(_) => {
-                    return Err((
-                        count,
-                        FloatsError::Syntax(self.error("expected `,` or `]`")),
-                    ))
-                }
-                None => {
-                    return Err((
-                        count,
-                        FloatsError::Syntax(self.error("EOF while parsing a list")),
-                    ))
-                }
-            }
+            _ => Err(FloatsError::NotNumber),
         }
     }
 

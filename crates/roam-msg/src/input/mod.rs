@@ -12,6 +12,7 @@ mod array;
 pub(crate) mod captured;
 pub(crate) mod json;
 mod json_decimal;
+mod json_floats;
 pub(crate) mod json_lex;
 #[cfg(test)]
 mod json_tests;
