@@ -209,9 +209,9 @@ fn goals(results: &Value) -> String {
          buffer. A value near a float32 rounding tie (1 in about 130,000), an exponent,\n\
          whitespace or anything else is handed to the correctly rounded general parser\n\
          (lexical-parse-float); property tests hold the shortcut to it. About 14 ns a range\n\
-         (25 with the general parser alone) and 9 ns a whole-number intensity: about 350 MB/s\n\
-         when this was written, 24 to 25x the Python pipeline on this shared machine (Python's\n\
-         figures move by up to a third from run to run).\n",
+         (25 with the general parser alone) and 9 ns a whole-number intensity: 335 to 365 MB/s\n\
+         in the runs when this was written, 22 to 25x the Python pipeline on this shared machine\n\
+         (Python's figures move by up to a third from run to run).\n",
     );
     s
 }
