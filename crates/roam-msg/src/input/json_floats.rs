@@ -31,10 +31,17 @@ pub(super) fn read_floats(
         if narrow {
             // `count <= limit` here: room for one past the limit, which makes the error.
             let room = (limit - count).saturating_add(1);
-            let run = if big {
-                f32_run::<true>(lx.input(), lx.pos(), room, out)
-            } else {
-                f32_run::<false>(lx.input(), lx.pos(), room, out)
+            let (b, i) = (lx.input(), lx.pos());
+            // Right after a comma the general path read (see below), a space says the array
+            // is written `1.5, 2.5` (Python's json.dumps, as roslibpy sends it): the loop
+            // then takes one after each comma.
+            let spaced = i > 0 && b[i - 1] == b',' && b.get(i) == Some(&b' ');
+            let i = i + spaced as usize;
+            let run = match (big, spaced) {
+                (false, false) => f32_run::<false, false>(b, i, room, out),
+                (false, true) => f32_run::<false, true>(b, i, room, out),
+                (true, false) => f32_run::<true, false>(b, i, room, out),
+                (true, true) => f32_run::<true, true>(b, i, room, out),
             };
             lx.set_pos(run.end);
             count += run.count;
@@ -91,11 +98,16 @@ struct Run {
 
 /// Float32 elements from `i`, written to `out` (big-endian if `BIG`), while each is a plain
 /// decimal that [`json_decimal::in_window`] reads and [`json_decimal::Decimal::f64_for_f32`]
-/// answers for, followed straight by `,` or `]`; at most `room` of them. What it refuses it
-/// leaves unread for the general path. (A value it takes is within float32's range, so the
-/// general path's range check has nothing to say about it.)
+/// answers for, followed straight by `,` (and one space if `SPACED`) or `]`; at most `room`
+/// of them. What it refuses it leaves unread for the general path. (A value it takes is
+/// within float32's range, so the general path's range check has nothing to say about it.)
 #[inline]
-fn f32_run<const BIG: bool>(b: &[u8], mut i: usize, room: usize, out: &mut Vec<u8>) -> Run {
+fn f32_run<const BIG: bool, const SPACED: bool>(
+    b: &[u8],
+    mut i: usize,
+    room: usize,
+    out: &mut Vec<u8>,
+) -> Run {
     // Values go into `buf` first, a whole buffer at a time into `out`: a store each instead
     // of a capacity check and a length update each.
     const N: usize = 64;
@@ -115,7 +127,8 @@ fn f32_run<const BIG: bool>(b: &[u8], mut i: usize, room: usize, out: &mut Vec<u
         };
         // Also what tells the number's end from an exponent or a second point.
         let sep = w.get(d.end).copied().unwrap_or(0);
-        if sep != b',' && sep != b']' {
+        let spaced = !SPACED || w.get(d.end + 1) == Some(&b' ');
+        if !(sep == b',' && spaced || sep == b']') {
             break;
         }
         let v = v as f32;
@@ -131,11 +144,14 @@ fn f32_run<const BIG: bool>(b: &[u8], mut i: usize, room: usize, out: &mut Vec<u
             held = 0;
         }
         count += 1;
-        i += d.end + 1;
         if sep == b']' {
+            i += d.end + 1;
             closed = true;
             break;
         }
+        // Where the next number starts depends on `d.end` alone, not on the bytes after it:
+        // it is what the next iteration waits for.
+        i += d.end + 1 + SPACED as usize;
     }
     out.extend_from_slice(&buf[..(held % N) * 4]);
     Run {

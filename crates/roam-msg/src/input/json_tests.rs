@@ -442,10 +442,13 @@ fn float_text(g: &mut Gen) -> String {
 }
 
 fn float_array(g: &mut Gen, n: u64) -> String {
+    // Written as roam and rosbridge do, as Python's json.dumps does, or mixed.
+    let style = g.below(3);
     let mut s = String::from("[");
     for k in 0..n {
         if k > 0 {
-            s.push_str([",", ",", ",", ", ", " ,", ",\n  "][g.below(6) as usize]);
+            let pick = if style < 2 { style } else { g.below(5) };
+            s.push_str([",", ", ", " ,", ",\n  ", ",  "][pick as usize]);
         }
         let t = float_text(g);
         // Bit patterns of NaN and infinity print as words, not JSON numbers.
