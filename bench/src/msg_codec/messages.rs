@@ -207,11 +207,12 @@ fn goals(results: &Value) -> String {
          that the next number need not wait for this one's conversion), 15 digits are kept and\n\
          multiplied by the float64 of 10^-scale, and the float32 goes out through a small\n\
          buffer. A value near a float32 rounding tie (1 in about 130,000), an exponent,\n\
-         whitespace or anything else is handed to the correctly rounded general parser\n\
-         (lexical-parse-float); property tests hold the shortcut to it. About 14 ns a range\n\
-         (25 with the general parser alone) and 9 ns a whole-number intensity: 335 to 365 MB/s\n\
-         in the runs when this was written, 22 to 25x the Python pipeline on this shared machine\n\
-         (Python's figures move by up to a third from run to run).\n",
+         whitespace (but one space after each comma) or anything else is handed to the\n\
+         correctly rounded general parser (lexical-parse-float); property tests hold the\n\
+         shortcut to it. About 14 ns a range (25 with the general parser alone) and 9 ns a\n\
+         whole-number intensity: 335 to 365 MB/s in the runs when this was written, 22 to 25x\n\
+         the Python pipeline on this shared machine (Python's figures move by up to a third\n\
+         from run to run).\n",
     );
     s
 }

@@ -1,9 +1,10 @@
 //! Float arrays (scans, covariances), the bulk of numeric JSON, read straight into CDR. A
 //! float32 array first goes through a loop of its own that takes elements as long as they are
-//! plain decimals that [`json_decimal`] answers for followed by `,` or `]`, as rosbridge and
-//! roam print them; every other element (whitespace around it, an exponent, `null`, a value
-//! near a float32 rounding tie, a syntax error) goes through the tokenizer's general path,
-//! which also says what is wrong. Float64 arrays take the general path throughout.
+//! plain decimals that [`json_decimal`] answers for followed by `,` (`, ` in an array written
+//! so) or `]`, as rosbridge, roam and Python's json.dumps print them; every other element
+//! (other whitespace, an exponent, `null`, a value near a float32 rounding tie, a syntax
+//! error) goes through the tokenizer's general path, which also says what is wrong. Float64
+//! arrays take the general path throughout.
 
 use super::json_decimal::{self, WINDOW};
 use super::json_lex::{FloatsError, Lexer};
