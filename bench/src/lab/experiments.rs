@@ -32,6 +32,8 @@ pub struct Plan<'a> {
     pub out: Vec<Measurement>,
     /// E10's runs (ddsperf's figures are not the load generator's).
     pub ddsperf: Vec<super::ddsperf::DdsperfRun>,
+    /// E11's runs (pairs of flows through one bottleneck).
+    pub fairness: Vec<super::fairness::FairnessRun>,
 }
 
 impl Plan<'_> {
@@ -134,6 +136,11 @@ impl Plan<'_> {
         }
         if self.wants("e10") {
             self.e10_ddsperf();
+        }
+        if self.wants("e11") {
+            // Warm-up and window in seconds, after both flows deliver.
+            let (warmup, window) = self.pick((0, 0), (10, 20), (15, 60));
+            self.fairness = super::fairness::run_all(self.lab, warmup, window);
         }
     }
 

@@ -4,6 +4,8 @@
 
 mod ddsperf;
 mod experiments;
+mod fairness;
+mod fairness_report;
 mod fastdds;
 mod hop_report;
 mod hops;
@@ -25,8 +27,9 @@ usage: roam-lab [--smoke|--quick|--full] [--only e1,e2,...] [--zenoh PATH|--zeno
   --quick        every headline figure in a few minutes (default)
   --full         every point of every experiment
   --only LIST    run only these experiments (e1 rtt vs size, e2 throughput, e3 encryption,
-                 e4 rate, e5 13 MB, e6 wide area, e10 ddsperf); E7-E9 are computed
-                 from the others
+                 e4 rate, e5 13 MB, e6 wide area, e10 ddsperf, e11 sharing a
+                 bottleneck); E7-E9 are computed from the others. Give --out and
+                 --markdown too, or the partial report replaces the committed one
   --zenoh PATH   the roam-zenoh-bridge binary (default: $ROAM_ZENOH_BRIDGE, else the
                  cached build of bench/zenoh-bridge/build.sh if present; without it the
                  Zenoh columns are left out and the report says so)
@@ -120,6 +123,7 @@ fn run() -> Result<(), String> {
         only,
         out: Vec::new(),
         ddsperf: Vec::new(),
+        fairness: Vec::new(),
     };
     plan.run_all();
     let mut report = report::Report::new(
@@ -129,6 +133,7 @@ fn run() -> Result<(), String> {
         started.elapsed(),
     );
     report.ddsperf = std::mem::take(&mut plan.ddsperf);
+    report.fairness = std::mem::take(&mut plan.fairness);
     report.routing_plane = std::fs::read(bench.join("results/routing-plane.json"))
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok());
@@ -137,7 +142,8 @@ fn run() -> Result<(), String> {
         .iter()
         .filter(|m| m.error.is_some())
         .count()
-        + report.ddsperf.iter().filter(|r| r.error.is_some()).count();
+        + report.ddsperf.iter().filter(|r| r.error.is_some()).count()
+        + report.fairness.iter().filter(|r| r.error.is_some()).count();
     if let Some(out) = &out {
         if let Some(d) = out.parent() {
             std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;

@@ -32,6 +32,8 @@ pub struct Report {
     pub routing_plane: Option<Value>,
     /// E10: ddsperf's runs.
     pub ddsperf: Vec<super::ddsperf::DdsperfRun>,
+    /// E11: pairs of congestion controllers sharing a bottleneck.
+    pub fairness: Vec<super::fairness::FairnessRun>,
 }
 
 impl Report {
@@ -55,6 +57,7 @@ impl Report {
             measurements,
             routing_plane: None,
             ddsperf: Vec::new(),
+            fairness: Vec::new(),
         }
     }
 }
@@ -209,6 +212,7 @@ pub fn markdown(r: &Report) -> String {
     e8(r, &mut s);
     e9(r, &mut s);
     super::ddsperf::markdown(&r.ddsperf, &mut s);
+    super::fairness_report::markdown(&r.fairness, &mut s);
     let failed: Vec<_> = r.measurements.iter().filter(|m| !m.ok()).collect();
     if !failed.is_empty() {
         let _ = writeln!(s, "## Runs that failed\n");

@@ -121,6 +121,7 @@ pub struct BottleneckDirStats {
     pub max_backlog_packets: usize,
     pub max_backlog_bytes: usize,
     pub wait_mean_us: Option<f64>,
+    pub wait_sum_us: u64,
     pub wait_p50_us: Option<u64>,
     pub wait_p99_us: Option<u64>,
     pub wait_max_us: u64,
@@ -143,6 +144,7 @@ impl From<&BottleneckStats> for BottleneckDirStats {
             max_backlog_bytes: s.max_backlog_bytes,
             wait_mean_us: (s.sent_packets > 0)
                 .then(|| s.wait_sum_us as f64 / s.sent_packets as f64),
+            wait_sum_us: s.wait_sum_us,
             wait_p50_us: s.wait_quantile_us(0.5),
             wait_p99_us: s.wait_quantile_us(0.99),
             wait_max_us: s.wait_max_us,
