@@ -29,7 +29,7 @@ pub const DELAY_MS: f64 = 35.0;
 pub const BDP_BYTES: f64 = RATE_MBIT * 1e6 / 8.0 * 2.0 * DELAY_MS / 1e3;
 /// Each publisher offers 1.25 times the whole bottleneck: its link is always backlogged even
 /// when it gets all of the bottleneck, and the publishers do not spend the shared cores
-/// sealing messages that would only wait in the router's 256 MiB link queue.
+/// sealing messages that would only wait in the router's link queue.
 const OFFERED: f64 = 1.25;
 /// Router ports (A_i listens for the publisher, B_i for its router link and the subscriber)
 /// and the relay's listeners: the lab's range, apart from the other systems'.
