@@ -7,11 +7,14 @@
 //! - [`admission`]: limits on connections that have not authenticated yet (handshake
 //!   deadline, per source and in total); [`ratelog`]: warnings that cannot flood the log.
 //! - [`client`]: a client link for programs that publish or subscribe through a router.
+//! - [`congestion`]: the default congestion controller of QUIC links (Cubic that tells random
+//!   loss from congestion).
 //!
 //! This crate never looks inside envelopes beyond the header; sealing happens at the edges.
 
 pub mod admission;
 pub mod client;
+pub mod congestion;
 pub mod dialer;
 pub mod framing;
 pub mod lane;

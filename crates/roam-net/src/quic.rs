@@ -24,20 +24,34 @@ use crate::link::{
 use crate::pki::Identity;
 use crate::tls;
 
-/// QUIC transport parameters for roam links.
-pub fn transport_config(cfg: &LinkConfig) -> Arc<quinn::TransportConfig> {
+/// The least receive window a link grants, whatever UDP buffer the kernel gave: below this a
+/// wide-area path crawls (a window per round trip), which costs more than the rare datagram
+/// a too-small buffer drops (the warning of [`udp_socket`] says how to raise it).
+const MIN_RECEIVE_WINDOW: usize = 2 << 20;
+
+/// QUIC transport parameters for roam links whose UDP socket holds `socket_buffer` bytes.
+///
+/// Every window is `cfg.window_bytes` (see [`LinkConfig::window_bytes`]), the receive windows
+/// no larger than the socket buffer: a peer may then have no more stream data in flight than
+/// the socket can hold while this endpoint is busy, so a fast sender (loopback, a LAN) fills
+/// the window instead of overflowing the socket and losing datagrams.
+pub fn transport_config(cfg: &LinkConfig, socket_buffer: usize) -> Arc<quinn::TransportConfig> {
     let mut t = quinn::TransportConfig::default();
     t.max_concurrent_uni_streams(((cfg.max_lanes * 2 + 16) as u32).into());
     t.max_concurrent_bidi_streams(0u32.into());
-    // Large windows: a 64 MB message should not crawl through a loopback link.
-    t.stream_receive_window((16u32 << 20).into());
-    t.receive_window((64u32 << 20).into());
-    t.send_window(64 << 20);
+    let receive = receive_window(cfg.window_bytes, socket_buffer);
+    let varint = |n: usize| quinn::VarInt::from_u64(n as u64).unwrap_or(quinn::VarInt::MAX);
+    t.stream_receive_window(varint(receive));
+    t.receive_window(varint(receive));
+    t.send_window(cfg.window_bytes as u64);
     t.keep_alive_interval(Some(cfg.keepalive));
     t.max_idle_timeout(cfg.idle_timeout.try_into().ok());
     t.datagram_receive_buffer_size(Some(4 << 20));
     t.datagram_send_buffer_size(1 << 20);
     match cfg.congestion {
+        Congestion::Tolerant => {
+            t.congestion_controller_factory(Arc::new(crate::congestion::TolerantConfig::default()));
+        }
         Congestion::Cubic => {}
         Congestion::NewReno => {
             t.congestion_controller_factory(Arc::new(quinn::congestion::NewRenoConfig::default()));
@@ -49,13 +63,28 @@ pub fn transport_config(cfg: &LinkConfig) -> Arc<quinn::TransportConfig> {
     Arc::new(t)
 }
 
+/// The receive window for `window` bytes asked and a socket holding `socket_buffer`.
+fn receive_window(window: usize, socket_buffer: usize) -> usize {
+    window.min(socket_buffer.max(MIN_RECEIVE_WINDOW))
+}
+
 /// A QUIC endpoint that listens for peers (routers) or only dials (clients, edge routers).
 pub fn endpoint(
     id: &Identity,
     cfg: &LinkConfig,
     listen: Option<SocketAddr>,
 ) -> Result<quinn::Endpoint, LinkError> {
-    let transport = transport_config(cfg);
+    let addr = listen.unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
+    let (socket, socket_buffer) =
+        udp_socket(addr, cfg.udp_buffer_bytes).map_err(|source| match listen {
+            Some(addr) => LinkError::Bind {
+                what: "QUIC (UDP)",
+                addr,
+                source,
+            },
+            None => LinkError::Io(source),
+        })?;
+    let transport = transport_config(cfg, socket_buffer);
     let client = tls::quinn_client_config(id, transport.clone())
         .map_err(|e| LinkError::Connect(e.to_string()))?;
     let server = match listen {
@@ -67,15 +96,6 @@ pub fn endpoint(
         }
         None => None,
     };
-    let addr = listen.unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
-    let socket = udp_socket(addr, cfg.udp_buffer_bytes).map_err(|source| match listen {
-        Some(addr) => LinkError::Bind {
-            what: "QUIC (UDP)",
-            addr,
-            source,
-        },
-        None => LinkError::Io(source),
-    })?;
     let runtime = quinn::default_runtime()
         .ok_or_else(|| LinkError::Connect("no async runtime for QUIC".into()))?;
     let mut ep = quinn::Endpoint::new(quinn::EndpointConfig::default(), server, socket, runtime)?;
@@ -98,21 +118,37 @@ fn limit_incoming(server: &mut quinn::ServerConfig, cfg: &LinkConfig) {
 }
 
 /// A UDP socket bound to `addr` with receive and send buffers of `buffer` bytes, as far as
-/// the kernel allows; says once how to raise its limit if it gave less than half.
-fn udp_socket(addr: SocketAddr, buffer: usize) -> std::io::Result<std::net::UdpSocket> {
+/// the kernel allows, and the receive buffer it got. Root (CAP_NET_ADMIN) may go above
+/// `net.core.rmem_max`, so that is asked first; says once how to raise the limit if the
+/// kernel gave less than half.
+fn udp_socket(addr: SocketAddr, buffer: usize) -> std::io::Result<(std::net::UdpSocket, usize)> {
     use socket2::{Domain, Protocol, Socket, Type};
     let s = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
-    if buffer > 0 {
+    if buffer > 0 && force_buffers(&s, buffer).is_err() {
         let _ = s.set_recv_buffer_size(buffer);
         let _ = s.set_send_buffer_size(buffer);
-        // Linux reports twice the size it was given (bookkeeping included).
-        let got = s.recv_buffer_size().unwrap_or(0) / 2;
-        if got < buffer / 2 {
-            warn_small_buffer(got, buffer);
-        }
+    }
+    // Linux reports twice the size it was given (bookkeeping included).
+    let got = s.recv_buffer_size().unwrap_or(0) / 2;
+    if buffer > 0 && got < buffer / 2 {
+        warn_small_buffer(got, buffer);
     }
     s.bind(&addr.into())?;
-    Ok(s.into())
+    Ok((s.into(), got))
+}
+
+/// SO_RCVBUFFORCE and SO_SNDBUFFORCE: the sizes regardless of `net.core.rmem_max` and
+/// `wmem_max`; refused (EPERM) without CAP_NET_ADMIN.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn force_buffers(s: &socket2::Socket, buffer: usize) -> nix::Result<()> {
+    use nix::sys::socket::{setsockopt, sockopt};
+    setsockopt(s, sockopt::RcvBufForce, &buffer)?;
+    setsockopt(s, sockopt::SndBufForce, &buffer)
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn force_buffers(_: &socket2::Socket, _: usize) -> Result<(), ()> {
+    Err(())
 }
 
 fn warn_small_buffer(got: usize, wanted: usize) {
@@ -579,7 +615,7 @@ async fn read_datagrams(t: Arc<QuicTransport>, link: LinkId, inbound: Inbound) {
 
 #[cfg(test)]
 mod tests {
-    use super::udp_socket;
+    use super::{receive_window, udp_socket, MIN_RECEIVE_WINDOW};
 
     fn sysctl(name: &str) -> Option<usize> {
         std::fs::read_to_string(format!("/proc/sys/net/core/{name}"))
@@ -591,13 +627,27 @@ mod tests {
 
     #[test]
     fn the_endpoint_socket_gets_the_buffers_asked_for_as_far_as_the_kernel_allows() {
-        let wanted = 1 << 20;
-        let s = socket2::Socket::from(udp_socket("127.0.0.1:0".parse().unwrap(), wanted).unwrap());
         let (Some(rmem_max), Some(wmem_max)) = (sysctl("rmem_max"), sysctl("wmem_max")) else {
             return; // not Linux: the sizes are the platform's business
         };
+        // Above the kernel's limit: only root (CAP_NET_ADMIN) gets all of it.
+        let wanted = rmem_max.max(wmem_max) + (1 << 20);
+        let (socket, got) = udp_socket("127.0.0.1:0".parse().unwrap(), wanted).unwrap();
+        let s = socket2::Socket::from(socket);
         // Linux doubles the size it was given (room for its bookkeeping).
-        assert_eq!(s.recv_buffer_size().unwrap(), 2 * wanted.min(rmem_max));
-        assert_eq!(s.send_buffer_size().unwrap(), 2 * wanted.min(wmem_max));
+        let (recv, send) = (s.recv_buffer_size().unwrap(), s.send_buffer_size().unwrap());
+        assert_eq!(got, recv / 2, "the buffer reported is the one the socket has");
+        let forced = recv == 2 * wanted && send == 2 * wanted;
+        let capped = recv == 2 * rmem_max && send == 2 * wmem_max;
+        assert!(forced || capped, "recv {recv}, send {send} for {wanted}");
+    }
+
+    #[test]
+    fn a_link_grants_no_more_than_its_socket_holds_nor_less_than_the_floor() {
+        let mib = 1 << 20;
+        assert_eq!(receive_window(8 * mib, 16 * mib), 8 * mib);
+        assert_eq!(receive_window(8 * mib, 4 * mib), 4 * mib);
+        assert_eq!(receive_window(8 * mib, 208 << 10), MIN_RECEIVE_WINDOW);
+        assert_eq!(receive_window(mib, 208 << 10), mib, "never above what was asked");
     }
 }

@@ -18,10 +18,12 @@
 //!   keepalive_ms: 1000
 //!   max_message_bytes: 134217728
 //!   stall_timeout_ms: 5000   # a subscriber link full this long loses what waits for it
-//!   reliable_queue_messages: 65536
-//!   reliable_queue_bytes: 268435456
-//!   congestion: cubic        # QUIC links: cubic (default), new_reno, or bbr for lossy radio
-//!   udp_buffer_bytes: 4194304  # QUIC socket buffers (capped by net.core.rmem_max)
+//!   reliable_queue_messages: 8192  # per topic and link: what waits for the link before the
+//!   reliable_queue_bytes: 8388608   # topic is pushed back on (a larger message still passes)
+//!   congestion: tolerant     # QUIC links: tolerant (default: Cubic that rides out random
+//!                            # loss), cubic, new_reno or bbr (experimental)
+//!   udp_buffer_bytes: 8388608  # QUIC socket buffers (above net.core.rmem_max only as root)
+//!   window_bytes: 8388608      # QUIC flow-control and send windows: memory and delay under load
 //!   handshake_timeout_ms: 10000        # unauthenticated connections are closed after this
 //!   max_unauthenticated: 256           # connections in their handshake at once, in total
 //!   max_unauthenticated_per_source: 16 # ... and from one address (an IPv6 /64)
@@ -70,6 +72,7 @@ pub struct LinkFile {
     pub stall_timeout_ms: Option<u64>,
     pub congestion: Option<String>,
     pub udp_buffer_bytes: Option<usize>,
+    pub window_bytes: Option<usize>,
     pub handshake_timeout_ms: Option<u64>,
     pub max_unauthenticated: Option<usize>,
     pub max_unauthenticated_per_source: Option<usize>,
@@ -127,13 +130,13 @@ impl LinkFile {
         if self.reliable_queue_messages == Some(0) {
             return bad(
                 "reliable_queue_messages",
-                "0 holds no message; give at least 1 (default 65536)".into(),
+                "0 holds no message; give at least 1 (default 8192)".into(),
             );
         }
         if self.reliable_queue_bytes == Some(0) {
             return bad(
                 "reliable_queue_bytes",
-                "0 holds no message; give at least 1 (default 268435456)".into(),
+                "0 holds no message; give at least 1 (default 8388608)".into(),
             );
         }
         if let Some(ms) = self.max_backoff_ms {
@@ -152,8 +155,18 @@ impl LinkFile {
                 b as u64,
                 65536,
                 1 << 31,
-                "bytes (default 4194304; the kernel caps it)",
+                "bytes (default 8388608; the kernel caps it)",
                 "is not a usable socket buffer",
+            )?;
+        }
+        if let Some(b) = self.window_bytes {
+            range(
+                "window_bytes",
+                b as u64,
+                65536,
+                1 << 30,
+                "bytes (default 8388608)",
+                "is not a usable QUIC window",
             )?;
         }
         if let Some(name) = &self.congestion {
@@ -220,6 +233,9 @@ impl LinkFile {
         }
         if let Some(b) = self.udp_buffer_bytes {
             c.udp_buffer_bytes = b;
+        }
+        if let Some(b) = self.window_bytes {
+            c.window_bytes = b;
         }
         if let Some(name) = &self.congestion {
             c.congestion = name.parse().map_err(|message| LinkFieldError {
@@ -480,7 +496,7 @@ mod tests {
                 .apply(LinkConfig::default())
                 .unwrap()
                 .congestion,
-            Congestion::Cubic
+            Congestion::Tolerant
         );
     }
 }

@@ -51,6 +51,11 @@ async fn carries_messages_with(congestion: Congestion) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tolerant_links_carry_messages() {
+    carries_messages_with(Congestion::Tolerant).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cubic_links_carry_messages() {
     carries_messages_with(Congestion::Cubic).await;
 }

@@ -102,7 +102,7 @@ impl RouterHandle {
     pub fn send_blocking(&self, name: Name, envelope: Bytes) {
         if !crate::link::is_best_effort(&envelope) {
             while self.pauses.is_paused(&name) {
-                std::thread::sleep(Duration::from_millis(1));
+                self.pauses.wait_blocking(&name, Duration::from_millis(100));
             }
         }
         let _ = self.cmd.blocking_send(Command::Send { name, envelope });

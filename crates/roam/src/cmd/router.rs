@@ -48,8 +48,9 @@ pub struct RouterArgs {
     /// link.max_unauthenticated_per_source (16).
     #[arg(long, value_name = "MS")]
     pub handshake_timeout_ms: Option<u64>,
-    /// Congestion controller of QUIC links: cubic (default), new_reno, or bbr, which keeps
-    /// its rate through random loss on long radio or satellite paths.
+    /// Congestion controller of QUIC links: tolerant (default: Cubic that keeps its rate
+    /// through random loss on radio links and backs off where a queue builds), cubic,
+    /// new_reno, or bbr (quinn's experimental BBR: not fair to other traffic).
     #[arg(long, value_name = "NAME")]
     pub congestion: Option<String>,
     /// Log the router's counters and, per link, traffic and the age of arriving data every

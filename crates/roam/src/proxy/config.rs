@@ -58,7 +58,7 @@
 //!   - action: /fibonacci         # an action whose server is elsewhere in the realm
 //!     realm: warehouse
 //! link:                          # the edge router's links (fields as in a router's `link:`)
-//!   congestion: bbr              # QUIC: cubic (default), new_reno, bbr
+//!   congestion: tolerant         # QUIC: tolerant (default), cubic, new_reno, bbr
 //! dashboard:                     # optional: the realm's live dashboard, served here (HTTP,
 //!   listen: 127.0.0.1:8080       #   no authentication: loopback or a trusted network)
 //!   realm: warehouse
