@@ -33,6 +33,16 @@ options:
   --linger-ms N       source, stream mode: stay this long after the last write so reliable
                       data is delivered before the participant leaves [1000]
   --idle-ms N         sink: stop this long after the last new message [3000]
+  --topics N          many topics from one participant: TOPIC/0 .. TOPIC/N-1, --rate and
+                      --count per topic, messages spread evenly over each period, warm-up
+                      echoes on TOPIC/echo until every topic's path is up (or the path
+                      timeout, when at least one is); the source prints `sending` and
+                      `sent` around the measured part, the sink per-topic and aggregate
+                      one-way figures. Stream mode only (no --echo). SIGTERM stops the
+                      source early: it reports what it sent
+  --settle-ms N       with --topics, source: after the warm-up, send at the rate for N ms
+                      before measuring, messages the sink ignores, so the measured part finds
+                      the path in its steady state (a QUIC window past slow start) [0]
   -h, --help          this text";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,6 +69,10 @@ pub struct Args {
     pub echo_timeout: Duration,
     pub linger: Duration,
     pub idle: Duration,
+    /// `--topics N`: the many-topic mode (topics.rs); `None` keeps the one-topic mode.
+    pub topics: Option<usize>,
+    /// `--settle-ms`: unmeasured sending before the measured part (many-topic mode).
+    pub settle: Duration,
 }
 
 fn num<T: std::str::FromStr>(flag: &str, v: Option<String>) -> Result<T, String>
@@ -102,6 +116,8 @@ pub fn parse(mut it: impl Iterator<Item = String>) -> Result<Option<Args>, Strin
         echo_timeout: Duration::from_secs(2),
         linger: Duration::from_secs(1),
         idle: Duration::from_secs(3),
+        topics: None,
+        settle: Duration::ZERO,
     };
     while let Some(flag) = it.next() {
         match flag.as_str() {
@@ -131,6 +147,8 @@ pub fn parse(mut it: impl Iterator<Item = String>) -> Result<Option<Args>, Strin
             "--echo-timeout-ms" => a.echo_timeout = ms(&flag, it.next())?,
             "--linger-ms" => a.linger = ms(&flag, it.next())?,
             "--idle-ms" => a.idle = ms(&flag, it.next())?,
+            "--topics" => a.topics = Some(num(&flag, it.next())?),
+            "--settle-ms" => a.settle = ms(&flag, it.next())?,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return Ok(None);
@@ -144,5 +162,59 @@ pub fn parse(mut it: impl Iterator<Item = String>) -> Result<Option<Args>, Strin
     if !(a.rate >= 0.0 && a.rate.is_finite()) {
         return Err(format!("--rate {}: a rate is >= 0", a.rate));
     }
+    if a.settle > Duration::ZERO && a.topics.is_none() {
+        return Err("--settle-ms goes with --topics".into());
+    }
+    if let Some(n) = a.topics {
+        if !(1..=super::topics_plan::MAX_TOPICS).contains(&n) {
+            return Err(format!(
+                "--topics {n}: 1 to {}",
+                super::topics_plan::MAX_TOPICS
+            ));
+        }
+        if a.echo {
+            return Err("--topics measures one way: not with --echo".into());
+        }
+        if a.count.saturating_mul(n as u64) > 50_000_000 {
+            return Err(format!(
+                "--count {} x --topics {n}: at most 50,000,000 messages",
+                a.count
+            ));
+        }
+    }
     Ok(Some(a))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_str(s: &str) -> Result<Option<Args>, String> {
+        parse(s.split_whitespace().map(str::to_string))
+    }
+
+    #[test]
+    fn one_topic_unless_asked() {
+        let a = parse_str("sink --count 5").unwrap().unwrap();
+        assert_eq!(a.topics, None);
+        let a = parse_str("source --topics 1000 --rate 10 --count 300")
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.topics, Some(1000));
+        assert_eq!(a.settle, Duration::ZERO);
+        let a = parse_str("source --topics 5 --settle-ms 2000")
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.settle, Duration::from_secs(2));
+    }
+
+    #[test]
+    fn topics_refused_where_they_make_no_sense() {
+        assert!(parse_str("source --topics 0").is_err());
+        assert!(parse_str("source --topics 10001").is_err());
+        assert!(parse_str("source --topics x").is_err());
+        assert!(parse_str("source --topics 3 --echo").is_err());
+        assert!(parse_str("source --topics 1000 --count 100000").is_err());
+        assert!(parse_str("source --settle-ms 100").is_err());
+    }
 }

@@ -9,7 +9,8 @@
 //!   duplicates and reordering itself (stream mode) and reflects only warm-up messages, so the
 //!   source knows the path is up before it starts counting.
 //!
-//! Each prints one JSON object on stdout when done (the lab reads it).
+//! Each prints one JSON object on stdout when done (the lab reads it). `--topics N` runs the
+//! same two roles over N topics from one participant (topics.rs).
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -21,6 +22,8 @@ use roam_dds::{History, Participant, Qos, Reader, Sample, TopicInfo, Writer};
 use serde::Serialize;
 
 mod args;
+mod topics;
+mod topics_plan;
 
 use args::{Args, Role};
 
@@ -119,6 +122,12 @@ fn write(w: &Writer, cdr: &[u8]) -> Result<(), String> {
 }
 
 fn run(a: &Args) -> Result<(), String> {
+    if let Some(n) = a.topics {
+        return match a.role {
+            Role::Source => topics::source(a, n),
+            Role::Sink => topics::sink(a, n),
+        };
+    }
     let echo_topic = format!("{}/echo", a.topic);
     match a.role {
         Role::Source => source(a, &echo_topic),
