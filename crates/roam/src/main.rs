@@ -20,9 +20,14 @@ fn main() -> std::process::ExitCode {
                 .unwrap_or_else(|_| "info,quinn=warn,rustls=warn".into()),
         )
         .init();
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let (Some(n), None) = (
+        cli.worker_threads(),
+        std::env::var_os("TOKIO_WORKER_THREADS"),
+    ) {
+        runtime.worker_threads(n);
+    }
+    let rt = match runtime.enable_all().build()
     {
         Ok(rt) => rt,
         Err(e) => {
