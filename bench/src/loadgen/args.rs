@@ -38,8 +38,9 @@ options:
                       echoes on TOPIC/echo until every topic's path is up (or the path
                       timeout, when at least one is); the source prints `sending` and
                       `sent` around the measured part, the sink per-topic and aggregate
-                      one-way figures. Stream mode only (no --echo). SIGTERM stops the
-                      source early: it reports what it sent
+                      one-way figures. Stream mode only (no --echo). A write the readers
+                      push back on waits until it goes or SIGTERM, which stops the source
+                      early: it reports what it sent
   --settle-ms N       with --topics, source: after the warm-up, send at the rate for N ms
                       before measuring, messages the sink ignores, so the measured part finds
                       the path in its steady state (a QUIC window past slow start) [0]
