@@ -34,6 +34,10 @@ pub struct Plan<'a> {
     pub ddsperf: Vec<super::ddsperf::DdsperfRun>,
     /// E11's runs (pairs of flows through one bottleneck).
     pub fairness: Vec<super::fairness::FairnessRun>,
+    /// E12's runs (small topics next to an image stream).
+    pub hol: Vec<super::hol::HolRun>,
+    /// E13's runs (many topics at once).
+    pub many_topics: Vec<super::many_topics::ManyTopicsRun>,
 }
 
 impl Plan<'_> {
@@ -141,6 +145,12 @@ impl Plan<'_> {
             // Warm-up and window in seconds, after both flows deliver.
             let (warmup, window) = self.pick((0, 0), (10, 20), (15, 60));
             self.fairness = super::fairness::run_all(self.lab, warmup, window);
+        }
+        if self.wants("e12") {
+            self.hol = super::hol::run_all(self.lab, self.suite);
+        }
+        if self.wants("e13") {
+            self.many_topics = super::many_topics::run_all(self.lab, self.suite);
         }
     }
 

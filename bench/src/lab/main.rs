@@ -7,10 +7,16 @@ mod experiments;
 mod fairness;
 mod fairness_report;
 mod fastdds;
+mod flows;
+mod hol;
+mod hol_report;
 mod hop_report;
 mod hops;
+mod many_topics;
+mod many_topics_report;
 mod measure;
 mod report;
+mod stages;
 mod systems;
 
 use std::path::PathBuf;
@@ -28,7 +34,7 @@ usage: roam-lab [--smoke|--quick|--full] [--only e1,e2,...] [--zenoh PATH|--zeno
   --full         every point of every experiment
   --only LIST    run only these experiments (e1 rtt vs size, e2 throughput, e3 encryption,
                  e4 rate, e5 13 MB, e6 wide area, e10 ddsperf, e11 sharing a
-                 bottleneck); E7-E9 are computed from the others. Give --out and
+                 bottleneck, e12 head-of-line blocking, e13 many topics); E7-E9 are computed from the others. Give --out and
                  --markdown too, or the partial report replaces the committed one
   --zenoh PATH   the roam-zenoh-bridge binary (default: $ROAM_ZENOH_BRIDGE, else the
                  cached build of bench/zenoh-bridge/build.sh if present; without it the
@@ -124,6 +130,8 @@ fn run() -> Result<(), String> {
         out: Vec::new(),
         ddsperf: Vec::new(),
         fairness: Vec::new(),
+        hol: Vec::new(),
+        many_topics: Vec::new(),
     };
     plan.run_all();
     let mut report = report::Report::new(
@@ -134,6 +142,8 @@ fn run() -> Result<(), String> {
     );
     report.ddsperf = std::mem::take(&mut plan.ddsperf);
     report.fairness = std::mem::take(&mut plan.fairness);
+    report.hol = std::mem::take(&mut plan.hol);
+    report.many_topics = std::mem::take(&mut plan.many_topics);
     report.routing_plane = std::fs::read(bench.join("results/routing-plane.json"))
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok());
@@ -143,7 +153,9 @@ fn run() -> Result<(), String> {
         .filter(|m| m.error.is_some())
         .count()
         + report.ddsperf.iter().filter(|r| r.error.is_some()).count()
-        + report.fairness.iter().filter(|r| r.error.is_some()).count();
+        + report.fairness.iter().filter(|r| r.error.is_some()).count()
+        + report.hol.iter().filter(|r| r.error.is_some()).count()
+        + report.many_topics.iter().filter(|r| r.error.is_some()).count();
     if let Some(out) = &out {
         if let Some(d) = out.parent() {
             std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;

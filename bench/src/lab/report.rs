@@ -34,6 +34,10 @@ pub struct Report {
     pub ddsperf: Vec<super::ddsperf::DdsperfRun>,
     /// E11: pairs of congestion controllers sharing a bottleneck.
     pub fairness: Vec<super::fairness::FairnessRun>,
+    /// E12: small topics next to an image stream on one link.
+    pub hol: Vec<super::hol::HolRun>,
+    /// E13: many topics at once.
+    pub many_topics: Vec<super::many_topics::ManyTopicsRun>,
 }
 
 impl Report {
@@ -58,6 +62,8 @@ impl Report {
             routing_plane: None,
             ddsperf: Vec::new(),
             fairness: Vec::new(),
+            hol: Vec::new(),
+            many_topics: Vec::new(),
         }
     }
 }
@@ -213,6 +219,8 @@ pub fn markdown(r: &Report) -> String {
     e9(r, &mut s);
     super::ddsperf::markdown(&r.ddsperf, &mut s);
     super::fairness_report::markdown(&r.fairness, &mut s);
+    super::hol_report::markdown(&r.hol, &mut s);
+    super::many_topics_report::markdown(&r.many_topics, &mut s);
     let failed: Vec<_> = r.measurements.iter().filter(|m| !m.ok()).collect();
     if !failed.is_empty() {
         let _ = writeln!(s, "## Runs that failed\n");

@@ -343,7 +343,12 @@ impl Lab {
             p.wait_line(Duration::from_secs(10), |l| l.starts_with("listening"))?;
             Ok(p)
         };
-        let echo = format!("{topic}/echo");
+        // A pattern (`re:`, E12 and E13) names the data topics; the echo topics have theirs.
+        let echo = if topic.starts_with("re:") {
+            super::flows::ECHO_PATTERN.to_string()
+        } else {
+            format!("{topic}/echo")
+        };
         let mut a = self.proxy_yaml(
             "proxy-a",
             ROAM_DOMAINS.0,
@@ -490,8 +495,13 @@ impl Lab {
 }
 
 /// A configuration entry for `name`: a ROS 2 topic, or with `dds:` a plain DDS topic
-/// (ddsperf's), forwarded under its DDS name.
+/// (ddsperf's), forwarded under its DDS name; with `re:` every topic whose name matches
+/// the regex (`allow:`: the local publishers' topics in `exports:`, subscribers' in
+/// `imports:`).
 fn entry(name: &str) -> String {
+    if let Some(re) = name.strip_prefix("re:") {
+        return format!("allow: ['{re}']");
+    }
     match name.strip_prefix("dds:") {
         Some(dds) => format!("dds_topic: {dds}"),
         None => format!("topic: {name}"),
