@@ -37,6 +37,8 @@ pub struct Usage {
     pub process: String,
     /// Percent of one core.
     pub cpu_percent: f64,
+    /// CPU time (user + system) over the window.
+    pub cpu_seconds: f64,
     pub peak_rss_mb: f64,
 }
 
@@ -164,9 +166,11 @@ impl Proc {
         self.sample();
         let ticks_per_s = 100.0; // USER_HZ on Linux
         let secs = t0.elapsed().as_secs_f64().max(1e-3);
+        let cpu_seconds = c1.saturating_sub(c0) as f64 / ticks_per_s;
         Some(Usage {
             process: self.name.clone(),
-            cpu_percent: (c1.saturating_sub(c0)) as f64 / ticks_per_s / secs * 100.0,
+            cpu_percent: cpu_seconds / secs * 100.0,
+            cpu_seconds,
             peak_rss_mb: self.peak_rss_kb as f64 / 1024.0,
         })
     }

@@ -4,8 +4,9 @@
 //! B_i -> `roam sub`, start together through ONE relay whose shared bottleneck (20 Mbit/s, a
 //! drop-tail queue of some bandwidth-delay products, 35 ms one way) both links cross, like two
 //! flows on a robot's uplink. Each path runs one congestion controller (`link: {congestion:
-//! ...}` in both its routers' files): pairs Cubic + Cubic (the baseline), BBR + Cubic, BBR +
-//! BBR, and each controller alone as a reference. Per flow, over a steady window after a
+//! ...}` in both its routers' files): pairs Cubic + Cubic (the baseline), roam's tolerant
+//! Cubic + Cubic, tolerant + tolerant, BBR + Cubic, BBR + BBR, and each controller alone as a
+//! reference. Per flow, over a steady window after a
 //! warm-up: goodput (64 KiB messages the subscriber printed), its share of the bottleneck, the
 //! datagrams the bottleneck dropped, the QUIC link's own figures (RTT, window, losses) from
 //! router A_i's metrics file; per run: Jain's fairness index and the bottleneck's queueing
@@ -42,6 +43,8 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Cc {
+    /// roam's default: Cubic that tells random loss from congestion.
+    Tolerant,
     Cubic,
     Bbr,
 }
@@ -49,12 +52,14 @@ pub enum Cc {
 impl Cc {
     pub fn name(self) -> &'static str {
         match self {
+            Cc::Tolerant => "tolerant",
             Cc::Cubic => "cubic",
             Cc::Bbr => "bbr",
         }
     }
     pub fn label(self) -> &'static str {
         match self {
+            Cc::Tolerant => "tolerant Cubic",
             Cc::Cubic => "Cubic",
             Cc::Bbr => "BBR",
         }
@@ -89,12 +94,14 @@ const REGIMES: [Regime; 4] = [
 ];
 /// The flows of a run: the pairs, and each controller alone (in the regimes of [`ALONE`]) to
 /// tell what a controller does by itself from what it does to the other flow.
-const PAIRS: [&[Cc]; 3] = [
+const PAIRS: [&[Cc]; 5] = [
     &[Cc::Cubic, Cc::Cubic],
+    &[Cc::Tolerant, Cc::Cubic],
+    &[Cc::Tolerant, Cc::Tolerant],
     &[Cc::Bbr, Cc::Cubic],
     &[Cc::Bbr, Cc::Bbr],
 ];
-const SINGLES: [&[Cc]; 2] = [&[Cc::Cubic], &[Cc::Bbr]];
+const SINGLES: [&[Cc]; 3] = [&[Cc::Cubic], &[Cc::Tolerant], &[Cc::Bbr]];
 /// The regimes (index into [`REGIMES`]) with single-flow reference runs: 1 BDP, with and
 /// without random loss.
 const ALONE: [usize; 2] = [0, 3];
@@ -165,7 +172,13 @@ pub fn run_all(lab: &Lab, warmup: u64, window: u64) -> Vec<FairnessRun> {
         } else {
             &[]
         };
-        for flows in singles.iter().chain(PAIRS.iter()) {
+        // ROAM_LAB_E11_WITH=NAME: only the runs with that controller (when trying one out).
+        let with = std::env::var("ROAM_LAB_E11_WITH").ok();
+        let wanted = |flows: &&&[Cc]| {
+            with.as_deref()
+                .is_none_or(|w| flows.iter().any(|c| c.name() == w))
+        };
+        for flows in singles.iter().chain(PAIRS.iter()).filter(wanted) {
             let names: Vec<&str> = flows.iter().map(|c| c.label()).collect();
             eprintln!(
                 "  e11 {} through {RATE_MBIT} Mbit/s, queue {} BDP, loss {}%",

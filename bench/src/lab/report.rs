@@ -482,7 +482,7 @@ fn e6(r: &Report, s: &mut String) {
         return;
     }
     let _ = writeln!(s, "## E6: wide-area paths (seed 003)\n");
-    let _ = writeln!(s, "`roam-wan-relay` between the two sides (roam: between proxy A and the router; Zenoh: between the bridges) adds the one-way delay, jitter and loss in each direction (docs/wan-relay.md). Echo of a 1 KiB CompressedImage and of a ~1.08 MB PointCloud2 (seed 003), one in flight. roam's QUIC links run Cubic (the default) or BBR (`link.congestion: bbr`).\n");
+    let _ = writeln!(s, "`roam-wan-relay` between the two sides (roam: between proxy A and the router; Zenoh: between the bridges) adds the one-way delay, jitter and loss in each direction (docs/wan-relay.md). Echo of a 1 KiB CompressedImage and of a ~1.08 MB PointCloud2 (seed 003), one in flight. roam's QUIC links run the shipped default (the tolerant Cubic: no option set), plain Cubic (`link.congestion: cubic`, the default before; left out at 3% loss, where a point cloud takes minutes) or quinn's BBR (`link.congestion: bbr`, unfair to other flows: E11).\n");
     let _ = writeln!(s, "Read the TCP rows with care: the relay terminates TCP on each side, so TCP's congestion control never sees the delay or the loss (no slow start over the path, a loss is only a stall); the QUIC rows are relayed datagram by datagram and do see them. The first message of each run opens the congestion window, hence the p99 and max of the large messages.\n");
     let _ = writeln!(
         s,
@@ -679,16 +679,19 @@ fn e9(r: &Report, s: &mut String) {
         return;
     }
     let _ = writeln!(s, "## E9: CPU and memory under load\n");
-    let _ = writeln!(s, "During E2 (unpaced 1000-byte messages): CPU in percent of one core over the run, peak resident memory. The source often ends before its window closes and is then missing.\n");
+    let _ = writeln!(s, "During E2 (unpaced 1000-byte messages): CPU in percent of one core over the run (from the source's start to its report), CPU time per message the sink received (µs of user + system time of that process, divided by the messages delivered: what each process spends on one message end to end), peak resident memory. The source often ends before its window closes and is then missing.\n");
     let _ = writeln!(
         s,
-        "| system | process | CPU | peak RSS |\n|---|---|---|---|"
+        "| system | process | CPU | CPU per message | peak RSS |\n|---|---|---|---|---|"
     );
     for m in &ms {
+        let received = m.sink_f(&["counts", "received"]).filter(|n| *n > 0.0);
         for u in &m.usage {
+            let per_message = received
+                .map_or("—".into(), |n| format!("{:.1} µs", u.cpu_seconds * 1e6 / n));
             let _ = writeln!(
                 s,
-                "| {} | {} | {:.0}% | {:.1} MB |",
+                "| {} | {} | {:.0}% | {per_message} | {:.1} MB |",
                 m.label, u.process, u.cpu_percent, u.peak_rss_mb
             );
         }

@@ -100,6 +100,7 @@ impl System {
                 if encrypt { "" } else { ", clear text" },
                 match links {
                     Links::Quic => "",
+                    Links::QuicCubic => ", QUIC Cubic",
                     Links::QuicBbr => ", QUIC BBR",
                     Links::Tcp => ", TCP links",
                 }
@@ -134,8 +135,10 @@ impl System {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Links {
-    /// QUIC with quinn's default congestion controller (Cubic).
+    /// QUIC with roam's defaults (no `link:` options: the tolerant Cubic controller).
     Quic,
+    /// QUIC with quinn's plain Cubic (`link.congestion: cubic`), roam's default before.
+    QuicCubic,
     /// QUIC with BBR (`link.congestion: bbr`).
     QuicBbr,
     /// TCP+TLS.
@@ -308,10 +311,11 @@ impl Lab {
         // A TCP-link variant listens on both and dials TCP (through the relay's TCP side).
         let tcp = links == Links::Tcp;
         let scheme = if tcp { "tcp://" } else { "" };
-        let congestion = if links == Links::QuicBbr {
-            "bbr"
-        } else {
-            "cubic"
+        // None: the shipped default, no option given.
+        let congestion = match links {
+            Links::QuicBbr => Some("bbr"),
+            Links::QuicCubic => Some("cubic"),
+            Links::Quic | Links::Tcp => None,
         };
         let pki = self.pki.to_string_lossy().to_string();
         let router = |id: &str, port: u16, connect: Option<u16>| -> Result<Proc, String> {
@@ -323,12 +327,13 @@ impl Lab {
                 &pki,
                 "--status-interval",
                 "0",
-                "--congestion",
-                congestion,
             ]
             .iter()
             .map(|s| s.to_string())
             .collect();
+            if let Some(c) = congestion {
+                args.extend(["--congestion".into(), c.into()]);
+            }
             args.extend(["--listen".into(), format!("127.0.0.1:{port}")]);
             if tcp {
                 args.extend(["--listen-tcp".into(), format!("127.0.0.1:{port}")]);
@@ -430,7 +435,7 @@ impl Lab {
         &self,
         id: &str,
         domain: u32,
-        (encrypt, congestion): (bool, &str),
+        (encrypt, congestion): (bool, Option<&str>),
         export: &str,
         import: &str,
     ) -> String {
@@ -438,11 +443,12 @@ impl Lab {
             "id: {id}\npki: {}\n\
              dds: {{domain: {domain}, interfaces: [lo], peers: [127.0.0.1]}}\n\
              realms: {{lab: {}}}\nencrypt_payloads: {encrypt}\n\
-             link: {{congestion: {congestion}}}\n\
+             {}\
              exports:\n  - {}\n    realm: lab\n\
              imports:\n  - {}\n    realm: lab\n",
             self.pki.display(),
             self.realm.display(),
+            congestion.map_or(String::new(), |c| format!("link: {{congestion: {c}}}\n")),
             entry(export),
             entry(import),
         )
