@@ -430,6 +430,7 @@ fn a_keyed_fastdds_topic_reaches_live_fastdds_and_cyclonedds_listeners() {
             "--volatile",
             "--depth",
             "10",
+            "--say-matched",
         ],
     );
     let go = Go::new(&net, "talker");
@@ -457,6 +458,7 @@ fn a_keyed_fastdds_topic_reaches_live_fastdds_and_cyclonedds_listeners() {
     // listener have matched it) before the talker starts, or its first samples go nowhere.
     assert!(base.wait_log("remote topic announced", T), "{}", why());
     wait_for(&fast, "reader matched 1", &why);
+    wait_for(&cyclone, "reader matched", &why);
     go.now();
     assert!(wait_line(&talker, "written", T).is_some());
     for l in [&fast, &cyclone] {

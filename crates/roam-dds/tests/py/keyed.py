@@ -8,7 +8,8 @@ talk: writes M updates of each of N instances (fleet "f<k % 2>", robot k), with 
 (default 1), reliable and transient-local unless told otherwise, and prints "written"; then
 (once FILE exists, with --lifecycle-when) disposes and unregisters the keys listed, prints
 "done", and keeps the writer alive until stopped (so late joiners can read its history).
-listen: prints "ready", then one line per sample: "data fleet=.. robot=.. update=..", or
+listen: prints "ready" ("reader matched" too with --say-matched), then one line per sample:
+"data fleet=.. robot=.. update=..", or
 "disposed fleet=.. robot=.." / "unregistered fleet=.. robot=.." when an instance's state
 changes (an invalid sample carrying the key).
 """
@@ -52,6 +53,7 @@ p.add_argument("--lifecycle-when", default="")
 p.add_argument("--no-autodispose", action="store_true", help="unregistering does not dispose")
 p.add_argument("--volatile", action="store_true")
 p.add_argument("--best-effort", action="store_true")
+p.add_argument("--say-matched", action="store_true", help="listen: print 'reader matched' once")
 a = p.parse_args()
 exit_on_sigterm()
 
@@ -88,7 +90,13 @@ if a.mode == "talk":
 else:
     reader = DataReader(dp, topic, qos=qos)
     print("ready", flush=True)
+    matched = False
     while True:
+        # Said once, so a test with volatile readers can start the talker only after the
+        # writer on this side exists and has matched (else the first samples go nowhere).
+        if a.say_matched and not matched and reader.get_matched_publications():
+            matched = True
+            print("reader matched", flush=True)
         for s in reader.take(N=64):
             info = s.sample_info
             # A valid sample carries its instance's state too; an invalid one only the state
