@@ -20,6 +20,7 @@
 
 pub mod action;
 mod announce;
+pub mod backlog;
 pub mod definitions;
 pub mod directory;
 mod edge;

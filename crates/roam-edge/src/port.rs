@@ -98,6 +98,15 @@ impl Port {
         }
     }
 
+    /// Whether sending on `name` now would wait: its topic is pushed back on (an in-process
+    /// router's pause; a client link's own sender blocks only when its queue is full).
+    pub(crate) fn would_wait(&self, name: &Name) -> bool {
+        match self {
+            Port::Router(r) => r.is_paused(name),
+            Port::Client(_) => false,
+        }
+    }
+
     /// Like [`Self::send`], for threads outside the async runtime (DDS listener callbacks).
     pub(crate) fn send_blocking(&self, name: Name, envelope: Bytes) -> Result<(), SendError> {
         match self {

@@ -11,6 +11,7 @@ use roam_proto::{Name, PayloadKind, Sealer};
 use tokio::sync::watch;
 
 use crate::announce::{Announcer, Change};
+use crate::backlog::{Backlog, Offer};
 use crate::edge::{Edge, EdgeError, TopicRef};
 use crate::port::Port;
 use crate::stats::{Direction, TopicStats};
@@ -75,6 +76,10 @@ struct Inner {
     /// None for a raw name (nothing is announced for it).
     announcer: Option<Arc<Announcer>>,
     stats: Arc<TopicStats>,
+    /// What [`Publisher::publish_blocking`] sealed while the topic was pushed back on.
+    backlog: Backlog,
+    /// Where the backlog's drainer runs.
+    runtime: tokio::runtime::Handle,
 }
 
 impl Drop for Inner {
@@ -138,6 +143,8 @@ impl Edge {
                 sealer: Mutex::new(sealer),
                 announcer,
                 stats: self.inner.stats.topic(Direction::Export, &topic.topic),
+                backlog: Backlog::default(),
+                runtime: tokio::runtime::Handle::current(),
             }),
         })
     }
@@ -216,15 +223,38 @@ impl Publisher {
     }
 
     /// Like [`Self::publish_kind`], for threads outside the async runtime (DDS listener
-    /// callbacks): blocks while the topic is pushed back on.
+    /// callbacks). While the topic is pushed back on, envelopes wait in this publisher's
+    /// backlog ([`crate::backlog`]) and go out in order from a task of their own, so the
+    /// calling thread, which may serve every other topic too, goes on; it blocks only while
+    /// the backlog is full.
     pub fn publish_blocking(&self, kind: PayloadKind, payload: &[u8]) -> Result<(), EdgeError> {
         let env = self.seal(kind, payload)?;
-        self.inner
-            .port
-            .send_blocking(self.inner.name, env)
-            .map_err(|e| {
-                TopicStats::count(&self.inner.stats.failed);
-                e.into()
-            })
+        let paused = self.inner.port.would_wait(&self.inner.name);
+        match self.inner.backlog.offer(env, paused) {
+            Offer::SendNow(env) => self
+                .inner
+                .port
+                .send_blocking(self.inner.name, env)
+                .map_err(|e| {
+                    TopicStats::count(&self.inner.stats.failed);
+                    e.into()
+                }),
+            Offer::StartDrainer => {
+                let publisher = self.clone();
+                self.inner.runtime.spawn(async move {
+                    while let Some(env) = publisher.inner.backlog.next() {
+                        // A failure is counted by `send`.
+                        let _ = publisher.send(env).await;
+                    }
+                });
+                Ok(())
+            }
+            Offer::Queued => Ok(()),
+        }
+    }
+
+    /// Envelopes and bytes waiting in this publisher's backlog.
+    pub fn backlog(&self) -> (usize, usize) {
+        self.inner.backlog.depth()
     }
 }

@@ -484,14 +484,17 @@ const COALESCE_MAX: usize = 16 << 10;
 async fn write_lane(t: Arc<QuicTransport>, mut s: quinn::SendStream, lane: Arc<Lane<Outgoing>>) {
     let mut chunks: Vec<Bytes> = Vec::with_capacity(2 * WRITE_BATCH_FRAMES);
     let mut small = bytes::BytesMut::new();
+    // quinn opens every stream at priority 0, bulk's.
+    let mut priority = Priority::Bulk;
     while let Some(first) = lane.pop().await {
         // Whatever else is queued already goes in the same write.
-        let (mut frames, mut bytes) = (0, 0);
+        let (mut frames, mut bytes, mut largest) = (0, 0, 0);
         let mut next = Some(first);
         while let Some(item) = next.take() {
             frames += 1;
             let size = crate::lane::Weighted::size(&item);
             bytes += size;
+            largest = largest.max(size);
             if size > COALESCE_MAX && !small.is_empty() {
                 chunks.push(small.split().freeze());
             }
@@ -515,6 +518,11 @@ async fn write_lane(t: Arc<QuicTransport>, mut s: quinn::SendStream, lane: Arc<L
         if !small.is_empty() {
             chunks.push(small.split().freeze());
         }
+        let wanted = Priority::of(largest);
+        if wanted != priority {
+            priority = wanted;
+            let _ = s.set_priority(priority as i32);
+        }
         if let Err(e) = s.write_all_chunks(&mut chunks).await {
             debug!("lane closed: {e}");
             lane.close();
@@ -527,6 +535,29 @@ async fn write_lane(t: Arc<QuicTransport>, mut s: quinn::SendStream, lane: Arc<L
     // program that exits right after publishing loses nothing.
     if s.finish().is_ok() {
         let _ = s.stopped().await;
+    }
+}
+
+/// Which of a connection's streams quinn serves first when several have data to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Priority {
+    /// A stream carrying large messages (images, point clouds, maps).
+    Bulk = 0,
+    /// The rest (joystick, odometry, status, services): sent ahead of bulk data, so a small
+    /// message never waits behind megabytes queued on another topic's stream.
+    Interactive = 1,
+}
+
+impl Priority {
+    /// Messages up to this size are interactive.
+    const INTERACTIVE_MAX: usize = 64 << 10;
+
+    fn of(largest_message: usize) -> Priority {
+        if largest_message <= Self::INTERACTIVE_MAX {
+            Priority::Interactive
+        } else {
+            Priority::Bulk
+        }
     }
 }
 

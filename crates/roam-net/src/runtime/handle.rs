@@ -96,6 +96,11 @@ impl RouterHandle {
         let _ = self.cmd.send(Command::Send { name, envelope }).await;
     }
 
+    /// Whether `name` is paused by back-pressure now (a send would wait).
+    pub fn is_paused(&self, name: &Name) -> bool {
+        self.pauses.is_paused(name)
+    }
+
     /// Like [`Self::send`], for threads outside the async runtime (DDS listener callbacks):
     /// blocks while the router is busy or the topic is paused by back-pressure (reliable
     /// data only), which pushes back on the DDS writer instead of queueing without bound.

@@ -1,0 +1,110 @@
+//! A topic pushed back on does not hold up the thread that publishes it (a DDS listener's,
+//! which serves every other topic too): its envelopes wait in the publisher's backlog and
+//! arrive later, in order and complete, while another topic published from the same thread
+//! flows on.
+
+use std::time::{Duration, Instant};
+
+use roam_edge::{Edge, Event, PayloadKind, Port, StreamSpec, SubscriberOptions, TopicRef};
+
+mod support;
+use support::{pki_dir, realm, router, T};
+
+const STRING: &str = "std_msgs::msg::dds_::String_";
+
+/// The next message's payload, skipping announcement events.
+async fn next_payload(sub: &mut roam_edge::Subscriber) -> Vec<u8> {
+    let mut buf = Vec::new();
+    loop {
+        match tokio::time::timeout(T, sub.recv(&mut buf))
+            .await
+            .expect("in time")
+        {
+            Some(Event::Message(_)) => return buf,
+            Some(_) => {}
+            None => panic!("subscriber closed"),
+        }
+    }
+}
+
+/// Reads announcements on `subs` until every publisher sees demand.
+async fn until_demand(ps: &[&roam_edge::Publisher], subs: &mut [&mut roam_edge::Subscriber]) {
+    let end = Instant::now() + T;
+    let mut buf = Vec::new();
+    while ps.iter().any(|p| !*p.demand().borrow()) {
+        assert!(Instant::now() < end, "no demand");
+        for s in subs.iter_mut() {
+            if let Ok(Some(Event::Message(_))) =
+                tokio::time::timeout(Duration::from_millis(20), s.recv(&mut buf)).await
+            {
+                panic!("a message before the publishers saw demand");
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_topic_waits_in_its_backlog_while_another_flows_from_the_same_thread() {
+    let dir = pki_dir("backlog");
+    let r = router(&dir, "r").await;
+    let edge = Edge::new(Port::Router(r.clone()), "proc");
+    let (images, joy) = (
+        TopicRef::new(realm(), "/image"),
+        TopicRef::new(realm(), "/joy"),
+    );
+    // The image subscriber holds one envelope and is not read for a while: its topic pauses.
+    let mut slow = edge
+        .subscriber(
+            &images,
+            SubscriberOptions {
+                depth: 1,
+                ..SubscriberOptions::default()
+            },
+        )
+        .await;
+    let mut fast = edge.subscriber(&joy, SubscriberOptions::default()).await;
+    let image_pub = edge.publisher(&images, StreamSpec::new(STRING)).await.unwrap();
+    let joy_pub = edge.publisher(&joy, StreamSpec::new(STRING)).await.unwrap();
+    until_demand(&[&image_pub, &joy_pub], &mut [&mut slow, &mut fast]).await;
+
+    // One thread publishes both, as a DDS listener thread does.
+    let (p, name) = (image_pub.clone(), image_pub.name());
+    tokio::task::spawn_blocking(move || {
+        for i in 0..3u32 {
+            p.publish_blocking(PayloadKind::Data, &i.to_be_bytes()).unwrap();
+        }
+    })
+    .await
+    .unwrap();
+    let end = Instant::now() + T;
+    while !r.is_paused(&name) {
+        assert!(Instant::now() < end, "the image topic never paused");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let (p, j) = (image_pub.clone(), joy_pub.clone());
+    let publishing = tokio::task::spawn_blocking(move || {
+        for i in 3..200u32 {
+            p.publish_blocking(PayloadKind::Data, &i.to_be_bytes()).unwrap();
+        }
+        for i in 0..5u32 {
+            j.publish_blocking(PayloadKind::Data, &i.to_be_bytes()).unwrap();
+        }
+    });
+    tokio::time::timeout(T, publishing)
+        .await
+        .expect("the publishing thread went on while the image topic was paused")
+        .unwrap();
+    for i in 0..5u32 {
+        assert_eq!(next_payload(&mut fast).await, i.to_be_bytes());
+    }
+    assert!(image_pub.backlog().0 > 0, "{:?}", image_pub.backlog());
+    // Read at last: every image, in order.
+    for i in 0..200u32 {
+        assert_eq!(next_payload(&mut slow).await, i.to_be_bytes(), "image {i}");
+    }
+    let end = Instant::now() + T;
+    while image_pub.backlog() != (0, 0) {
+        assert!(Instant::now() < end, "{:?}", image_pub.backlog());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
