@@ -42,6 +42,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -49,6 +50,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -65,6 +67,7 @@
 #include "node.hpp"
 
 using eprosima::fastrtps::rtps::GUID_t;
+using eprosima::fastrtps::rtps::iHandle2GUID;
 using eprosima::fastrtps::rtps::IPLocator;
 using eprosima::fastrtps::rtps::Locator_t;
 using eprosima::fastrtps::rtps::SampleIdentity;
@@ -498,9 +501,40 @@ int listen(const Args& a)
 using Request = example_interfaces::srv::dds_::AddTwoInts_Request_;
 using Response = example_interfaces::srv::dds_::AddTwoInts_Response_;
 
+/// The server's reply writer: which readers it has matched, so a reply can wait for its
+/// client's reader (as rmw_fastrtps's rmw_send_response does): a client sees the service as
+/// available once *its* endpoints matched the server's, which may be before the server's
+/// reply writer matched the client's reply reader, and a volatile reply written then is lost.
+struct ReplyWriterLog : public DataWriterListener
+{
+    std::mutex m;
+    std::condition_variable changed;
+    std::set<GUID_t> readers;
+
+    void on_publication_matched(DataWriter*, const PublicationMatchedStatus& s) override
+    {
+        {
+            std::lock_guard<std::mutex> lock(m);
+            GUID_t g = iHandle2GUID(s.last_subscription_handle);
+            if (s.current_count_change > 0) readers.insert(g);
+            else if (s.current_count_change < 0) readers.erase(g);
+        }
+        changed.notify_all();
+        err("writer matched " + std::to_string(s.current_count));
+    }
+
+    /// Waits up to `limit` until `reader` is matched; true if it is.
+    bool wait_for(const GUID_t& reader, std::chrono::milliseconds limit)
+    {
+        std::unique_lock<std::mutex> lock(m);
+        return changed.wait_for(lock, limit, [&] { return readers.count(reader) > 0; });
+    }
+};
+
 struct ServerListener : public DataReaderListener
 {
     DataWriter* replies = nullptr;
+    ReplyWriterLog* reply_log = nullptr;
 
     void on_subscription_matched(DataReader*, const SubscriptionMatchedStatus& s) override
     {
@@ -524,6 +558,12 @@ struct ServerListener : public DataReaderListener
             resp.sum(req.a() + req.b());
             WriteParams wp;
             wp.related_sample_identity(reply_identity(info));
+            GUID_t client_reader = info.related_sample_identity.writer_guid();
+            if (client_reader != GUID_t::unknown() &&
+                    !reply_log->wait_for(client_reader, std::chrono::milliseconds(1000)))
+            {
+                err("the client's reply reader is not matched yet; replying anyway");
+            }
             bool ok = replies->write(&resp, wp);
             out("request a=" + std::to_string(req.a()) + " b=" + std::to_string(req.b()) +
                 " sum=" + std::to_string(resp.sum()) + " id=" + to_string(info.sample_identity) +
@@ -534,8 +574,9 @@ struct ServerListener : public DataReaderListener
 
 int server(const Args& a)
 {
-    WriterLog wlog; // the listeners outlive the entities
+    ReplyWriterLog wlog; // the listeners outlive the entities
     ServerListener l;
+    l.reply_log = &wlog;
     Entities e;
     e.participant = loopback_participant(a.domain, "roam_fastdds_server");
     Topic* rq = make_topic(e.participant, "rq/" + a.service + "Request",
