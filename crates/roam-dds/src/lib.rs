@@ -100,7 +100,7 @@ pub use discovery::{Discovery, DiscoveryEvent, Endpoint};
 pub use error::DdsError;
 pub use participant::Participant;
 pub use qos::{History, Qos};
-pub use reader::{Reader, Sample, SampleKind};
+pub use reader::{Flow, Reader, Resumer, Sample, SampleKind};
 pub use types::{TypeDescriptor, TypeInfo};
 pub use writer::{Writer, WriterOptions};
 

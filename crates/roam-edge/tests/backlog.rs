@@ -108,3 +108,67 @@ async fn a_paused_topic_waits_in_its_backlog_while_another_flows_from_the_same_t
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publishing_without_waiting_says_full_and_calls_back_when_there_is_room() {
+    let dir = pki_dir("backlog-nowait");
+    let r = router(&dir, "r").await;
+    let edge = Edge::new(Port::Router(r.clone()), "proc");
+    let images = TopicRef::new(realm(), "/image");
+    let mut slow = edge
+        .subscriber(
+            &images,
+            SubscriberOptions {
+                depth: 1,
+                ..SubscriberOptions::default()
+            },
+        )
+        .await;
+    let image_pub = edge.publisher(&images, StreamSpec::new(STRING)).await.unwrap();
+    until_demand(&[&image_pub], &mut [&mut slow]).await;
+
+    // 1 MiB images from a thread that must never wait, until the publisher says full.
+    let image = |i: u32| {
+        let mut v = vec![0u8; 1 << 20];
+        v[..4].copy_from_slice(&i.to_be_bytes());
+        v
+    };
+    let p = image_pub.clone();
+    let sent = tokio::time::timeout(
+        T,
+        tokio::task::spawn_blocking(move || {
+            let mut i = 0u32;
+            loop {
+                let pressure = p.publish_nowait(PayloadKind::Data, &image(i)).unwrap();
+                i += 1;
+                if pressure == roam_edge::Pressure::Full {
+                    return i;
+                }
+                assert!(i < 1000, "never full");
+            }
+        }),
+    )
+    .await
+    .expect("publish_nowait never waits")
+    .unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    image_pub.when_room(move || {
+        let _ = tx.send(());
+    });
+    // Reading drains the backlog; the callback comes once it is down to half.
+    let reading = tokio::spawn(async move {
+        for i in 0..sent {
+            assert_eq!(next_payload(&mut slow).await[..4], i.to_be_bytes(), "image {i}");
+        }
+    });
+    tokio::time::timeout(T, rx)
+        .await
+        .expect("room came back")
+        .unwrap();
+    assert!(
+        image_pub.backlog().1 <= roam_edge::backlog::ROOM_BYTES,
+        "{:?}",
+        image_pub.backlog()
+    );
+    tokio::time::timeout(T, reading).await.unwrap().unwrap();
+}
