@@ -82,7 +82,10 @@
 //! constructor returned, and possibly concurrently for different entities. Keep them short:
 //! copy or hand the data to a channel and return. A callback must not drop the entity it belongs
 //! to (that `Drop` waits for the callback to finish: a deadlock); creating or dropping *other*
-//! entities from a callback is allowed by CycloneDDS but best avoided.
+//! entities from a callback is allowed by CycloneDDS but best avoided. A callback that cannot
+//! hand a sample on must not wait either (every reader of the participant waits with it): a
+//! [`Reader::with_flow`] callback answers [`Flow::Pause`] instead, and the reader takes nothing
+//! more until its [`Resumer`] is called; its samples wait in DDS meanwhile.
 
 mod config;
 mod discovery;
