@@ -82,10 +82,7 @@
 //! constructor returned, and possibly concurrently for different entities. Keep them short:
 //! copy or hand the data to a channel and return. A callback must not drop the entity it belongs
 //! to (that `Drop` waits for the callback to finish: a deadlock); creating or dropping *other*
-//! entities from a callback is allowed by CycloneDDS but best avoided. A callback that cannot
-//! hand a sample on must not wait either (every reader of the participant waits with it): a
-//! [`Reader::with_flow`] callback answers [`Flow::Pause`] instead, and the reader takes nothing
-//! more until its [`Resumer`] is called; its samples wait in DDS meanwhile.
+//! entities from a callback is allowed by CycloneDDS but best avoided.
 
 mod config;
 mod discovery;
@@ -103,7 +100,7 @@ pub use discovery::{Discovery, DiscoveryEvent, Endpoint};
 pub use error::DdsError;
 pub use participant::Participant;
 pub use qos::{History, Qos};
-pub use reader::{Flow, Reader, Resumer, Sample, SampleKind};
+pub use reader::{Reader, Sample, SampleKind};
 pub use types::{TypeDescriptor, TypeInfo};
 pub use writer::{Writer, WriterOptions};
 

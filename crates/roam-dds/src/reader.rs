@@ -1,7 +1,7 @@
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use cyclors::{
     dds_entity_t, dds_instance_handle_t, dds_sample_info_t, ddsi_serdata, ddsrt_iovec_t,
@@ -40,29 +40,7 @@ pub struct Sample {
     pub writer_guid: Guid,
 }
 
-/// What a flow-controlled reader's callback says after a sample.
-pub enum Flow {
-    /// Go on taking.
-    Continue,
-    /// Stop taking (after the rest of the batch in hand) until the closure's [`Resumer`] is
-    /// called. Samples stay in the reader's history meanwhile, where DDS reliability pushes
-    /// back on this topic's writers alone: the receive thread, shared by every reader of the
-    /// participant, goes on serving the others.
-    Pause(Box<dyn FnOnce(Resumer) + Send>),
-}
-
-type Callback = dyn Fn(Sample) -> Flow + Send + Sync + 'static;
-
-/// Take-and-deliver state, behind one lock: samples reach the callback in order even when
-/// the constructor's initial take, a listener invocation and a [`Resumer`] overlap.
-struct Taking {
-    /// publication_handle -> writer GUID; looked up once per writer.
-    writers: HashMap<dds_instance_handle_t, Guid>,
-    /// The callback asked to stop taking; only a [`Resumer`] takes again.
-    paused: bool,
-    /// The reader is being deleted: nothing takes any more.
-    closed: bool,
-}
+type Callback = dyn Fn(Sample) + Send + Sync + 'static;
 
 /// What the data-available listener reaches through its argument pointer.
 struct ReaderState {
@@ -70,30 +48,10 @@ struct ReaderState {
     /// Typed topic: lifecycle samples carry a key serdata that can be serialized. (A blob
     /// topic's key serdata has no bytes: never touch it.)
     lifecycle: bool,
-    taking: Mutex<Taking>,
-}
-
-/// Lets a paused reader ([`Flow::Pause`]) take again: [`Resumer::resume`] takes what waits,
-/// on the calling thread, which must be free to run the reader's callback (not an async
-/// runtime's worker if the callback blocks). Harmless after the reader is gone.
-pub struct Resumer {
-    reader: dds_entity_t,
-    state: Arc<ReaderState>,
-}
-
-impl Resumer {
-    /// Clears the pause and takes every sample waiting (unless the callback pauses again).
-    pub fn resume(self) {
-        let pauses = {
-            let mut taking = self.state.taking.lock().unwrap_or_else(|e| e.into_inner());
-            if taking.closed {
-                return;
-            }
-            taking.paused = false;
-            take_locked(self.reader, &self.state, &mut taking)
-        };
-        hand_out(self.reader, &self.state, pauses);
-    }
+    /// publication_handle -> writer GUID; looked up once per writer. Also serialises
+    /// take-and-deliver, so samples reach the callback in order even when the constructor's
+    /// initial take and a listener invocation overlap.
+    writers: Mutex<HashMap<dds_instance_handle_t, Guid>>,
 }
 
 /// Takes up to this many samples per `dds_takecdr` call.
@@ -110,7 +68,6 @@ const MAX_CACHED_WRITERS: usize = 4096;
 pub struct Reader {
     handle: dds_entity_t,
     topic: dds_entity_t,
-    /// The listener's reference to the state (`Arc::into_raw`), released in Drop.
     state: *const ReaderState,
     info: TopicInfo,
     _participant: Participant,
@@ -139,29 +96,11 @@ impl Reader {
         qos: &Qos,
         on_sample: impl Fn(Sample) + Send + Sync + 'static,
     ) -> Result<Reader, DdsError> {
-        Self::with_flow(participant, topic, qos, move |s| {
-            on_sample(s);
-            Flow::Continue
-        })
-    }
-
-    /// Like [`Self::new`], with a callback that may pause taking ([`Flow::Pause`]) instead
-    /// of blocking the receive thread when it cannot hand a sample on.
-    pub fn with_flow(
-        participant: &Participant,
-        topic: &TopicInfo,
-        qos: &Qos,
-        on_sample: impl Fn(Sample) -> Flow + Send + Sync + 'static,
-    ) -> Result<Reader, DdsError> {
         let topic_handle = create_topic(participant, topic)?;
-        let state = Arc::into_raw(Arc::new(ReaderState {
+        let state = Box::into_raw(Box::new(ReaderState {
             on_sample: Box::new(on_sample),
             lifecycle: topic.descriptor.is_some(),
-            taking: Mutex::new(Taking {
-                writers: HashMap::new(),
-                paused: false,
-                closed: false,
-            }),
+            writers: Mutex::new(HashMap::new()),
         }));
         let raw = RawQos::new(qos);
         // SAFETY: dds_create_listener stores the argument pointer, it never dereferences it;
@@ -178,15 +117,15 @@ impl Reader {
         unsafe { cyclors::dds_delete_listener(listener) };
         if ret < 0 {
             delete_entity("topic", topic_handle);
-            // SAFETY: no reader exists, so no callback can hold the pointer; reclaim it.
-            drop(unsafe { Arc::from_raw(state) });
+            // SAFETY: no reader exists, so no callback can hold the pointer; reclaim the box.
+            drop(unsafe { Box::from_raw(state) });
         }
         let handle = check("dds_create_reader", ret)?;
         // Samples that arrived while dds_create_reader ran (a transient-local writer's
         // history) raised "data available" before the listener was armed for a complete
         // entity, so no callback comes for them: take them now.
-        // SAFETY: `state` is valid (released only in Drop); the reader is live.
-        take_all(handle, &*unsafe { borrow_state(state) });
+        // SAFETY: `state` is valid (freed only in Drop); the reader is live.
+        take_all(handle, unsafe { &*state });
         Ok(Reader {
             handle,
             topic: topic_handle,
@@ -220,20 +159,14 @@ impl Reader {
 
 impl Drop for Reader {
     fn drop(&mut self) {
-        // A Resumer still held elsewhere must not take from the reader being deleted.
-        {
-            // SAFETY: valid until released below.
-            let state = unsafe { &*self.state };
-            state.taking.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
-        }
         // dds_delete waits for a callback in progress and stops new ones; only then is the
         // state unreachable from C.
         let gone = delete_entity("reader", self.handle);
         delete_entity("topic", self.topic);
         if gone {
-            // SAFETY: the listener's reference from Arc::into_raw in `with_flow`, released
-            // once, after the listener can no longer run.
-            drop(unsafe { Arc::from_raw(self.state) });
+            // SAFETY: created by Box::into_raw in `new`, freed once, after the only other user
+            // (the listener) can no longer run.
+            drop(unsafe { Box::from_raw(self.state as *mut ReaderState) });
         }
         // Otherwise leak it: freeing memory a callback may still use is worse.
     }
@@ -241,49 +174,14 @@ impl Drop for Reader {
 
 unsafe extern "C" fn on_data_available(reader: dds_entity_t, arg: *mut c_void) {
     // SAFETY: `arg` is the `ReaderState` pointer given to dds_create_listener; it stays valid
-    // while listener callbacks can run (released only after dds_delete of the reader returned).
-    let state = unsafe { borrow_state(arg as *const ReaderState) };
+    // while listener callbacks can run (freed only after dds_delete of the reader returned).
+    let state = unsafe { &*(arg as *const ReaderState) };
     // Never unwind into C.
-    let _ = catch_unwind(AssertUnwindSafe(|| take_all(reader, &*state)));
+    let _ = catch_unwind(AssertUnwindSafe(|| take_all(reader, state)));
 }
 
-/// The listener's `Arc` as a borrowed `Arc`, without touching its count.
-///
-/// # Safety
-/// `p` must come from `Arc::into_raw` in [`Reader::with_flow`] and not be released yet.
-unsafe fn borrow_state(p: *const ReaderState) -> std::mem::ManuallyDrop<Arc<ReaderState>> {
-    // SAFETY: per the contract; ManuallyDrop keeps the listener's reference where it is.
-    std::mem::ManuallyDrop::new(unsafe { Arc::from_raw(p) })
-}
-
-/// Takes and delivers what waits, unless paused or closed.
-fn take_all(reader: dds_entity_t, state: &Arc<ReaderState>) {
-    let pauses = {
-        let mut taking = state.taking.lock().unwrap_or_else(|e| e.into_inner());
-        if taking.paused || taking.closed {
-            return;
-        }
-        take_locked(reader, state, &mut taking)
-    };
-    hand_out(reader, state, pauses);
-}
-
-type Arrange = Box<dyn FnOnce(Resumer) + Send>;
-
-/// Gives each pause its resumer, outside the lock (one may resume at once).
-fn hand_out(reader: dds_entity_t, state: &Arc<ReaderState>, pauses: Vec<Arrange>) {
-    for arrange in pauses {
-        arrange(Resumer {
-            reader,
-            state: state.clone(),
-        });
-    }
-}
-
-/// Takes and delivers until the reader is empty or the callback pauses it (then returns
-/// what the callback wants done with the resumers, with `taking.paused` set).
-fn take_locked(reader: dds_entity_t, state: &ReaderState, taking: &mut Taking) -> Vec<Arrange> {
-    let writers = &mut taking.writers;
+fn take_all(reader: dds_entity_t, state: &ReaderState) {
+    let mut writers = state.writers.lock().unwrap_or_else(|e| e.into_inner());
     loop {
         let mut bufs: [*mut ddsi_serdata; BATCH] = [std::ptr::null_mut(); BATCH];
         // SAFETY: dds_sample_info_t is integers and a bool; all-zero is a valid value.
@@ -306,7 +204,7 @@ fn take_locked(reader: dds_entity_t, state: &ReaderState, taking: &mut Taking) -
                     crate::error::call_error("dds_takecdr", n)
                 );
             }
-            return Vec::new();
+            return;
         }
         let n = n as usize;
         let mut samples = Vec::with_capacity(n);
@@ -339,28 +237,20 @@ fn take_locked(reader: dds_entity_t, state: &ReaderState, taking: &mut Taking) -
                 unsafe { cyclors::ddsi_serdata_unref(*sd) };
             }
         }
-        let mut pauses = Vec::new();
         for (kind, cdr, ts, ph) in samples {
-            let writer_guid = writer_guid(reader, writers, ph);
+            let writer_guid = writer_guid(reader, &mut writers, ph);
             let sample = Sample {
                 kind,
                 cdr,
                 source_timestamp_ns: ts,
                 writer_guid,
             };
-            match catch_unwind(AssertUnwindSafe(|| (state.on_sample)(sample))) {
-                Ok(Flow::Continue) => {}
-                Ok(Flow::Pause(arrange)) => pauses.push(arrange),
-                Err(_) => tracing::error!("roam-dds: a Reader callback panicked; sample dropped"),
+            if catch_unwind(AssertUnwindSafe(|| (state.on_sample)(sample))).is_err() {
+                tracing::error!("roam-dds: a Reader callback panicked; sample dropped");
             }
         }
-        if !pauses.is_empty() {
-            // Paused under the lock, before any resumer exists.
-            taking.paused = true;
-            return pauses;
-        }
         if n < BATCH {
-            return Vec::new();
+            return;
         }
     }
 }

@@ -39,7 +39,7 @@ pub use action::{ActionClient, ActionError, ActionRef, ActionServer};
 pub use announce::ANNOUNCE_PERIOD;
 pub use edge::{Description, Edge, EdgeError, TopicRef};
 pub use port::Port;
-pub use publisher::{Pressure, Publisher, StreamSpec};
+pub use publisher::{Publisher, StreamSpec};
 pub use realm::Realm;
 pub use roam_proto::meta::{StreamQos, XTypes};
 pub use roam_proto::PayloadKind;

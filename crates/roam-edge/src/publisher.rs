@@ -230,37 +230,7 @@ impl Publisher {
     pub fn publish_blocking(&self, kind: PayloadKind, payload: &[u8]) -> Result<(), EdgeError> {
         let env = self.seal(kind, payload)?;
         let paused = self.inner.port.would_wait(&self.inner.name);
-        let offer = self.inner.backlog.offer(env, paused);
-        self.follow(offer)
-    }
-
-    /// Like [`Self::publish_blocking`], but never waits for the backlog: says
-    /// [`Pressure::Full`] once it is full, and then the caller should stop publishing (stop
-    /// reading its source) until [`Self::when_room`] calls back.
-    pub fn publish_nowait(&self, kind: PayloadKind, payload: &[u8]) -> Result<Pressure, EdgeError> {
-        let env = self.seal(kind, payload)?;
-        let paused = self.inner.port.would_wait(&self.inner.name);
-        let (offer, full) = self.inner.backlog.offer_nowait(env, paused);
-        self.follow(offer)?;
-        Ok(if full {
-            Pressure::Full
-        } else {
-            Pressure::Flowing
-        })
-    }
-
-    /// Runs `f` on a blocking thread of the runtime once the backlog has room again (at once
-    /// if it has): where a reader paused by [`Pressure::Full`] resumes.
-    pub fn when_room(&self, f: impl FnOnce() + Send + 'static) {
-        let runtime = self.inner.runtime.clone();
-        self.inner.backlog.when_room(Box::new(move || {
-            runtime.spawn_blocking(f);
-        }));
-    }
-
-    /// Does what the backlog decided for an envelope.
-    fn follow(&self, offer: Offer) -> Result<(), EdgeError> {
-        match offer {
+        match self.inner.backlog.offer(env, paused) {
             Offer::SendNow(env) => self
                 .inner
                 .port
@@ -287,14 +257,4 @@ impl Publisher {
     pub fn backlog(&self) -> (usize, usize) {
         self.inner.backlog.depth()
     }
-}
-
-/// Whether a publisher can take more from a thread that publishes without waiting
-/// ([`Publisher::publish_nowait`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pressure {
-    /// Go on.
-    Flowing,
-    /// The backlog is full: stop until [`Publisher::when_room`] calls back.
-    Full,
 }

@@ -16,14 +16,11 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use roam_dds::{
-    DdsError, Endpoint, Flow, Guid, Participant, Reader, Resumer, Sample, SampleKind, TopicInfo,
-    TypeDescriptor,
+    DdsError, Endpoint, Guid, Participant, Reader, Sample, SampleKind, TopicInfo, TypeDescriptor,
 };
 use roam_edge::definitions::{Definition, DefinitionSource};
 use roam_edge::stats::{Direction, TopicStats};
-use roam_edge::{
-    Edge, PayloadKind, Pressure, Publisher, Realm, StreamQos, StreamSpec, TopicRef, XTypes,
-};
+use roam_edge::{Edge, PayloadKind, Publisher, Realm, StreamQos, StreamSpec, TopicRef, XTypes};
 use tokio::sync::{mpsc, watch};
 use tracing::{info, warn};
 
@@ -499,7 +496,7 @@ impl Exporter {
                 // The constructor may deliver a transient-local writer's history on this
                 // thread, and the callback may block on back-pressure: off the async runtime.
                 tokio::task::spawn_blocking(move || {
-                    let made = Reader::with_flow(&p, &topic, &q, on_sample);
+                    let made = Reader::new(&p, &topic, &q, on_sample);
                     let _ = tx.send(Internal::ReaderMade(class, made));
                 });
             } else if !wanted && slot.reader.take().is_some() {
@@ -646,27 +643,17 @@ fn record_dds_age(p: &Publisher, s: &Sample) {
 }
 
 /// The reader callback: routes each sample to its stream's publisher, which seals and sends
-/// it. It never waits on the DDS thread (which serves every reader of the participant): a
-/// topic pushed back on queues in its publisher's backlog, and once that is full the reader
-/// pauses (its samples stay in DDS, whose reliability pushes back on this topic's writers
-/// alone) until the backlog has room.
-fn sample_handler(
-    table: Arc<RwLock<RouteTable>>,
-) -> impl Fn(Sample) -> Flow + Send + Sync + 'static {
+/// it (on the DDS thread, blocking while the topic is pushed back on).
+fn sample_handler(table: Arc<RwLock<RouteTable>>) -> impl Fn(Sample) + Send + Sync + 'static {
     move |s: Sample| {
         let found = lookup(&read_table(&table), &s);
         match found {
             Lookup::Send(p, copies) => {
                 record_dds_age(&p, &s);
-                let mut full = None;
-                for q in std::iter::once(&p).chain(&copies) {
-                    // A failure is counted by the publisher.
-                    if let Ok(Pressure::Full) = q.publish_nowait(payload_kind(s.kind), &s.cdr) {
-                        full.get_or_insert_with(|| q.clone());
-                    }
-                }
-                if let Some(q) = full {
-                    return Flow::Pause(Box::new(move |r: Resumer| q.when_room(move || r.resume())));
+                // A failure is counted by the publisher.
+                let _ = p.publish_blocking(payload_kind(s.kind), &s.cdr);
+                for c in copies {
+                    let _ = c.publish_blocking(payload_kind(s.kind), &s.cdr);
                 }
             }
             Lookup::Skip | Lookup::Ruled => {}
@@ -681,6 +668,5 @@ fn sample_handler(
                 t.pending.push_back((Instant::now(), s));
             }
         }
-        Flow::Continue
     }
 }
