@@ -24,14 +24,16 @@ async fn link_to_sub(h: &RouterHandle) -> LinkReport {
 async fn a_full_link_reports_its_queue_and_stalls_then_drains() {
     let dir = Dir(std::env::temp_dir().join(format!("roam-link-queue-{}", std::process::id())));
     let name = Name([11; 32]);
-    let mut link = LinkConfig::default();
-    link.reliable = LaneLimits {
-        max_messages: 2,
-        max_bytes: 1 << 20,
+    let link = LinkConfig {
+        reliable: LaneLimits {
+            max_messages: 2,
+            max_bytes: 1 << 20,
+        },
+        ..LinkConfig::default()
     };
     // The subscriber's queue holds one message and is not read: its router pauses the
-    // topic, QUIC flow control (16 MiB per stream) stops the publisher's lane writer, and
-    // the publisher's lane fills.
+    // topic, QUIC flow control (a quarter of the link's window per stream) stops the
+    // publisher's lane writer, and the publisher's lane fills.
     let PubSub {
         sub_router,
         pub_router,
