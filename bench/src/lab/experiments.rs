@@ -334,20 +334,8 @@ impl Plan<'_> {
     /// E6 (seed 003): wide-area paths through the lab's delay/jitter/loss relay.
     fn e6_wan(&mut self) {
         let wans = [
-            Wan {
-                label: "35 ms",
-                delay_ms: 35.0,
-                jitter_ms: 0.0,
-                loss: 0.0,
-                keep_order: false,
-            },
-            Wan {
-                label: "35 ms, 1% loss",
-                delay_ms: 35.0,
-                jitter_ms: 0.0,
-                loss: 0.01,
-                keep_order: false,
-            },
+            Wan::PATH_35MS,
+            Wan::PATH_35MS_1PCT_LOSS,
             Wan {
                 label: "35 ms, 3% loss",
                 delay_ms: 35.0,

@@ -65,22 +65,7 @@ impl HolRun {
 }
 
 /// E6's 35 ms path, without and with 1% random loss.
-const PATHS: [Wan; 2] = [
-    Wan {
-        label: "35 ms",
-        delay_ms: 35.0,
-        jitter_ms: 0.0,
-        loss: 0.0,
-        keep_order: false,
-    },
-    Wan {
-        label: "35 ms, 1% loss",
-        delay_ms: 35.0,
-        jitter_ms: 0.0,
-        loss: 0.01,
-        keep_order: false,
-    },
-];
+const PATHS: [Wan; 2] = [Wan::PATH_35MS, Wan::PATH_35MS_1PCT_LOSS];
 
 /// Every system on loopback and on each path: roam proxy to proxy and through a router, and
 /// the Zenoh bridge over plain TCP when it is built; on loopback also native DDS (both

@@ -157,6 +157,25 @@ pub struct Wan {
     pub keep_order: bool,
 }
 
+impl Wan {
+    /// Seed 003's 35 ms path (E6, E12).
+    pub const PATH_35MS: Wan = Wan {
+        label: "35 ms",
+        delay_ms: 35.0,
+        jitter_ms: 0.0,
+        loss: 0.0,
+        keep_order: false,
+    };
+    /// The same with 1% random loss.
+    pub const PATH_35MS_1PCT_LOSS: Wan = Wan {
+        label: "35 ms, 1% loss",
+        delay_ms: 35.0,
+        jitter_ms: 0.0,
+        loss: 0.01,
+        keep_order: false,
+    };
+}
+
 /// What the lab runs: where the programs are, and a scratch directory.
 pub struct Lab {
     pub roam: PathBuf,
