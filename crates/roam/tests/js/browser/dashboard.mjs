@@ -4,7 +4,9 @@
 // usage: node dashboard.mjs URL SCREENSHOT SECONDS WAIT_TOPIC MIN_RATE
 // Prints "dom JSON" every 500 ms ({state, members: [[id, kind, health]], links: [[member,
 // peer, rtt]], topics: [[topic, dir, member, rate, bandwidth]]}), then, once WAIT_TOPIC shows
-// a rate of at least MIN_RATE (or after SECONDS), "screenshot PATH" and "done".
+// a rate of at least MIN_RATE on every row (each member that carries it), or after SECONDS,
+// "screenshot PATH" and "done". Every row, because the test waits for a particular member's
+// row: stopping at the first row over the mark left the test without the line it waits for.
 import { chromium } from "playwright-core";
 
 const [url, screenshot, seconds, waitTopic, minRate] = process.argv.slice(2);
@@ -32,7 +34,8 @@ try {
       };
     });
     console.log(`dom ${JSON.stringify(dom)}`);
-    if (dom.topics.some((t) => t[0] === waitTopic && t[3] >= Number(minRate))) break;
+    const rows = dom.topics.filter((t) => t[0] === waitTopic);
+    if (rows.length > 0 && rows.every((t) => t[3] >= Number(minRate))) break;
     await page.waitForTimeout(500);
   }
   await page.screenshot({ path: screenshot, fullPage: true });
