@@ -11,7 +11,7 @@ use roam_proto::{Name, PayloadKind, Sealer};
 use tokio::sync::watch;
 
 use crate::announce::{Announcer, Change};
-use crate::backlog::{Backlog, Offer};
+use crate::backlog::{Backlog, Offer, SEAL_ELSEWHERE};
 use crate::edge::{Edge, EdgeError, TopicRef};
 use crate::port::Port;
 use crate::stats::{Direction, TopicStats};
@@ -223,28 +223,33 @@ impl Publisher {
     }
 
     /// Like [`Self::publish_kind`], for threads outside the async runtime (DDS listener
-    /// callbacks). While the topic is pushed back on, envelopes wait in this publisher's
-    /// backlog ([`crate::backlog`]) and go out in order from a task of their own, so the
-    /// calling thread, which may serve every other topic too, goes on; it blocks only while
-    /// the backlog is full.
-    pub fn publish_blocking(&self, kind: PayloadKind, payload: &[u8]) -> Result<(), EdgeError> {
-        let env = self.seal(kind, payload)?;
+    /// callbacks). While the topic is pushed back on, payloads wait in this publisher's
+    /// backlog ([`crate::backlog`]) and are sealed and sent in order by a task of their own,
+    /// so the calling thread, which may serve every other topic too, goes on; it blocks only
+    /// while the backlog is full. Large payloads ([`SEAL_ELSEWHERE`] and up) always go that
+    /// way: their sealing is not done on the caller's thread. Errors of payloads sent later
+    /// are counted in the topic's stats (`failed`), not returned.
+    pub fn publish_blocking(&self, kind: PayloadKind, payload: Bytes) -> Result<(), EdgeError> {
         let paused = self.inner.port.would_wait(&self.inner.name);
-        match self.inner.backlog.offer(env, paused) {
-            Offer::SendNow(env) => self
-                .inner
-                .port
-                .send_blocking(self.inner.name, env)
-                .map_err(|e| {
-                    TopicStats::count(&self.inner.stats.failed);
-                    e.into()
-                }),
+        match self.inner.backlog.offer((kind, payload), paused) {
+            Offer::SendNow((kind, payload)) => {
+                let env = self.seal(kind, &payload)?;
+                self.inner
+                    .port
+                    .send_blocking(self.inner.name, env)
+                    .map_err(|e| {
+                        TopicStats::count(&self.inner.stats.failed);
+                        e.into()
+                    })
+            }
             Offer::StartDrainer => {
                 let publisher = self.clone();
                 self.inner.runtime.spawn(async move {
-                    while let Some(env) = publisher.inner.backlog.next() {
-                        // A failure is counted by `send`.
-                        let _ = publisher.send(env).await;
+                    while let Some((kind, payload)) = publisher.inner.backlog.next() {
+                        // Failures are counted by `seal` and `send`.
+                        if let Some(env) = publisher.seal_off_runtime(kind, payload).await {
+                            let _ = publisher.send(env).await;
+                        }
                     }
                 });
                 Ok(())
@@ -253,7 +258,20 @@ impl Publisher {
         }
     }
 
-    /// Envelopes and bytes waiting in this publisher's backlog.
+    /// Seals for the drainer: a large payload on a blocking thread, so the runtime's workers
+    /// (which carry every other topic's sends) are not held for milliseconds.
+    async fn seal_off_runtime(&self, kind: PayloadKind, payload: Bytes) -> Option<Bytes> {
+        if payload.len() < SEAL_ELSEWHERE {
+            return self.seal(kind, &payload).ok();
+        }
+        let publisher = self.clone();
+        tokio::task::spawn_blocking(move || publisher.seal(kind, &payload).ok())
+            .await
+            .ok()
+            .flatten()
+    }
+
+    /// Payloads and bytes waiting in this publisher's backlog.
     pub fn backlog(&self) -> (usize, usize) {
         self.inner.backlog.depth()
     }

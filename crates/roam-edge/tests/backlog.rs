@@ -5,6 +5,8 @@
 
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+
 use roam_edge::{Edge, Event, PayloadKind, Port, StreamSpec, SubscriberOptions, TopicRef};
 
 mod support;
@@ -71,7 +73,7 @@ async fn a_paused_topic_waits_in_its_backlog_while_another_flows_from_the_same_t
     let (p, name) = (image_pub.clone(), image_pub.name());
     tokio::task::spawn_blocking(move || {
         for i in 0..3u32 {
-            p.publish_blocking(PayloadKind::Data, &i.to_be_bytes()).unwrap();
+            p.publish_blocking(PayloadKind::Data, Bytes::copy_from_slice(&i.to_be_bytes())).unwrap();
         }
     })
     .await
@@ -84,10 +86,10 @@ async fn a_paused_topic_waits_in_its_backlog_while_another_flows_from_the_same_t
     let (p, j) = (image_pub.clone(), joy_pub.clone());
     let publishing = tokio::task::spawn_blocking(move || {
         for i in 3..200u32 {
-            p.publish_blocking(PayloadKind::Data, &i.to_be_bytes()).unwrap();
+            p.publish_blocking(PayloadKind::Data, Bytes::copy_from_slice(&i.to_be_bytes())).unwrap();
         }
         for i in 0..5u32 {
-            j.publish_blocking(PayloadKind::Data, &i.to_be_bytes()).unwrap();
+            j.publish_blocking(PayloadKind::Data, Bytes::copy_from_slice(&i.to_be_bytes())).unwrap();
         }
     });
     tokio::time::timeout(T, publishing)
@@ -107,4 +109,41 @@ async fn a_paused_topic_waits_in_its_backlog_while_another_flows_from_the_same_t
         assert!(Instant::now() < end, "{:?}", image_pub.backlog());
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_payloads_sealed_off_the_thread_arrive_whole_and_in_order_with_small_ones() {
+    let dir = pki_dir("backlog-large");
+    let r = router(&dir, "r").await;
+    let edge = Edge::new(Port::Router(r.clone()), "proc");
+    let images = TopicRef::new(realm(), "/image");
+    let mut sub = edge.subscriber(&images, SubscriberOptions::default()).await;
+    let p = edge.publisher(&images, StreamSpec::new(STRING)).await.unwrap();
+    until_demand(&[&p], &mut [&mut sub]).await;
+    let big = roam_edge::backlog::SEAL_ELSEWHERE;
+    // Large, small, large, small...: the large ones go through the drainer, and the small
+    // ones behind them must wait for it rather than overtake.
+    let payloads: Vec<Vec<u8>> = (0..12u8)
+        .map(|i| {
+            let n = if i % 2 == 0 { big + i as usize } else { 8 };
+            (0..n).map(|k| (k as u8).wrapping_mul(31) ^ i).collect()
+        })
+        .collect();
+    let sent = payloads.clone();
+    let publisher = p.clone();
+    tokio::task::spawn_blocking(move || {
+        for pl in sent {
+            publisher
+                .publish_blocking(PayloadKind::Data, Bytes::from(pl))
+                .unwrap();
+        }
+    })
+    .await
+    .unwrap();
+    for (i, want) in payloads.iter().enumerate() {
+        let got = next_payload(&mut sub).await;
+        assert_eq!(got.len(), want.len(), "message {i}");
+        assert!(got == *want, "message {i} differs");
+    }
+    assert_eq!(p.stats().failed.load(std::sync::atomic::Ordering::Relaxed), 0);
 }

@@ -15,6 +15,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use roam_dds::{
     DdsError, Endpoint, Guid, Participant, Reader, Sample, SampleKind, TopicInfo, TypeDescriptor,
 };
@@ -643,17 +644,21 @@ fn record_dds_age(p: &Publisher, s: &Sample) {
 }
 
 /// The reader callback: routes each sample to its stream's publisher, which seals and sends
-/// it (on the DDS thread, blocking while the topic is pushed back on).
+/// it (small ones on the DDS thread; large ones, and those of a topic pushed back on, from
+/// its backlog; blocking only while that backlog is full).
 fn sample_handler(table: Arc<RwLock<RouteTable>>) -> impl Fn(Sample) + Send + Sync + 'static {
     move |s: Sample| {
         let found = lookup(&read_table(&table), &s);
         match found {
             Lookup::Send(p, copies) => {
                 record_dds_age(&p, &s);
+                let kind = payload_kind(s.kind);
+                // The sample's bytes, owned: copies share them.
+                let cdr = Bytes::from(s.cdr);
                 // A failure is counted by the publisher.
-                let _ = p.publish_blocking(payload_kind(s.kind), &s.cdr);
+                let _ = p.publish_blocking(kind, cdr.clone());
                 for c in copies {
-                    let _ = c.publish_blocking(payload_kind(s.kind), &s.cdr);
+                    let _ = c.publish_blocking(kind, cdr.clone());
                 }
             }
             Lookup::Skip | Lookup::Ruled => {}
