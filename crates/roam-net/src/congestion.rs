@@ -205,7 +205,11 @@ impl Controller for Tolerant {
         is_persistent_congestion: bool,
         lost_bytes: u64,
     ) {
-        if self.judge.on_loss(now, lost_bytes, is_persistent_congestion) == Verdict::Congestion {
+        if self
+            .judge
+            .on_loss(now, lost_bytes, is_persistent_congestion)
+            == Verdict::Congestion
+        {
             self.cubic
                 .on_congestion_event(now, sent, is_persistent_congestion, lost_bytes);
         }
@@ -299,15 +303,23 @@ mod tests {
     fn short_paths_need_a_millisecond_of_queue() {
         let t0 = Instant::now();
         let mut j = LossJudge::new();
-        j.on_ack(t0, 100_000, Rtt {
-            now: Duration::from_micros(900),
-            min: Duration::from_micros(100),
-        });
+        j.on_ack(
+            t0,
+            100_000,
+            Rtt {
+                now: Duration::from_micros(900),
+                min: Duration::from_micros(100),
+            },
+        );
         assert_eq!(j.on_loss(t0, 1200, false), Verdict::Random);
-        j.on_ack(t0, 1200, Rtt {
-            now: Duration::from_micros(1300),
-            min: Duration::from_micros(100),
-        });
+        j.on_ack(
+            t0,
+            1200,
+            Rtt {
+                now: Duration::from_micros(1300),
+                min: Duration::from_micros(100),
+            },
+        );
         assert_eq!(j.on_loss(t0, 1200, false), Verdict::Congestion);
     }
 
@@ -331,7 +343,10 @@ mod tests {
         let verdicts: Vec<Verdict> = (0..15)
             .map(|i| j.on_loss(t0 + MS * 10 + MS * i, 1200, false))
             .collect();
-        assert!(verdicts[..5].iter().all(|v| *v == Verdict::Random), "{verdicts:?}");
+        assert!(
+            verdicts[..5].iter().all(|v| *v == Verdict::Random),
+            "{verdicts:?}"
+        );
         assert_eq!(verdicts[14], Verdict::Congestion);
         assert!(j.loss_share().is_some_and(|s| s > MAX_RANDOM_LOSS));
     }
@@ -348,7 +363,11 @@ mod tests {
         for i in 0..400u32 {
             j.on_ack(t0 + MS * 300 + MS * i * 2, 1200, path(70, 70));
         }
-        assert!(j.loss_share().is_some_and(|s| s < 0.01), "{:?}", j.loss_share());
+        assert!(
+            j.loss_share().is_some_and(|s| s < 0.01),
+            "{:?}",
+            j.loss_share()
+        );
         assert_eq!(j.on_loss(t0 + MS * 1100, 1200, false), Verdict::Random);
     }
 

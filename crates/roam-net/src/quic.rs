@@ -675,7 +675,11 @@ mod tests {
         let s = socket2::Socket::from(socket);
         // Linux doubles the size it was given (room for its bookkeeping).
         let (recv, send) = (s.recv_buffer_size().unwrap(), s.send_buffer_size().unwrap());
-        assert_eq!(got, recv / 2, "the buffer reported is the one the socket has");
+        assert_eq!(
+            got,
+            recv / 2,
+            "the buffer reported is the one the socket has"
+        );
         let forced = recv == 2 * wanted && send == 2 * wanted;
         let capped = recv == 2 * rmem_max && send == 2 * wmem_max;
         assert!(forced || capped, "recv {recv}, send {send} for {wanted}");
@@ -687,6 +691,10 @@ mod tests {
         assert_eq!(receive_window(8 * mib, 16 * mib), 8 * mib);
         assert_eq!(receive_window(8 * mib, 4 * mib), 4 * mib);
         assert_eq!(receive_window(8 * mib, 208 << 10), MIN_RECEIVE_WINDOW);
-        assert_eq!(receive_window(mib, 208 << 10), mib, "never above what was asked");
+        assert_eq!(
+            receive_window(mib, 208 << 10),
+            mib,
+            "never above what was asked"
+        );
     }
 }
