@@ -12,7 +12,6 @@ use roam_net::runtime::{self, PeerAddr, RouterConfig, RouterHandle, RoutingTimer
 use roam_proto::frame::Role;
 use roam_proto::{Opener, OpenerConfig, RealmSecret, Sealer, TopicDescriptor};
 use serde::Serialize;
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::pki::TempPki;
@@ -130,7 +129,7 @@ struct Received {
 }
 
 async fn receive(
-    mut events: mpsc::Receiver<Bytes>,
+    mut events: roam_net::envelope_queue::QueueReceiver,
     realm: RealmSecret,
     expect: u64,
     mut done_rx: tokio::sync::watch::Receiver<bool>,

@@ -167,19 +167,28 @@ mod tests {
         assert_eq!(b.next(), Some(env(SEAL_ELSEWHERE, 1)));
         assert_eq!(b.next(), Some(env(10, 2)));
         assert_eq!(b.next(), None);
-        assert_eq!(b.offer(env(SEAL_ELSEWHERE - 1, 3), false), Offer::SendNow(env(SEAL_ELSEWHERE - 1, 3)));
+        assert_eq!(
+            b.offer(env(SEAL_ELSEWHERE - 1, 3), false),
+            Offer::SendNow(env(SEAL_ELSEWHERE - 1, 3))
+        );
     }
 
     #[test]
     fn one_payload_of_any_size_is_taken_and_a_full_backlog_blocks_until_room() {
         let b = Arc::new(Backlog::default());
-        assert_eq!(b.offer(env(BACKLOG_BYTES + 1, 1), true), Offer::StartDrainer);
+        assert_eq!(
+            b.offer(env(BACKLOG_BYTES + 1, 1), true),
+            Offer::StartDrainer
+        );
         let offering = {
             let b = b.clone();
             std::thread::spawn(move || b.offer(env(1, 2), true))
         };
         std::thread::sleep(Duration::from_millis(50));
-        assert!(!offering.is_finished(), "a full backlog makes the caller wait");
+        assert!(
+            !offering.is_finished(),
+            "a full backlog makes the caller wait"
+        );
         assert_eq!(b.next().map(|e| e.1.len()), Some(BACKLOG_BYTES + 1));
         assert_eq!(offering.join().unwrap(), Offer::Queued);
         assert_eq!(b.depth(), (1, 1));

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use roam_net::client::{Client, SendError};
 use roam_net::runtime::RouterHandle;
 use roam_proto::Name;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 /// The routing plane as an edge sees it.
 #[derive(Clone)]
@@ -27,7 +27,7 @@ pub(crate) struct PortPublication {
 /// One subscriber of a name on a port: its id there, and its envelopes.
 pub(crate) struct PortSubscription {
     pub id: u64,
-    pub rx: mpsc::Receiver<Bytes>,
+    pub rx: roam_net::envelope_queue::QueueReceiver,
 }
 
 impl Port {
@@ -58,14 +58,21 @@ impl Port {
         }
     }
 
-    pub(crate) async fn subscribe(&self, name: Name, depth: usize) -> PortSubscription {
+    /// A subscription whose queue holds at most `depth` envelopes and (beyond its first)
+    /// `max_bytes` bytes.
+    pub(crate) async fn subscribe(
+        &self,
+        name: Name,
+        depth: usize,
+        max_bytes: usize,
+    ) -> PortSubscription {
         match self {
             Port::Router(r) => {
-                let s = r.subscribe(name, depth).await;
+                let s = r.subscribe_bounded(name, depth, max_bytes).await;
                 PortSubscription { id: s.id, rx: s.rx }
             }
             Port::Client(c) => {
-                let s = c.subscribe(name, depth).await;
+                let s = c.subscribe_bounded(name, depth, max_bytes).await;
                 PortSubscription { id: s.id, rx: s.rx }
             }
         }

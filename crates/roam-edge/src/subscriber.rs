@@ -39,6 +39,10 @@ pub struct SubscriberOptions {
     pub hold_unannounced: bool,
     /// Envelopes queued per data name before the topic is pushed back on.
     pub depth: usize,
+    /// Bytes queued per data name before the topic is pushed back on (an empty queue takes
+    /// one envelope of any size): what bounds the memory of a subscriber that falls behind
+    /// on large messages, where `depth` alone would allow 4096 images.
+    pub max_bytes: usize,
     /// Follow the announcements only (streams, definitions), not the data: for a tool that
     /// publishes and wants the topic's definitions.
     pub announcements_only: bool,
@@ -50,6 +54,7 @@ impl Default for SubscriberOptions {
             dds_type: None,
             hold_unannounced: false,
             depth: 4096,
+            max_bytes: roam_net::envelope_queue::DEFAULT_MAX_BYTES,
             announcements_only: false,
         }
     }
@@ -132,7 +137,7 @@ impl Edge {
         let port = self.inner.port.clone();
         let meta_name = meta_descriptor(&topic.topic).name(&topic.realm.secret);
         let meta = match topic.raw {
-            None => Some(port.subscribe(meta_name, 64).await),
+            None => Some(port.subscribe(meta_name, 64, options.max_bytes).await),
             Some(_) => None,
         };
         let mut s = Subscriber {
@@ -306,7 +311,10 @@ impl Subscriber {
         }
         if let Some(name) = self.topic.raw {
             if self.data.is_empty() {
-                let sub = self.port.subscribe(name, self.options.depth).await;
+                let sub = self
+                    .port
+                    .subscribe(name, self.options.depth, self.options.max_bytes)
+                    .await;
                 self.data.push(DataSub {
                     dds_type: String::new(),
                     name,
@@ -337,7 +345,10 @@ impl Subscriber {
             if self.data.iter().any(|d| d.name == name) {
                 continue;
             }
-            let sub = self.port.subscribe(name, self.options.depth).await;
+            let sub = self
+                .port
+                .subscribe(name, self.options.depth, self.options.max_bytes)
+                .await;
             self.data.push(DataSub {
                 dds_type: ty,
                 name,

@@ -65,7 +65,10 @@ async fn a_paused_topic_waits_in_its_backlog_while_another_flows_from_the_same_t
         )
         .await;
     let mut fast = edge.subscriber(&joy, SubscriberOptions::default()).await;
-    let image_pub = edge.publisher(&images, StreamSpec::new(STRING)).await.unwrap();
+    let image_pub = edge
+        .publisher(&images, StreamSpec::new(STRING))
+        .await
+        .unwrap();
     let joy_pub = edge.publisher(&joy, StreamSpec::new(STRING)).await.unwrap();
     until_demand(&[&image_pub, &joy_pub], &mut [&mut slow, &mut fast]).await;
 
@@ -73,7 +76,8 @@ async fn a_paused_topic_waits_in_its_backlog_while_another_flows_from_the_same_t
     let (p, name) = (image_pub.clone(), image_pub.name());
     tokio::task::spawn_blocking(move || {
         for i in 0..3u32 {
-            p.publish_blocking(PayloadKind::Data, Bytes::copy_from_slice(&i.to_be_bytes())).unwrap();
+            p.publish_blocking(PayloadKind::Data, Bytes::copy_from_slice(&i.to_be_bytes()))
+                .unwrap();
         }
     })
     .await
@@ -86,10 +90,12 @@ async fn a_paused_topic_waits_in_its_backlog_while_another_flows_from_the_same_t
     let (p, j) = (image_pub.clone(), joy_pub.clone());
     let publishing = tokio::task::spawn_blocking(move || {
         for i in 3..200u32 {
-            p.publish_blocking(PayloadKind::Data, Bytes::copy_from_slice(&i.to_be_bytes())).unwrap();
+            p.publish_blocking(PayloadKind::Data, Bytes::copy_from_slice(&i.to_be_bytes()))
+                .unwrap();
         }
         for i in 0..5u32 {
-            j.publish_blocking(PayloadKind::Data, Bytes::copy_from_slice(&i.to_be_bytes())).unwrap();
+            j.publish_blocking(PayloadKind::Data, Bytes::copy_from_slice(&i.to_be_bytes()))
+                .unwrap();
         }
     });
     tokio::time::timeout(T, publishing)
@@ -118,7 +124,10 @@ async fn large_payloads_sealed_off_the_thread_arrive_whole_and_in_order_with_sma
     let edge = Edge::new(Port::Router(r.clone()), "proc");
     let images = TopicRef::new(realm(), "/image");
     let mut sub = edge.subscriber(&images, SubscriberOptions::default()).await;
-    let p = edge.publisher(&images, StreamSpec::new(STRING)).await.unwrap();
+    let p = edge
+        .publisher(&images, StreamSpec::new(STRING))
+        .await
+        .unwrap();
     until_demand(&[&p], &mut [&mut sub]).await;
     let big = roam_edge::backlog::SEAL_ELSEWHERE;
     // Large, small, large, small...: the large ones go through the drainer, and the small
@@ -145,5 +154,8 @@ async fn large_payloads_sealed_off_the_thread_arrive_whole_and_in_order_with_sma
         assert_eq!(got.len(), want.len(), "message {i}");
         assert!(got == *want, "message {i} differs");
     }
-    assert_eq!(p.stats().failed.load(std::sync::atomic::Ordering::Relaxed), 0);
+    assert_eq!(
+        p.stats().failed.load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
 }

@@ -16,6 +16,7 @@ pub mod admission;
 pub mod client;
 pub mod congestion;
 pub mod dialer;
+pub mod envelope_queue;
 pub mod framing;
 pub mod lane;
 pub mod latency;

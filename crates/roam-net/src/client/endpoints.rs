@@ -4,16 +4,17 @@
 
 use std::collections::BTreeMap;
 
-use bytes::Bytes;
 use roam_proto::Name;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
+
+use crate::envelope_queue::QueueSender;
 
 use super::EndpointId;
 
 #[derive(Default)]
 pub(super) struct Endpoints {
     pubs: BTreeMap<Name, Vec<(EndpointId, watch::Sender<bool>)>>,
-    subs: BTreeMap<Name, Vec<(EndpointId, mpsc::Sender<Bytes>)>>,
+    subs: BTreeMap<Name, Vec<(EndpointId, QueueSender)>>,
 }
 
 /// What a change of the endpoints asks of the router link.
@@ -60,12 +61,7 @@ impl Endpoints {
         }
     }
 
-    pub(super) fn subscribe(
-        &mut self,
-        name: Name,
-        id: EndpointId,
-        tx: mpsc::Sender<Bytes>,
-    ) -> Declare {
+    pub(super) fn subscribe(&mut self, name: Name, id: EndpointId, tx: QueueSender) -> Declare {
         let list = self.subs.entry(name).or_default();
         list.push((id, tx));
         if list.len() == 1 {
@@ -99,7 +95,7 @@ impl Endpoints {
     }
 
     /// The subscribers of `name`.
-    pub(super) fn subscribers(&self, name: &Name) -> Vec<mpsc::Sender<Bytes>> {
+    pub(super) fn subscribers(&self, name: &Name) -> Vec<QueueSender> {
         self.subs
             .get(name)
             .map(|l| l.iter().map(|(_, tx)| tx.clone()).collect())
@@ -146,8 +142,8 @@ mod tests {
         assert_eq!(e.unpublish(n, 2), Declare::Unpublish(n));
         assert_eq!(e.unpublish(n, 2), Declare::Nothing);
 
-        let (t1, _r1) = mpsc::channel(1);
-        let (t2, _r2) = mpsc::channel(1);
+        let (t1, _r1) = crate::envelope_queue::channel(1, 1 << 20);
+        let (t2, _r2) = crate::envelope_queue::channel(1, 1 << 20);
         assert_eq!(e.subscribe(n, 3, t1), Declare::Subscribe(n));
         assert_eq!(e.subscribe(n, 4, t2), Declare::Nothing);
         assert_eq!(e.subscribers(&n).len(), 2);

@@ -68,7 +68,7 @@ pub struct ClientPublication {
 #[derive(Debug)]
 pub struct ClientSubscription {
     pub id: EndpointId,
-    pub rx: mpsc::Receiver<Bytes>,
+    pub rx: crate::envelope_queue::QueueReceiver,
 }
 
 enum Cmd {
@@ -84,7 +84,7 @@ enum Cmd {
     Subscribe {
         name: Name,
         id: EndpointId,
-        tx: mpsc::Sender<Bytes>,
+        tx: crate::envelope_queue::QueueSender,
     },
     Unsubscribe {
         name: Name,
@@ -195,11 +195,23 @@ impl Client {
         self.release(Cmd::Unpublish { name, id });
     }
 
-    /// Subscribes to `name`; a queue of `depth` envelopes. A reliable envelope waits for room
-    /// (the session, and through flow control the router link, waits with it); a best-effort
-    /// one is dropped when the queue is full (counted).
+    /// Subscribes to `name`; a queue of `depth` envelopes and
+    /// [`DEFAULT_MAX_BYTES`](crate::envelope_queue::DEFAULT_MAX_BYTES). A reliable envelope
+    /// waits for room (the session, and through flow control the router link, waits with it);
+    /// a best-effort one is dropped when the queue is full (counted).
     pub async fn subscribe(&self, name: Name, depth: usize) -> ClientSubscription {
-        let (tx, rx) = mpsc::channel(depth.max(1));
+        self.subscribe_bounded(name, depth, crate::envelope_queue::DEFAULT_MAX_BYTES)
+            .await
+    }
+
+    /// Like [`Self::subscribe`], with the queue's byte bound given.
+    pub async fn subscribe_bounded(
+        &self,
+        name: Name,
+        depth: usize,
+        max_bytes: usize,
+    ) -> ClientSubscription {
+        let (tx, rx) = crate::envelope_queue::channel(depth, max_bytes);
         let id = self.next_id();
         let _ = self.cmd.send(Cmd::Subscribe { name, id, tx }).await;
         ClientSubscription { id, rx }

@@ -11,6 +11,7 @@ use roam_proto::{Name, RouterId};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::{Command, LocalId, RouterReport};
+use crate::envelope_queue::{self, QueueReceiver, DEFAULT_MAX_BYTES};
 use crate::pause::Pauses;
 
 /// A handle on a running router: addresses, status, and in-process endpoints. Any number of
@@ -37,7 +38,7 @@ pub struct LocalPublication {
 #[derive(Debug)]
 pub struct LocalSubscription {
     pub id: LocalId,
-    pub rx: mpsc::Receiver<Bytes>,
+    pub rx: QueueReceiver,
 }
 
 impl RouterHandle {
@@ -113,12 +114,22 @@ impl RouterHandle {
         let _ = self.cmd.blocking_send(Command::Send { name, envelope });
     }
 
-    /// Subscribes an in-process endpoint; envelopes arrive on its channel (bounded: when a
-    /// reader falls `depth` behind, reliable envelopes wait and their topic pauses upstream,
-    /// up to the stall timeout; best-effort ones are dropped, counted in the report). Every
-    /// subscriber of a name gets every envelope.
+    /// Subscribes an in-process endpoint; envelopes arrive on its queue (bounded: when a
+    /// reader falls `depth` envelopes or [`DEFAULT_MAX_BYTES`] behind, reliable envelopes
+    /// wait and their topic pauses upstream, up to the stall timeout; best-effort ones are
+    /// dropped, counted in the report). Every subscriber of a name gets every envelope.
     pub async fn subscribe(&self, name: Name, depth: usize) -> LocalSubscription {
-        let (tx, rx) = mpsc::channel(depth.max(1));
+        self.subscribe_bounded(name, depth, DEFAULT_MAX_BYTES).await
+    }
+
+    /// Like [`Self::subscribe`], with the queue's byte bound given ([`crate::envelope_queue`]).
+    pub async fn subscribe_bounded(
+        &self,
+        name: Name,
+        depth: usize,
+        max_bytes: usize,
+    ) -> LocalSubscription {
+        let (tx, rx) = envelope_queue::channel(depth, max_bytes);
         let id = self.next_id();
         let _ = self.cmd.send(Command::Subscribe { name, id, tx }).await;
         LocalSubscription { id, rx }

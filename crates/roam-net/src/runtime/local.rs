@@ -6,9 +6,10 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use bytes::Bytes;
 use roam_proto::Name;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
+
+use crate::envelope_queue::QueueSender;
 
 use super::Runtime;
 
@@ -23,7 +24,7 @@ pub(super) struct Local {
 
 #[derive(Default)]
 struct Endpoints {
-    subs: Vec<(LocalId, mpsc::Sender<Bytes>)>,
+    subs: Vec<(LocalId, QueueSender)>,
     pubs: Vec<(LocalId, watch::Sender<bool>)>,
     /// The last demand the core reported for the name.
     wanted: bool,
@@ -31,11 +32,11 @@ struct Endpoints {
 
 impl Local {
     /// The subscribers of `name`, to deliver to.
-    pub(super) fn subscribers(&self, name: &Name) -> &[(LocalId, mpsc::Sender<Bytes>)] {
+    pub(super) fn subscribers(&self, name: &Name) -> &[(LocalId, QueueSender)] {
         self.names.get(name).map_or(&[], |e| &e.subs)
     }
 
-    pub(super) fn subscriber(&self, name: &Name, id: LocalId) -> Option<&mpsc::Sender<Bytes>> {
+    pub(super) fn subscriber(&self, name: &Name, id: LocalId) -> Option<&QueueSender> {
         self.subscribers(name)
             .iter()
             .find(|(i, _)| *i == id)
@@ -88,7 +89,7 @@ impl Runtime {
         now: Instant,
         name: Name,
         id: LocalId,
-        tx: mpsc::Sender<Bytes>,
+        tx: QueueSender,
     ) {
         let e = self.local.names.entry(name).or_default();
         let first = e.subs.is_empty();

@@ -9,7 +9,7 @@ use roam_proto::{EnvelopeHeader, Name, RealmSecret, Sealer};
 use super::test_support::{pub_sub, Dir, PubSub};
 use crate::link::LinkConfig;
 
-async fn next_seq(rx: &mut tokio::sync::mpsc::Receiver<Bytes>) -> u64 {
+async fn next_seq(rx: &mut crate::envelope_queue::QueueReceiver) -> u64 {
     let env = tokio::time::timeout(Duration::from_secs(10), rx.recv())
         .await
         .expect("a message in time")

@@ -219,7 +219,7 @@ enum Command {
     Subscribe {
         name: Name,
         id: LocalId,
-        tx: mpsc::Sender<Bytes>,
+        tx: crate::envelope_queue::QueueSender,
     },
     Unsubscribe {
         name: Name,

@@ -5,7 +5,6 @@ use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
-use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
 
 use roam_proto::Name;
@@ -135,7 +134,8 @@ impl Runtime {
     /// for it, in order, and pauses the topic like a full lane does, so the back-pressure
     /// reaches the publisher instead of losing data.
     pub(super) fn deliver_local(&mut self, name: Name, envelope: Bytes) {
-        let subs: Vec<(LocalId, mpsc::Sender<Bytes>)> = self.local.subscribers(&name).to_vec();
+        let subs: Vec<(LocalId, crate::envelope_queue::QueueSender)> =
+            self.local.subscribers(&name).to_vec();
         for (id, tx) in subs {
             let env = envelope.clone();
             if let Some(st) = self.local_stalls.get_mut(&(name, id)) {
@@ -167,10 +167,18 @@ impl Runtime {
         let Some(tx) = self.local.subscriber(&name, id).cloned() else {
             return;
         };
+        let next = self
+            .local_stalls
+            .get(&(name, id))
+            .and_then(|st| st.queue.front())
+            .map_or(0, |e| e.len());
         let (cmd, timeout) = (self.cmd.clone(), self.stall_timeout);
         tokio::spawn(async move {
             // Only the runtime sends on `tx`: room seen here is still there when it drains.
-            let gave_up = !matches!(tokio::time::timeout(timeout, tx.reserve()).await, Ok(Ok(_)));
+            let gave_up = !matches!(
+                tokio::time::timeout(timeout, tx.wait_room(next)).await,
+                Ok(Ok(_))
+            );
             let _ = cmd.send(Command::LocalUnstall { name, id, gave_up }).await;
         });
     }

@@ -23,7 +23,7 @@ pub fn identity(dir: &Dir, name: &str) -> Arc<pki::Identity> {
     Arc::new(pki::load_identity(&dir.0, name).unwrap())
 }
 
-async fn router(
+pub async fn router(
     dir: &Dir,
     name: &str,
     connect: Option<SocketAddr>,
@@ -48,7 +48,7 @@ async fn router(
 pub struct PubSub {
     pub sub_router: RouterHandle,
     pub pub_router: RouterHandle,
-    pub rx: tokio::sync::mpsc::Receiver<bytes::Bytes>,
+    pub rx: crate::envelope_queue::QueueReceiver,
 }
 
 pub async fn pub_sub(dir: &Dir, name: roam_proto::Name, depth: usize, link: LinkConfig) -> PubSub {
