@@ -89,7 +89,7 @@ pub fn fnv1a(bytes: &[u8]) -> String {
     format!("{h:016x}")
 }
 
-// What the Fast DDS suites (fastdds_topics.rs, fastdds_rustdds.rs) share.
+// What the Fast DDS suites (fastdds_*.rs) share.
 
 /// An `exports:` list of one entry in realm `test`.
 pub fn export(entry: &str) -> String {

@@ -1,6 +1,6 @@
 //! ROS 2 nodes on RustDDS (the `ros2-client` crate) inside a test process: a node on
 //! loopback, rclcpp's default QoS, std_msgs/String topics, and a talker thread. Shared by the
-//! vendor tests (tests/vendor.rs, tests/fastdds_topics.rs).
+//! vendor tests (tests/vendor.rs, tests/fastdds_topics.rs, tests/fastdds_rustdds.rs).
 //!
 //! The participant is restricted to 127.0.0.1 with `with_only_networks`: `lo` has no
 //! MULTICAST flag, so it opens no multicast sender, joins no group and advertises only
