@@ -15,8 +15,15 @@
 //! samples would wait for it (E12 on loopback: the small topics' p99 'into proxy A' went from
 //! 70 µs alone to 6.5 ms next to the images). The payloads wait unsealed, so the one task
 //! that drains them seals in order and the stream's sequence numbers stay in sending order.
+//!
+//! What a full backlog does depends on the topic's history ([`WhenFull`]). A keep-all topic
+//! makes the thread wait: nothing may be lost, so the DDS writers are pushed back on (with
+//! every other topic of the receive thread). A keep-last topic without keys (the ROS 2 default
+//! QoS, sensor data) drops its oldest waiting samples instead, as its own DDS history would
+//! under the same back-pressure, and the thread goes on.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
@@ -53,6 +60,17 @@ pub enum Offer {
     Queued,
 }
 
+/// What a full backlog does with the next payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WhenFull {
+    /// The caller waits for room (keep-all, and keyed topics, whose history is per instance).
+    #[default]
+    Wait,
+    /// The oldest waiting data payloads are dropped to make room (keep-last topics without
+    /// keys, and best-effort ones); lifecycle payloads are never dropped.
+    DropOldest,
+}
+
 /// The backlog of one publisher. The owner seals and sends directly while it may
 /// ([`Offer::SendNow`]) and otherwise runs one drainer at a time that calls [`Backlog::next`]
 /// until it says done, sealing each payload it gets.
@@ -60,12 +78,21 @@ pub enum Offer {
 pub struct Backlog {
     state: Mutex<State>,
     room: Condvar,
+    when_full: WhenFull,
 }
 
 impl Backlog {
+    pub fn new(when_full: WhenFull) -> Self {
+        Self {
+            when_full,
+            ..Self::default()
+        }
+    }
+
     /// Offers a payload. `paused` says whether sending it now would wait (its topic is
-    /// pushed back on). Blocks the calling thread only while the backlog is full.
-    pub fn offer(&self, payload: Pending, paused: bool) -> Offer {
+    /// pushed back on). While the backlog is full, blocks the calling thread ([`WhenFull::Wait`])
+    /// or drops the oldest waiting data payloads, each counted in `dropped`.
+    pub fn offer(&self, payload: Pending, paused: bool, dropped: &AtomicU64) -> Offer {
         let mut s = match self.state.lock() {
             Ok(s) => s,
             Err(p) => p.into_inner(),
@@ -75,6 +102,14 @@ impl Backlog {
         }
         let len = payload.1.len();
         while !s.queue.is_empty() && s.bytes + len > BACKLOG_BYTES {
+            if self.when_full == WhenFull::DropOldest {
+                let oldest = s.queue.iter().position(|(k, _)| *k == PayloadKind::Data);
+                if let Some(old) = oldest.and_then(|i| s.queue.remove(i)) {
+                    s.bytes -= old.1.len();
+                    dropped.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+            }
             // Bounded waits: a drainer that died with the runtime must not hang the caller
             // forever; it looks again and, if still full, waits again.
             s = match self.room.wait_timeout(s, Duration::from_millis(100)) {
@@ -135,40 +170,59 @@ mod tests {
         (PayloadKind::Data, Bytes::from(vec![tag; n]))
     }
 
+    impl Backlog {
+        /// `offer` where no drop may happen.
+        fn offer_counted(&self, p: Pending, paused: bool) -> Offer {
+            let dropped = AtomicU64::new(0);
+            let offer = self.offer(p, paused, &dropped);
+            assert_eq!(dropped.load(Ordering::Relaxed), 0);
+            offer
+        }
+    }
+
     #[test]
     fn a_flowing_topic_sends_directly() {
         let b = Backlog::default();
-        assert_eq!(b.offer(env(10, 1), false), Offer::SendNow(env(10, 1)));
+        assert_eq!(
+            b.offer_counted(env(10, 1), false),
+            Offer::SendNow(env(10, 1))
+        );
         assert_eq!(b.depth(), (0, 0));
     }
 
     #[test]
     fn a_paused_topic_queues_and_later_envelopes_stay_behind_the_drainer() {
         let b = Backlog::default();
-        assert_eq!(b.offer(env(10, 1), true), Offer::StartDrainer);
+        assert_eq!(b.offer_counted(env(10, 1), true), Offer::StartDrainer);
         // Flowing again, but the drainer still holds one: queue behind it, in order.
-        assert_eq!(b.offer(env(10, 2), false), Offer::Queued);
+        assert_eq!(b.offer_counted(env(10, 2), false), Offer::Queued);
         assert_eq!(b.next(), Some(env(10, 1)));
         // Empty, but the drainer is still sending the last one it took.
-        assert_eq!(b.offer(env(10, 3), false), Offer::Queued);
+        assert_eq!(b.offer_counted(env(10, 3), false), Offer::Queued);
         assert_eq!(b.next(), Some(env(10, 2)));
         assert_eq!(b.next(), Some(env(10, 3)));
         assert_eq!(b.next(), None);
         // The drainer is done: direct sends again.
-        assert_eq!(b.offer(env(10, 4), false), Offer::SendNow(env(10, 4)));
+        assert_eq!(
+            b.offer_counted(env(10, 4), false),
+            Offer::SendNow(env(10, 4))
+        );
     }
 
     #[test]
     fn a_large_payload_waits_for_the_drainer_even_while_its_topic_flows() {
         let b = Backlog::default();
-        assert_eq!(b.offer(env(SEAL_ELSEWHERE, 1), false), Offer::StartDrainer);
+        assert_eq!(
+            b.offer_counted(env(SEAL_ELSEWHERE, 1), false),
+            Offer::StartDrainer
+        );
         // A small one behind it waits too, so the drainer seals both in order.
-        assert_eq!(b.offer(env(10, 2), false), Offer::Queued);
+        assert_eq!(b.offer_counted(env(10, 2), false), Offer::Queued);
         assert_eq!(b.next(), Some(env(SEAL_ELSEWHERE, 1)));
         assert_eq!(b.next(), Some(env(10, 2)));
         assert_eq!(b.next(), None);
         assert_eq!(
-            b.offer(env(SEAL_ELSEWHERE - 1, 3), false),
+            b.offer_counted(env(SEAL_ELSEWHERE - 1, 3), false),
             Offer::SendNow(env(SEAL_ELSEWHERE - 1, 3))
         );
     }
@@ -177,12 +231,12 @@ mod tests {
     fn one_payload_of_any_size_is_taken_and_a_full_backlog_blocks_until_room() {
         let b = Arc::new(Backlog::default());
         assert_eq!(
-            b.offer(env(BACKLOG_BYTES + 1, 1), true),
+            b.offer_counted(env(BACKLOG_BYTES + 1, 1), true),
             Offer::StartDrainer
         );
         let offering = {
             let b = b.clone();
-            std::thread::spawn(move || b.offer(env(1, 2), true))
+            std::thread::spawn(move || b.offer_counted(env(1, 2), true))
         };
         std::thread::sleep(Duration::from_millis(50));
         assert!(
@@ -192,5 +246,34 @@ mod tests {
         assert_eq!(b.next().map(|e| e.1.len()), Some(BACKLOG_BYTES + 1));
         assert_eq!(offering.join().unwrap(), Offer::Queued);
         assert_eq!(b.depth(), (1, 1));
+    }
+
+    #[test]
+    fn a_full_keep_last_backlog_drops_its_oldest_data_and_never_waits() {
+        let b = Backlog::new(WhenFull::DropOldest);
+        let dropped = AtomicU64::new(0);
+        let third = BACKLOG_BYTES / 3 - 16;
+        assert_eq!(b.offer(env(third, 1), true, &dropped), Offer::StartDrainer);
+        // A lifecycle change is never dropped, even when it is the oldest.
+        let dispose = (PayloadKind::Dispose, Bytes::from_static(b"key"));
+        assert_eq!(b.offer(dispose, true, &dropped), Offer::Queued);
+        assert_eq!(b.offer(env(third, 2), true, &dropped), Offer::Queued);
+        assert_eq!(b.offer(env(third, 3), true, &dropped), Offer::Queued);
+        assert_eq!(dropped.load(Ordering::Relaxed), 0);
+        // Full: the next one pushes the oldest data out, on this thread, at once.
+        assert_eq!(b.offer(env(third, 4), true, &dropped), Offer::Queued);
+        assert_eq!(dropped.load(Ordering::Relaxed), 1);
+        let order: Vec<(PayloadKind, u8)> = std::iter::from_fn(|| b.next())
+            .map(|(k, p)| (k, p.first().copied().unwrap_or(0)))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                (PayloadKind::Dispose, b'k'),
+                (PayloadKind::Data, 2),
+                (PayloadKind::Data, 3),
+                (PayloadKind::Data, 4)
+            ]
+        );
     }
 }

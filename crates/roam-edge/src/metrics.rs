@@ -426,8 +426,8 @@ pub struct Topic {
     pub age_out: Option<Ages>,
 }
 
-/// Samples and envelopes a topic dropped, by cause. Exports count `failed` and
-/// `unattributed`; imports `refused`, `unannounced` and `failed`.
+/// Samples and envelopes a topic dropped, by cause. Exports count `failed`, `unattributed`
+/// and `overwritten`; imports `refused`, `unannounced` and `failed`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopicDrops {
     /// Import: envelopes that did not open (forged, replayed, another realm's key).
@@ -442,6 +442,11 @@ pub struct TopicDrops {
     /// docs/rules.md). Absent in snapshots from before the rules.
     #[serde(default)]
     pub ruled: u64,
+    /// Export: samples of a keep-last topic that a newer one replaced while the topic was
+    /// pushed back on (its backlog was full), as the topic's DDS history would. Absent in
+    /// snapshots from before it was counted.
+    #[serde(default)]
+    pub overwritten: u64,
 }
 
 impl Topic {
@@ -454,6 +459,7 @@ impl Topic {
                 ("failed", d.failed),
                 ("unattributed", d.unattributed),
                 ("ruled", d.ruled),
+                ("overwritten", d.overwritten),
             ],
             Direction::Import => vec![
                 ("refused", d.refused),

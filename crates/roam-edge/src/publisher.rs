@@ -11,7 +11,7 @@ use roam_proto::{Name, PayloadKind, Sealer};
 use tokio::sync::watch;
 
 use crate::announce::{Announcer, Change};
-use crate::backlog::{Backlog, Offer, SEAL_ELSEWHERE};
+use crate::backlog::{Backlog, Offer, WhenFull, SEAL_ELSEWHERE};
 use crate::edge::{Edge, EdgeError, TopicRef};
 use crate::port::Port;
 use crate::stats::{Direction, TopicStats};
@@ -110,6 +110,11 @@ impl Edge {
         .clear_text(spec.clear_text);
         let session = sealer.session();
         let qos = spec.qos;
+        // A full backlog may drop what the topic's own DDS history would (see crate::backlog).
+        let when_full = match !spec.keyed && (qos.depth > 0 || !qos.reliable) {
+            true => WhenFull::DropOldest,
+            false => WhenFull::Wait,
+        };
         let dds_type = spec.dds_type.clone();
         let announcer = topic.raw.is_none().then(|| self.announcer(topic));
         if let Some(announcer) = &announcer {
@@ -143,7 +148,7 @@ impl Edge {
                 sealer: Mutex::new(sealer),
                 announcer,
                 stats: self.inner.stats.topic(Direction::Export, &topic.topic),
-                backlog: Backlog::default(),
+                backlog: Backlog::new(when_full),
                 runtime: tokio::runtime::Handle::current(),
             }),
         })
@@ -231,7 +236,12 @@ impl Publisher {
     /// are counted in the topic's stats (`failed`), not returned.
     pub fn publish_blocking(&self, kind: PayloadKind, payload: Bytes) -> Result<(), EdgeError> {
         let paused = self.inner.port.would_wait(&self.inner.name);
-        match self.inner.backlog.offer((kind, payload), paused) {
+        let overwritten = &self.inner.stats.overwritten;
+        match self
+            .inner
+            .backlog
+            .offer((kind, payload), paused, overwritten)
+        {
             Offer::SendNow((kind, payload)) => {
                 let env = self.seal(kind, &payload)?;
                 self.inner

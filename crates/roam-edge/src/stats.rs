@@ -32,6 +32,9 @@ pub struct TopicStats {
     pub unannounced: AtomicU64,
     /// Messages the proxy's rules dropped (either direction).
     pub ruled: AtomicU64,
+    /// Export: samples of a keep-last topic dropped from a full backlog for newer ones, as the
+    /// topic's DDS history would (see `crate::backlog`).
+    pub overwritten: AtomicU64,
     pub age_in: LatencyHistogram,
     pub age_out: LatencyHistogram,
 }
@@ -71,6 +74,7 @@ impl TopicStats {
                 unattributed: n(&self.unattributed),
                 unannounced: n(&self.unannounced),
                 ruled: n(&self.ruled),
+                overwritten: n(&self.overwritten),
             },
             age_in: Ages::from(&self.age_in),
             age_out: (direction == Direction::Import).then(|| Ages::from(&self.age_out)),

@@ -159,3 +159,62 @@ async fn large_payloads_sealed_off_the_thread_arrive_whole_and_in_order_with_sma
         0
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keep_last_topic_pushed_back_on_drops_its_oldest_and_never_holds_the_thread() {
+    let dir = pki_dir("backlog-keep-last");
+    let r = router(&dir, "r").await;
+    let edge = Edge::new(Port::Router(r.clone()), "proc");
+    let images = TopicRef::new(realm(), "/image");
+    // Not read for now, one envelope deep: the topic pauses at once.
+    let mut slow = edge
+        .subscriber(
+            &images,
+            SubscriberOptions {
+                depth: 1,
+                ..SubscriberOptions::default()
+            },
+        )
+        .await;
+    // StreamSpec::new: the ROS 2 default QoS, reliable keep-last 10, no keys.
+    let p = edge
+        .publisher(&images, StreamSpec::new(STRING))
+        .await
+        .unwrap();
+    until_demand(&[&p], &mut [&mut slow]).await;
+    const N: u8 = 20;
+    const SIZE: usize = 4 << 20;
+    let publisher = p.clone();
+    // A plain thread, as a DDS listener's: if it were held for good, the test still ends.
+    let publishing = std::thread::spawn(move || {
+        for i in 0..N {
+            let mut body = vec![0u8; SIZE];
+            body[0] = i;
+            publisher
+                .publish_blocking(PayloadKind::Data, Bytes::from(body))
+                .unwrap();
+        }
+    });
+    // 80 MB against a 32 MiB backlog and a subscriber that reads nothing: a keep-all topic
+    // would hold this thread; a keep-last one drops its oldest and goes on.
+    let end = Instant::now() + T;
+    while !publishing.is_finished() {
+        assert!(Instant::now() < end, "the publishing thread was held");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    publishing.join().unwrap();
+    let overwritten = p
+        .stats()
+        .overwritten
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert!(overwritten > 0, "nothing was dropped");
+    // What is left arrives in order and ends with the newest.
+    let mut tags = Vec::new();
+    while tags.last() != Some(&(N - 1)) {
+        let got = next_payload(&mut slow).await;
+        assert_eq!(got.len(), SIZE);
+        tags.push(got[0]);
+    }
+    assert!(tags.windows(2).all(|w| w[0] < w[1]), "{tags:?}");
+    assert_eq!(tags.len() as u64 + overwritten, N as u64, "{tags:?}");
+}

@@ -27,8 +27,7 @@ fn main() -> std::process::ExitCode {
     ) {
         runtime.worker_threads(n);
     }
-    let rt = match runtime.enable_all().build()
-    {
+    let rt = match runtime.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("roam: cannot start the async runtime: {e}");

@@ -119,6 +119,7 @@ fn topic(name: &str, direction: Direction) -> Topic {
             unattributed: 3,
             unannounced: 4,
             ruled: 5,
+            overwritten: 6,
         },
         age_in: Ages::from(&histogram(&[10, 20, 30])),
         age_out: (direction == Direction::Import).then(|| Ages::from(&histogram(&[40]))),
@@ -214,7 +215,12 @@ fn topics_are_ordered_and_name_their_drop_causes_by_direction() {
     );
     assert_eq!(
         s.topics[0].drops_by_cause(),
-        [("failed", 2), ("unattributed", 3), ("ruled", 5)]
+        [
+            ("failed", 2),
+            ("unattributed", 3),
+            ("ruled", 5),
+            ("overwritten", 6)
+        ]
     );
     assert_eq!(
         s.topics[1].drops_by_cause(),
