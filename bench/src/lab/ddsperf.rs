@@ -136,14 +136,20 @@ fn measure(lab: &Lab, r: &mut DdsperfRun) -> Result<(), String> {
         .filter_map(|p| p.end_window())
         .collect();
     let (sub_lines, _) = sub.lines_for(Duration::from_secs(20));
-    r.published_per_s = median(steady(pub_lines.iter().filter_map(|l| pub_rate(l)).collect()));
+    r.published_per_s = median(steady(
+        pub_lines.iter().filter_map(|l| pub_rate(l)).collect(),
+    ));
     let stats: Vec<SubLine> = sub_lines.iter().filter_map(|l| sub_line(l)).collect();
     if let Some(last) = stats.last() {
         r.received = last.total;
         r.lost = last.lost;
     }
     r.received_per_s = median(steady(
-        stats.iter().filter(|s| s.delta > 0).map(|s| s.rate).collect(),
+        stats
+            .iter()
+            .filter(|s| s.delta > 0)
+            .map(|s| s.rate)
+            .collect(),
     ));
     if r.received > 0 {
         let secs = window_s;
@@ -159,7 +165,10 @@ fn measure(lab: &Lab, r: &mut DdsperfRun) -> Result<(), String> {
     r.memory = settle(&running, &idle);
     let hops: Vec<Hop> = running.stop();
     let sum = |key: &str| -> Option<f64> {
-        let v: Vec<f64> = hops.iter().filter_map(|h| h.path.get(key).copied()).collect();
+        let v: Vec<f64> = hops
+            .iter()
+            .filter_map(|h| h.path.get(key).copied())
+            .collect();
         (!v.is_empty()).then(|| v.iter().sum())
     };
     r.link_lost_packets = sum("lost_packets");

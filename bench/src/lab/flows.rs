@@ -44,6 +44,9 @@ pub struct FlowSpec {
     pub count: u64,
     /// Unmeasured sending before the measured part (`--settle-ms`).
     pub settle_ms: u64,
+    /// KEEP_ALL history (`--keep-all`); otherwise the load generator's KEEP_LAST 10, the
+    /// ROS 2 default QoS.
+    pub keep_all: bool,
 }
 
 /// What one flow measured.
@@ -88,12 +91,14 @@ fn args(role: &str, domain: u32, f: &FlowSpec, path_timeout: Duration) -> Vec<St
         &f.count.to_string(),
         "--rate",
         &f.rate.to_string(),
-        "--keep-all",
-        "--path-timeout-ms",
-        &path_timeout.as_millis().to_string(),
     ]
     .iter()
     .map(|s| s.to_string())
+    .chain(f.keep_all.then(|| "--keep-all".to_string()))
+    .chain([
+        "--path-timeout-ms".to_string(),
+        path_timeout.as_millis().to_string(),
+    ])
     .chain(
         (role == "source" && f.settle_ms > 0)
             .then(|| ["--settle-ms".to_string(), f.settle_ms.to_string()])
@@ -324,6 +329,7 @@ mod tests {
             rate: 100.0,
             count: 1000,
             settle_ms: 2000,
+            keep_all: true,
         };
         let a = args("source", 61, &f, Duration::from_secs(30));
         let s = a.join(" ");
@@ -331,6 +337,12 @@ mod tests {
         assert!(s.ends_with("--rate 100 --keep-all --path-timeout-ms 30000 --settle-ms 2000"));
         // The sink has no such option.
         let s = args("sink", 62, &f, Duration::from_secs(30)).join(" ");
-        assert!(s.ends_with("--path-timeout-ms 30000"));
+        assert!(s.ends_with("--keep-all --path-timeout-ms 30000"));
+        let keep_last = FlowSpec {
+            keep_all: false,
+            ..f
+        };
+        let s = args("sink", 62, &keep_last, Duration::from_secs(30)).join(" ");
+        assert!(s.ends_with("--rate 100 --path-timeout-ms 30000"), "{s}");
     }
 }

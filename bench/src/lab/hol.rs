@@ -95,14 +95,35 @@ pub fn run_all(lab: &Lab, suite: Suite) -> Vec<HolRun> {
                 IMAGE_BYTES / 1_000_000,
                 wan.map_or("loopback", |w| w.label)
             );
-            let r = run(lab, sys, wan, seconds);
-            if let Some(e) = &r.error {
-                eprintln!("    failed: {}", e.lines().next().unwrap_or(""));
-            }
-            out.push(r);
+            out.push(report_failure(run(lab, sys, wan, seconds, Images::KeepAll)));
         }
     }
+    // The lossy path again with keep-last images (the ROS 2 default QoS): where a link that
+    // cannot carry every image may drop old ones instead of holding everything up.
+    let lossy = Wan::PATH_35MS_1PCT_LOSS;
+    for &sys in &systems {
+        eprintln!(
+            "  e12 {:<28} {SMALL_TOPICS} x {SMALL_HZ} Hz alone, then next to {} MB at {IMAGE_HZ} Hz, keep-last [{}]",
+            sys.label(),
+            IMAGE_BYTES / 1_000_000,
+            lossy.label
+        );
+        out.push(report_failure(run(
+            lab,
+            sys,
+            Some(lossy),
+            seconds,
+            Images::KeepLast,
+        )));
+    }
     out
+}
+
+fn report_failure(r: HolRun) -> HolRun {
+    if let Some(e) = &r.error {
+        eprintln!("    failed: {}", e.lines().next().unwrap_or(""));
+    }
+    r
 }
 
 fn p99(f: Option<&FlowResult>) -> Option<f64> {
@@ -117,8 +138,18 @@ pub fn undelivered(f: Option<&FlowResult>) -> Option<u64> {
     Some(sent.saturating_sub(got))
 }
 
+/// The image stream's history.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Images {
+    /// Keep-all, as the small topics: nothing may be dropped anywhere.
+    KeepAll,
+    /// The ROS 2 default QoS (reliable, keep-last 10), what a camera driver usually offers:
+    /// a bridge may drop old images when the link cannot carry them all, as DDS would.
+    KeepLast,
+}
+
 /// The two phases of `system` on `wan` with a window of `seconds` for the small topics.
-pub fn run(lab: &Lab, system: System, wan: Option<Wan>, seconds: f64) -> HolRun {
+pub fn run(lab: &Lab, system: System, wan: Option<Wan>, seconds: f64, images: Images) -> HolRun {
     let small = FlowSpec {
         name: "small",
         topic: "/roam_lab/small",
@@ -128,6 +159,7 @@ pub fn run(lab: &Lab, system: System, wan: Option<Wan>, seconds: f64) -> HolRun 
         rate: SMALL_HZ,
         count: (SMALL_HZ * seconds) as u64,
         settle_ms: SETTLE_MS,
+        keep_all: true,
     };
     let image = FlowSpec {
         name: "image",
@@ -138,10 +170,14 @@ pub fn run(lab: &Lab, system: System, wan: Option<Wan>, seconds: f64) -> HolRun 
         rate: IMAGE_HZ,
         count: (IMAGE_HZ * (seconds + IMAGE_CAP_S)).ceil() as u64,
         settle_ms: 0,
+        keep_all: images == Images::KeepAll,
     };
     let mut r = HolRun {
         system,
-        label: system.label(),
+        label: match images {
+            Images::KeepAll => system.label(),
+            Images::KeepLast => format!("{}, images keep-last 10", system.label()),
+        },
         wan,
         small,
         image,

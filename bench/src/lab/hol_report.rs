@@ -139,7 +139,10 @@ pub fn markdown(runs: &[HolRun], s: &mut String) {
          or less), given only when every small message of both phases arrived (not delivered = not \
          within 10 s after the sources stopped). WAN paths go through `roam-wan-relay` between the two sides (UDP for roam, its TCP side \
          for Zenoh, whose relay loss model is a retransmission stall, see E6). Link lost = QUIC packets \
-         roam's links declared lost.\n",
+         roam's links declared lost. Rows marked *images keep-last 10* run the lossy path again with \
+         the image stream at the ROS 2 default QoS (reliable, keep-last 10, what a camera driver \
+         usually offers): a bridge may then drop old images the link cannot carry, as DDS would, \
+         so fewer images are delivered by design.\n",
         first.small.count,
         IMAGE_BYTES / 1_000_000
     );

@@ -155,7 +155,11 @@ fn run() -> Result<(), String> {
         + report.ddsperf.iter().filter(|r| r.error.is_some()).count()
         + report.fairness.iter().filter(|r| r.error.is_some()).count()
         + report.hol.iter().filter(|r| r.error.is_some()).count()
-        + report.many_topics.iter().filter(|r| r.error.is_some()).count();
+        + report
+            .many_topics
+            .iter()
+            .filter(|r| r.error.is_some())
+            .count();
     if let Some(out) = &out {
         if let Some(d) = out.parent() {
             std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;

@@ -87,6 +87,7 @@ pub fn run(lab: &Lab, system: System, topics: usize, seconds: f64) -> ManyTopics
         rate: HZ,
         count: (HZ * seconds) as u64,
         settle_ms: SETTLE_MS,
+        keep_all: true,
     };
     let mut r = ManyTopicsRun {
         system,

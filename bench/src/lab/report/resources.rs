@@ -23,8 +23,9 @@ pub(super) fn e9(r: &Report, s: &mut String) {
     for m in &ms {
         let received = m.sink_f(&["counts", "received"]).filter(|n| *n > 0.0);
         for u in &m.usage {
-            let per_message = received
-                .map_or("—".into(), |n| format!("{:.1} µs", u.cpu_seconds * 1e6 / n));
+            let per_message = received.map_or("—".into(), |n| {
+                format!("{:.1} µs", u.cpu_seconds * 1e6 / n)
+            });
             let _ = writeln!(
                 s,
                 "| {} | {} | {:.0}% | {per_message} | {:.1} MB |",
