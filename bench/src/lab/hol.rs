@@ -85,45 +85,36 @@ pub fn run_all(lab: &Lab, suite: Suite) -> Vec<HolRun> {
         });
     }
     let paths: Vec<Option<Wan>> = [None].into_iter().chain(PATHS.map(Some)).collect();
-    let mut out = Vec::new();
+    let mut cases: Vec<(System, Option<Wan>, Images)> = Vec::new();
     for wan in paths {
         let native = wan.is_none().then_some(System::Native);
-        for &sys in native.iter().chain(&systems) {
-            eprintln!(
-                "  e12 {:<28} {SMALL_TOPICS} x {SMALL_HZ} Hz alone, then next to {} MB at {IMAGE_HZ} Hz [{}]",
-                sys.label(),
-                IMAGE_BYTES / 1_000_000,
-                wan.map_or("loopback", |w| w.label)
-            );
-            out.push(report_failure(run(lab, sys, wan, seconds, Images::KeepAll)));
-        }
+        cases.extend(
+            native
+                .iter()
+                .chain(&systems)
+                .map(|&s| (s, wan, Images::KeepAll)),
+        );
     }
     // The lossy path again with keep-last images (the ROS 2 default QoS): where a link that
     // cannot carry every image may drop old ones instead of holding everything up.
-    let lossy = Wan::PATH_35MS_1PCT_LOSS;
-    for &sys in &systems {
+    let lossy = Some(Wan::PATH_35MS_1PCT_LOSS);
+    cases.extend(systems.iter().map(|&s| (s, lossy, Images::KeepLast)));
+    let mut out = Vec::new();
+    for (sys, wan, images) in cases {
         eprintln!(
-            "  e12 {:<28} {SMALL_TOPICS} x {SMALL_HZ} Hz alone, then next to {} MB at {IMAGE_HZ} Hz, keep-last [{}]",
+            "  e12 {:<28} {SMALL_TOPICS} x {SMALL_HZ} Hz alone, then next to {} MB at {IMAGE_HZ} Hz{} [{}]",
             sys.label(),
             IMAGE_BYTES / 1_000_000,
-            lossy.label
+            if images == Images::KeepLast { ", keep-last" } else { "" },
+            wan.map_or("loopback", |w| w.label)
         );
-        out.push(report_failure(run(
-            lab,
-            sys,
-            Some(lossy),
-            seconds,
-            Images::KeepLast,
-        )));
+        let r = run(lab, sys, wan, seconds, images);
+        if let Some(e) = &r.error {
+            eprintln!("    failed: {}", e.lines().next().unwrap_or(""));
+        }
+        out.push(r);
     }
     out
-}
-
-fn report_failure(r: HolRun) -> HolRun {
-    if let Some(e) = &r.error {
-        eprintln!("    failed: {}", e.lines().next().unwrap_or(""));
-    }
-    r
 }
 
 fn p99(f: Option<&FlowResult>) -> Option<f64> {

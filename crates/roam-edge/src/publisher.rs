@@ -111,9 +111,10 @@ impl Edge {
         let session = sealer.session();
         let qos = spec.qos;
         // A full backlog may drop what the topic's own DDS history would (see crate::backlog).
-        let when_full = match !spec.keyed && (qos.depth > 0 || !qos.reliable) {
-            true => WhenFull::DropOldest,
-            false => WhenFull::Wait,
+        let when_full = if !spec.keyed && (qos.depth > 0 || !qos.reliable) {
+            WhenFull::DropOldest
+        } else {
+            WhenFull::Wait
         };
         let dds_type = spec.dds_type.clone();
         let announcer = topic.raw.is_none().then(|| self.announcer(topic));

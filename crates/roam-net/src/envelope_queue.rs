@@ -119,11 +119,6 @@ impl QueueSender {
     pub fn queued_bytes(&self) -> usize {
         self.gauge.queued.load(Ordering::Acquire)
     }
-
-    /// Whether the receiver is gone.
-    pub fn is_closed(&self) -> bool {
-        self.tx.is_closed()
-    }
 }
 
 /// The receiving side. Dropping it closes the queue.
