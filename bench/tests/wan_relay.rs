@@ -459,6 +459,36 @@ fn udp_flows_of_two_listeners_share_one_bottleneck() {
     assert_eq!(s["bottleneck"]["target_to_client"]["offered_packets"], 0);
 }
 
+/// A datagram larger than the path's MTU is dropped and counted; one that fits passes.
+#[test]
+fn udp_datagrams_above_the_mtu_are_dropped() {
+    let sink = UdpSocket::bind("127.0.0.1:32381").unwrap();
+    sink.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let stats = stats_path("mtu.json");
+    let relay = Relay::start(&[
+        "--udp",
+        "127.0.0.1:32380=127.0.0.1:32381",
+        "--mtu",
+        "1500",
+        "--stats-json",
+        stats.to_str().unwrap(),
+    ]);
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    client.connect("127.0.0.1:32380").unwrap();
+    // 1473 bytes make a 1501-byte IP packet: too big; 1472 fit exactly.
+    client.send(&[1u8; 1473]).unwrap();
+    client.send(&[2u8; 6000]).unwrap();
+    client.send(&[3u8; 1472]).unwrap();
+    let mut buf = vec![0u8; 65536];
+    let n = sink.recv(&mut buf).expect("the datagram that fits");
+    assert_eq!((n, buf[0]), (1472, 3));
+    relay.stop();
+    let s = read_stats(&stats);
+    let dir = &s["listeners"][0]["client_to_target"];
+    assert_eq!(dir["too_big_packets"], 2, "{s}");
+    assert_eq!(dir["forwarded_packets"], 1, "{s}");
+}
+
 #[test]
 fn bad_arguments_fail_before_ready() {
     let out = Command::new(BIN)
@@ -508,6 +538,10 @@ fn bad_arguments_fail_before_ready() {
                 "100",
             ][..],
             "--bottleneck-bytes",
+        ),
+        (
+            &["--udp", "127.0.0.1:32392=127.0.0.1:32393", "--mtu", "1000"][..],
+            "--mtu",
         ),
     ] {
         let out = Command::new(BIN).args(args).output().unwrap();

@@ -123,6 +123,13 @@ struct Cli {
     #[arg(long, value_name = "F", default_value_t = 60.0)]
     idle_timeout_s: f64,
 
+    /// UDP: the path's MTU, the largest IP packet it carries (IPv4 and UDP headers, 28 bytes,
+    /// included); a larger datagram is dropped, as a router on that path drops what it cannot
+    /// forward unfragmented (counted as too_big). QUIC finds the path MTU by probing up to
+    /// it. 1500 is Ethernet's, what a wide-area path offers.
+    #[arg(long, value_name = "BYTES", default_value_t = 1500)]
+    mtu: usize,
+
     /// UDP: SO_RCVBUF and SO_SNDBUF of every relay socket, so bursts are not dropped by the
     /// kernel before the relay reads them (capped by net.core.rmem_max / wmem_max).
     #[arg(long, value_name = "N", default_value_t = 4 << 20)]
@@ -186,6 +193,7 @@ struct RunConfig {
     max_flows: usize,
     idle_timeout_s: f64,
     udp_socket_buffer: usize,
+    mtu: usize,
     max_conns: usize,
     chunk_bytes: usize,
     stats_interval_s: Option<f64>,
@@ -265,6 +273,14 @@ async fn real_main(cli: Cli) -> Result<(), String> {
     }
     let delay = millis("delay-ms", cli.delay_ms)?;
     let jitter = millis("jitter-ms", cli.jitter_ms)?;
+    if !(udp::MIN_MTU..=udp::MAX_MTU).contains(&cli.mtu) {
+        return Err(format!(
+            "--mtu must be in {}..={} (QUIC needs 1200-byte datagrams through), got {}",
+            udp::MIN_MTU,
+            udp::MAX_MTU,
+            cli.mtu
+        ));
+    }
     if !(0.0..=1.0).contains(&cli.loss) {
         return Err(format!("--loss must be in [0, 1], got {}", cli.loss));
     }
@@ -319,6 +335,7 @@ async fn real_main(cli: Cli) -> Result<(), String> {
         listener,
         socket_buffer: cli.udp_socket_buffer,
         bottleneck: shared.clone(),
+        max_payload: cli.mtu - udp::IP_UDP_HEADERS,
     };
     let tcp_params = |listener| tcp::TcpParams {
         line: LineConfig {
@@ -372,6 +389,7 @@ async fn real_main(cli: Cli) -> Result<(), String> {
         max_flows: cli.max_flows,
         idle_timeout_s: cli.idle_timeout_s,
         udp_socket_buffer: cli.udp_socket_buffer,
+        mtu: cli.mtu,
         max_conns: cli.max_conns,
         chunk_bytes: cli.chunk_bytes,
         stats_interval_s: cli.stats_interval_s,

@@ -27,6 +27,8 @@ pub struct DirCounters {
     pub stalled_chunks: AtomicU64,
     /// Sends that failed (for example ICMP port unreachable on UDP).
     pub send_errors: AtomicU64,
+    /// UDP datagrams larger than the path's MTU (--mtu), dropped.
+    pub too_big_packets: AtomicU64,
 }
 
 impl DirCounters {
@@ -46,6 +48,7 @@ impl DirCounters {
             bottleneck_dropped_bytes: self.bottleneck_dropped_bytes.load(Relaxed),
             stalled_chunks: self.stalled_chunks.load(Relaxed),
             send_errors: self.send_errors.load(Relaxed),
+            too_big_packets: self.too_big_packets.load(Relaxed),
         }
     }
 }
@@ -62,6 +65,7 @@ pub struct DirStats {
     pub bottleneck_dropped_bytes: u64,
     pub stalled_chunks: u64,
     pub send_errors: u64,
+    pub too_big_packets: u64,
 }
 
 /// Counters of one `--udp` or `--tcp` listener.

@@ -26,6 +26,11 @@ use crate::stats::{DirCounters, ListenerCounters};
 
 /// Largest datagram the relay carries.
 const MAX_DATAGRAM: usize = 65_536;
+/// IPv4 and UDP headers: a datagram of N bytes is an IP packet of N + this.
+pub const IP_UDP_HEADERS: usize = 28;
+/// The --mtu range: QUIC's 1200-byte datagrams must pass; at most what UDP carries.
+pub const MIN_MTU: usize = 1200 + IP_UDP_HEADERS;
+pub const MAX_MTU: usize = MAX_DATAGRAM;
 /// Packets waiting between the listening task and a flow task (beyond: counted as overflow).
 /// The flow task drains it at once; this only absorbs scheduling hiccups.
 const FLOW_CHANNEL: usize = 1024;
@@ -48,6 +53,8 @@ pub struct UdpParams {
     pub socket_buffer: usize,
     /// The shared bottleneck, if any (`--rate-mbit`).
     pub bottleneck: Option<Arc<SharedBottleneck>>,
+    /// Largest datagram the emulated path carries (`--mtu` less the headers).
+    pub max_payload: usize,
 }
 
 struct FlowHandle {
@@ -110,6 +117,7 @@ pub async fn run(sock: UdpSocket, target: SocketAddr, p: UdpParams, c: Arc<Liste
                     idle: p.idle_timeout,
                     counters: c.clone(),
                     bottleneck: p.bottleneck.clone(),
+                    max_payload: p.max_payload,
                 };
                 tokio::spawn(flow.run(rx, expired_tx.clone()));
             }
@@ -168,6 +176,7 @@ struct Flow {
     idle: Duration,
     counters: Arc<ListenerCounters>,
     bottleneck: Option<Arc<SharedBottleneck>>,
+    max_payload: usize,
 }
 
 impl Flow {
@@ -194,11 +203,11 @@ impl Flow {
                     Some((at, pkt)) => {
                         last_activity = last_activity.max(at);
                         let b = self.bottleneck.as_deref().map(|b| &b.client_to_target);
-                        offer(&mut self.c2t, b, at, pkt, &self.counters.client_to_target);
+                        offer(&mut self.c2t, b, at, pkt, &self.counters.client_to_target, self.max_payload);
                         // Take what else is waiting without another trip through select.
                         while let Ok((at, pkt)) = rx.try_recv() {
                             last_activity = last_activity.max(at);
-                            offer(&mut self.c2t, b, at, pkt, &self.counters.client_to_target);
+                            offer(&mut self.c2t, b, at, pkt, &self.counters.client_to_target, self.max_payload);
                         }
                     }
                     None => return, // the listener is gone
@@ -209,7 +218,7 @@ impl Flow {
                         last_activity = now;
                         let pkt = Bytes::copy_from_slice(&buf[..n]);
                         let b = self.bottleneck.as_deref().map(|b| &b.target_to_client);
-                        offer(&mut self.t2c, b, now, pkt, &self.counters.target_to_client);
+                        offer(&mut self.t2c, b, now, pkt, &self.counters.target_to_client, self.max_payload);
                     }
                     // Err: an ICMP error (target port closed) reported on the connected
                     // socket; the flow stays, like a NAT mapping would.
@@ -236,15 +245,21 @@ impl Flow {
     }
 }
 
-/// Passes `pkt`, which arrived at `at`, through the shared bottleneck (if any) into `line`.
+/// Passes `pkt`, which arrived at `at`, through the shared bottleneck (if any) into `line`;
+/// drops it if it is larger than the path carries (`max_payload`).
 fn offer(
     line: &mut DelayLine<Bytes>,
     bottleneck: Option<&Mutex<Bottleneck>>,
     at: Instant,
     pkt: Bytes,
     c: &DirCounters,
+    max_payload: usize,
 ) {
     let n = pkt.len();
+    if n > max_payload {
+        DirCounters::add(&c.too_big_packets, 1);
+        return;
+    }
     let at = match bottleneck {
         None => at,
         Some(b) => {

@@ -346,6 +346,10 @@ pub struct QuicPath {
     pub lost_packets: u64,
     /// Times the congestion controller shrank the window.
     pub congestion_events: u64,
+    /// The largest UDP payload the path carries (MTU discovery); 0 in snapshots of versions
+    /// that did not report it.
+    #[serde(default)]
+    pub mtu: u16,
 }
 
 impl From<&roam_net::link::PathStats> for QuicPath {
@@ -356,6 +360,7 @@ impl From<&roam_net::link::PathStats> for QuicPath {
             sent_packets: p.sent_packets,
             lost_packets: p.lost_packets,
             congestion_events: p.congestion_events,
+            mtu: p.mtu,
         }
     }
 }

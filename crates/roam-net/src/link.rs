@@ -410,6 +410,8 @@ pub struct PathStats {
     pub lost_packets: u64,
     /// Times the congestion controller shrank the window.
     pub congestion_events: u64,
+    /// The largest UDP payload the path carries, as the connection's MTU discovery found it.
+    pub mtu: u16,
 }
 
 /// A cheap, cloneable handle that queues frames on a link. Never blocks.

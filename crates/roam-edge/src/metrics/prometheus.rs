@@ -445,6 +445,7 @@ fn encode_links(enc: &mut DescriptorEncoder, links: &[Link]) -> Fmt {
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut rtt, mut cwnd, mut sent, mut lost, mut cong) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut mtu = Vec::new();
     for (i, l) in links.iter().enumerate() {
         up.push((base(i), if l.closed { 0.0 } else { 1.0 }));
         frames.push((with(i, "direction", "in"), l.frames_in));
@@ -465,6 +466,7 @@ fn encode_links(enc: &mut DescriptorEncoder, links: &[Link]) -> Fmt {
             sent.push((base(i), p.sent_packets));
             lost.push((base(i), p.lost_packets));
             cong.push((base(i), p.congestion_events));
+            mtu.push((base(i), p.mtu as f64));
         }
     }
     gauges(
@@ -527,6 +529,12 @@ fn encode_links(enc: &mut DescriptorEncoder, links: &[Link]) -> Fmt {
         "link_congestion_window_bytes",
         "The QUIC connection's congestion window.",
         &cwnd,
+    )?;
+    gauges(
+        enc,
+        "link_path_mtu_bytes",
+        "The largest UDP payload the QUIC connection's path carries (MTU discovery).",
+        &mtu,
     )?;
     counters(
         enc,

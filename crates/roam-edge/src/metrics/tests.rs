@@ -73,6 +73,7 @@ fn report() -> RouterReport {
                     sent_packets: 9000,
                     lost_packets: 12,
                     congestion_events: 3,
+                    mtu: 6500,
                 }),
             ),
             link(2, "r3", "tcp+tls", None),

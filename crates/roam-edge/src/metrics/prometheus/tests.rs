@@ -91,6 +91,7 @@ fn snapshot(topics: Vec<Topic>) -> Snapshot {
             sent_packets: 5,
             lost_packets: 1,
             congestion_events: 0,
+            mtu: 1452,
         }),
         data_age: ages(),
     }];
