@@ -114,6 +114,15 @@ impl Port {
         }
     }
 
+    /// Resolves once sending on `name` would not wait for back-pressure (an in-process
+    /// router's pause; a client link's sender has none).
+    pub(crate) async fn wait_unpaused(&self, name: &Name) {
+        match self {
+            Port::Router(r) => r.wait_unpaused(name).await,
+            Port::Client(_) => {}
+        }
+    }
+
     /// Like [`Self::send`], for threads outside the async runtime (DDS listener callbacks).
     pub(crate) fn send_blocking(&self, name: Name, envelope: Bytes) -> Result<(), SendError> {
         match self {

@@ -112,7 +112,9 @@ impl Edge {
         let qos = spec.qos;
         // A full backlog may drop what the topic's own DDS history would (see crate::backlog).
         let when_full = if !spec.keyed && (qos.depth > 0 || !qos.reliable) {
-            WhenFull::DropOldest
+            WhenFull::DropOldest {
+                depth: qos.depth as usize,
+            }
         } else {
             WhenFull::Wait
         };
@@ -256,7 +258,19 @@ impl Publisher {
             Offer::StartDrainer => {
                 let publisher = self.clone();
                 self.inner.runtime.spawn(async move {
-                    while let Some((kind, payload)) = publisher.inner.backlog.next() {
+                    loop {
+                        // Taken only once the topic can take it: until then newer samples
+                        // of a keep-last topic may still replace it in the backlog.
+                        if publisher.inner.qos.reliable {
+                            publisher
+                                .inner
+                                .port
+                                .wait_unpaused(&publisher.inner.name)
+                                .await;
+                        }
+                        let Some((kind, payload)) = publisher.inner.backlog.next() else {
+                            break;
+                        };
                         // Failures are counted by `seal` and `send`.
                         if let Some(env) = publisher.seal_off_runtime(kind, payload).await {
                             let _ = publisher.send(env).await;

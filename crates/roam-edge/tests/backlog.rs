@@ -14,6 +14,13 @@ use support::{pki_dir, realm, router, T};
 
 const STRING: &str = "std_msgs::msg::dds_::String_";
 
+/// A reliable keep-all stream: nothing it publishes may be dropped.
+fn keep_all() -> StreamSpec {
+    let mut spec = StreamSpec::new(STRING);
+    spec.qos.depth = 0;
+    spec
+}
+
 /// The next message's payload, skipping announcement events.
 async fn next_payload(sub: &mut roam_edge::Subscriber) -> Vec<u8> {
     let mut buf = Vec::new();
@@ -65,10 +72,7 @@ async fn a_paused_topic_waits_in_its_backlog_while_another_flows_from_the_same_t
         )
         .await;
     let mut fast = edge.subscriber(&joy, SubscriberOptions::default()).await;
-    let image_pub = edge
-        .publisher(&images, StreamSpec::new(STRING))
-        .await
-        .unwrap();
+    let image_pub = edge.publisher(&images, keep_all()).await.unwrap();
     let joy_pub = edge.publisher(&joy, StreamSpec::new(STRING)).await.unwrap();
     until_demand(&[&image_pub, &joy_pub], &mut [&mut slow, &mut fast]).await;
 
@@ -124,10 +128,7 @@ async fn large_payloads_sealed_off_the_thread_arrive_whole_and_in_order_with_sma
     let edge = Edge::new(Port::Router(r.clone()), "proc");
     let images = TopicRef::new(realm(), "/image");
     let mut sub = edge.subscriber(&images, SubscriberOptions::default()).await;
-    let p = edge
-        .publisher(&images, StreamSpec::new(STRING))
-        .await
-        .unwrap();
+    let p = edge.publisher(&images, keep_all()).await.unwrap();
     until_demand(&[&p], &mut [&mut sub]).await;
     let big = roam_edge::backlog::SEAL_ELSEWHERE;
     // Large, small, large, small...: the large ones go through the drainer, and the small
@@ -208,6 +209,8 @@ async fn a_keep_last_topic_pushed_back_on_drops_its_oldest_and_never_holds_the_t
         .overwritten
         .load(std::sync::atomic::Ordering::Relaxed);
     assert!(overwritten > 0, "nothing was dropped");
+    // A keep-last backlog holds at most 8 MiB beyond one sample: two of these images.
+    assert!(p.backlog().1 <= 8 << 20, "{:?}", p.backlog());
     // What is left arrives in order and ends with the newest.
     let mut tags = Vec::new();
     while tags.last() != Some(&(N - 1)) {
@@ -217,4 +220,68 @@ async fn a_keep_last_topic_pushed_back_on_drops_its_oldest_and_never_holds_the_t
     }
     assert!(tags.windows(2).all(|w| w[0] < w[1]), "{tags:?}");
     assert_eq!(tags.len() as u64 + overwritten, N as u64, "{tags:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keep_last_topic_pushed_back_on_keeps_only_its_depth_waiting() {
+    let dir = pki_dir("backlog-depth");
+    let r = router(&dir, "r").await;
+    let edge = Edge::new(Port::Router(r.clone()), "proc");
+    let topic = TopicRef::new(realm(), "/pose");
+    let mut slow = edge
+        .subscriber(
+            &topic,
+            SubscriberOptions {
+                depth: 1,
+                ..SubscriberOptions::default()
+            },
+        )
+        .await;
+    // Reliable, keep-last 10 (StreamSpec::new).
+    let p = edge
+        .publisher(&topic, StreamSpec::new(STRING))
+        .await
+        .unwrap();
+    until_demand(&[&p], &mut [&mut slow]).await;
+    let publish = |range: std::ops::Range<u32>| {
+        let publisher = p.clone();
+        std::thread::spawn(move || {
+            for i in range {
+                publisher
+                    .publish_blocking(PayloadKind::Data, Bytes::copy_from_slice(&i.to_be_bytes()))
+                    .unwrap();
+            }
+        })
+    };
+    // The subscriber holds 0 and is not read: 1 waits in the router and the topic pauses.
+    publish(0..2).join().unwrap();
+    let end = Instant::now() + T;
+    while !r.is_paused(&p.name()) {
+        assert!(Instant::now() < end, "the topic never paused");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    const N: u32 = 200;
+    let publishing = publish(2..N);
+    while !publishing.is_finished() {
+        assert!(Instant::now() < end, "the publishing thread was held");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    publishing.join().unwrap();
+    // Of what came while the topic was paused only the newest 10 wait, as the DDS history of
+    // a keep-last 10 writer would keep them; nothing was taken out of the backlog before the
+    // topic could carry it.
+    assert_eq!(p.backlog().0, 10);
+    let overwritten = p
+        .stats()
+        .overwritten
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let mut got = Vec::new();
+    while got.last() != Some(&(N - 1)) {
+        let b = next_payload(&mut slow).await;
+        got.push(u32::from_be_bytes(b[..4].try_into().unwrap()));
+    }
+    let newest: Vec<u32> = (N - 10..N).collect();
+    assert_eq!(got[..2], [0, 1], "{got:?}");
+    assert_eq!(got[2..], newest[..], "{got:?}");
+    assert_eq!(got.len() as u64 + overwritten, N as u64, "{got:?}");
 }

@@ -97,6 +97,11 @@ impl RouterHandle {
         let _ = self.cmd.send(Command::Send { name, envelope }).await;
     }
 
+    /// Resolves once `name` is not paused by back-pressure.
+    pub async fn wait_unpaused(&self, name: &Name) {
+        self.pauses.wait(name).await;
+    }
+
     /// Whether `name` is paused by back-pressure now (a send would wait).
     pub fn is_paused(&self, name: &Name) -> bool {
         self.pauses.is_paused(name)
