@@ -183,6 +183,11 @@ impl Backlog {
         }
     }
 
+    /// Whether a newer payload may replace a waiting one ([`WhenFull::DropOldest`]).
+    pub fn replaces(&self) -> bool {
+        matches!(self.when_full, WhenFull::DropOldest { .. })
+    }
+
     /// Payloads and bytes waiting now.
     pub fn depth(&self) -> (usize, usize) {
         match self.state.lock() {

@@ -258,15 +258,13 @@ impl Publisher {
             Offer::StartDrainer => {
                 let publisher = self.clone();
                 self.inner.runtime.spawn(async move {
+                    let inner = &publisher.inner;
                     loop {
-                        // Taken only once the topic can take it: until then newer samples
-                        // of a keep-last topic may still replace it in the backlog.
-                        if publisher.inner.qos.reliable {
-                            publisher
-                                .inner
-                                .port
-                                .wait_unpaused(&publisher.inner.name)
-                                .await;
+                        // A keep-last sample is taken only once the topic can take it: until
+                        // then a newer one may still replace it in the backlog. A keep-all
+                        // one is taken (and sealed) at once, ready when the topic resumes.
+                        if inner.qos.reliable && inner.backlog.replaces() {
+                            inner.port.wait_unpaused(&inner.name).await;
                         }
                         let Some((kind, payload)) = publisher.inner.backlog.next() else {
                             break;
