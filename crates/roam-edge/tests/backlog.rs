@@ -21,6 +21,15 @@ fn keep_all() -> StreamSpec {
     spec
 }
 
+/// Polls `done` until it holds; fails with `what` after the tests' deadline.
+async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let end = Instant::now() + T;
+    while !done() {
+        assert!(Instant::now() < end, "{what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 /// The next message's payload, skipping announcement events.
 async fn next_payload(sub: &mut roam_edge::Subscriber) -> Vec<u8> {
     let mut buf = Vec::new();
@@ -86,11 +95,7 @@ async fn a_paused_topic_waits_in_its_backlog_while_another_flows_from_the_same_t
     })
     .await
     .unwrap();
-    let end = Instant::now() + T;
-    while !r.is_paused(&name) {
-        assert!(Instant::now() < end, "the image topic never paused");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    until("the image topic never paused", || r.is_paused(&name)).await;
     let (p, j) = (image_pub.clone(), joy_pub.clone());
     let publishing = tokio::task::spawn_blocking(move || {
         for i in 3..200u32 {
@@ -198,11 +203,10 @@ async fn a_keep_last_topic_pushed_back_on_drops_its_oldest_and_never_holds_the_t
     });
     // 80 MB against a 32 MiB backlog and a subscriber that reads nothing: a keep-all topic
     // would hold this thread; a keep-last one drops its oldest and goes on.
-    let end = Instant::now() + T;
-    while !publishing.is_finished() {
-        assert!(Instant::now() < end, "the publishing thread was held");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    until("the publishing thread was held", || {
+        publishing.is_finished()
+    })
+    .await;
     publishing.join().unwrap();
     let overwritten = p
         .stats()
@@ -255,17 +259,13 @@ async fn a_keep_last_topic_pushed_back_on_keeps_only_its_depth_waiting() {
     };
     // The subscriber holds 0 and is not read: 1 waits in the router and the topic pauses.
     publish(0..2).join().unwrap();
-    let end = Instant::now() + T;
-    while !r.is_paused(&p.name()) {
-        assert!(Instant::now() < end, "the topic never paused");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    until("the topic never paused", || r.is_paused(&p.name())).await;
     const N: u32 = 200;
     let publishing = publish(2..N);
-    while !publishing.is_finished() {
-        assert!(Instant::now() < end, "the publishing thread was held");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    until("the publishing thread was held", || {
+        publishing.is_finished()
+    })
+    .await;
     publishing.join().unwrap();
     // Of what came while the topic was paused only the newest 10 wait, as the DDS history of
     // a keep-last 10 writer would keep them; nothing was taken out of the backlog before the
