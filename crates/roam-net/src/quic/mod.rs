@@ -1,0 +1,337 @@
+//! Links over QUIC (quinn). One connection per peer:
+//!
+//! - one unidirectional control stream each way, opened first, starting with `Hello`;
+//! - one unidirectional stream per topic for reliable data (up to `max_lanes`, then topics
+//!   share lanes by hash), so a large message on one topic never delays another topic;
+//! - best-effort data as QUIC datagrams when it fits in one, else on a per-topic stream whose
+//!   lane drops its oldest message first.
+
+mod endpoint;
+mod streams;
+
+pub use endpoint::{endpoint, transport_config};
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use roam_proto::frame::data_header;
+use roam_proto::{Frame, Name};
+use tracing::debug;
+
+use crate::framing::read_frame;
+use crate::lane::{Lane, Policy, Pushed};
+use crate::link::{
+    check_hello, is_best_effort, Established, Inbound, LinkConfig, LinkError, LinkId, LinkSender,
+    LinkStats, LocalInfo, Outgoing, PathStats, Transport,
+};
+use crate::tls;
+use streams::{accept_streams, close_when_drained, read_datagrams, read_stream, write_lane};
+
+/// Dials a router and runs the Hello exchange.
+pub async fn dial(
+    ep: &quinn::Endpoint,
+    addr: SocketAddr,
+    me: &LocalInfo,
+    cfg: &LinkConfig,
+    link: LinkId,
+    inbound: Inbound,
+) -> Result<Established, LinkError> {
+    let handshake = async {
+        let conn = ep
+            .connect(addr, crate::pki::ROUTER_SERVER_NAME)
+            .map_err(|e| LinkError::Connect(e.to_string()))?
+            .await
+            .map_err(|e| LinkError::Connect(e.to_string()))?;
+        establish(conn, me, cfg, link, inbound).await
+    };
+    // A router that accepts but never answers (overloaded, or not a roam router) must not
+    // hold the dialer forever: give up and let the caller retry.
+    tokio::time::timeout(cfg.handshake_timeout, handshake)
+        .await
+        .map_err(|_| LinkError::HandshakeTimeout(cfg.handshake_timeout))?
+}
+
+/// Runs the Hello exchange on an accepted or dialed connection and starts its tasks.
+pub async fn establish(
+    conn: quinn::Connection,
+    me: &LocalInfo,
+    cfg: &LinkConfig,
+    link: LinkId,
+    inbound: Inbound,
+) -> Result<Established, LinkError> {
+    let certs = conn
+        .peer_identity()
+        .and_then(|any| {
+            any.downcast::<Vec<rustls_pki_types::CertificateDer<'static>>>()
+                .ok()
+        })
+        .ok_or_else(|| LinkError::Certificate("peer presented no certificate".into()))?;
+    let cert = tls::peer_identity(&certs).map_err(|e| LinkError::Certificate(e.to_string()))?;
+
+    let mut control = conn
+        .open_uni()
+        .await
+        .map_err(|e| LinkError::Connect(e.to_string()))?;
+    control
+        .write_all(&me.hello().encode())
+        .await
+        .map_err(|e| LinkError::Connect(e.to_string()))?;
+    let hello = async {
+        let mut rx = conn
+            .accept_uni()
+            .await
+            .map_err(|e| LinkError::Connect(e.to_string()))?;
+        let hello = read_frame(&mut rx, 4096)
+            .await
+            .map_err(|e| LinkError::Hello(e.to_string()))?;
+        Ok::<_, LinkError>((rx, hello))
+    };
+    let (control_rx, hello) = tokio::time::timeout(cfg.hello_timeout, hello)
+        .await
+        .map_err(|_| LinkError::Hello("no Hello within the timeout".into()))??;
+    let peer = match check_hello(&cert, hello) {
+        Ok(p) => p,
+        Err(e) => {
+            conn.close(1u32.into(), b"bad hello");
+            return Err(e);
+        }
+    };
+
+    let t = Arc::new(QuicTransport {
+        conn: conn.clone(),
+        writers: Mutex::new(Vec::new()),
+        readers: std::sync::atomic::AtomicUsize::new(0),
+        control: Arc::new(Lane::new(Policy::Reliable, cfg.reliable)),
+        lanes: Mutex::new(HashMap::new()),
+        cfg: cfg.clone(),
+        stats: LinkStats::default(),
+    });
+    let w = tokio::spawn(write_lane(t.clone(), control, t.control.clone()));
+    t.track(w);
+    let reader = t.clone();
+    let start = Box::new(move || {
+        let control_reader = reader.clone();
+        let control_inbound = inbound.clone();
+        tokio::spawn(async move {
+            let clean =
+                read_stream(control_reader.clone(), control_rx, link, control_inbound).await;
+            if clean {
+                close_when_drained(control_reader).await;
+            }
+        });
+        tokio::spawn(accept_streams(reader.clone(), link, inbound.clone()));
+        tokio::spawn(read_datagrams(reader.clone(), link, inbound.clone()));
+        tokio::spawn(async move {
+            let reason = reader.conn.closed().await;
+            reader.close_lanes();
+            inbound.closed(link, reason.to_string()).await;
+        });
+    });
+    Ok(Established::new(peer, LinkSender::from(t), start))
+}
+
+struct QuicTransport {
+    conn: quinn::Connection,
+    /// Lane writers, awaited by `finish` so queued data is delivered before closing.
+    writers: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// Data streams from the peer still being read.
+    readers: std::sync::atomic::AtomicUsize,
+    control: Arc<Lane<Outgoing>>,
+    lanes: Mutex<HashMap<Name, Arc<Lane<Outgoing>>>>,
+    cfg: LinkConfig,
+    stats: LinkStats,
+}
+
+impl QuicTransport {
+    fn lane_for(self: &Arc<Self>, name: Name, best_effort: bool) -> Arc<Lane<Outgoing>> {
+        let mut lanes = match self.lanes.lock() {
+            Ok(l) => l,
+            Err(p) => p.into_inner(),
+        };
+        if let Some(l) = lanes.get(&name) {
+            return l.clone();
+        }
+        if lanes.len() >= self.cfg.max_lanes {
+            // Out of lanes: share one chosen by the name's first byte (names are uniform).
+            let shared = lanes
+                .values()
+                .nth(name.0[0] as usize % lanes.len())
+                .cloned();
+            if let Some(l) = shared {
+                lanes.insert(name, l.clone());
+                return l;
+            }
+        }
+        let (policy, limits) = if best_effort {
+            (Policy::BestEffort, self.cfg.best_effort)
+        } else {
+            (Policy::Reliable, self.cfg.reliable)
+        };
+        let lane = Arc::new(Lane::new(policy, limits));
+        lanes.insert(name, lane.clone());
+        let t = self.clone();
+        let l = lane.clone();
+        let w = tokio::spawn(async move {
+            match t.conn.open_uni().await {
+                Ok(s) => write_lane(t, s, l).await,
+                Err(e) => debug!("cannot open a lane: {e}"),
+            }
+        });
+        drop(lanes);
+        self.track(w);
+        lane
+    }
+
+    fn track(&self, w: tokio::task::JoinHandle<()>) {
+        if let Ok(mut ws) = self.writers.lock() {
+            ws.retain(|h| !h.is_finished());
+            ws.push(w);
+        }
+    }
+
+    fn close_lanes(&self) {
+        self.control.close();
+        self.close_data_lanes();
+    }
+
+    fn close_data_lanes(&self) {
+        if let Ok(lanes) = self.lanes.lock() {
+            for l in lanes.values() {
+                l.close();
+            }
+        }
+    }
+}
+
+/// The transport needs its own `Arc` to spawn lane writers; this wrapper provides it.
+impl Transport for ArcTransport {
+    fn send_reliable(&self, frame: Frame) -> Pushed {
+        let t = &self.0;
+        let pushed = match frame {
+            Frame::Data { origin, envelope } => {
+                let Some(name) = roam_proto::envelope::peek_name(&envelope) else {
+                    return Pushed::Refused;
+                };
+                let best_effort = is_best_effort(&envelope);
+                if best_effort {
+                    if let Some(max) = t.conn.max_datagram_size() {
+                        let len = roam_proto::frame::DATA_HEADER_LEN + envelope.len();
+                        if len <= max {
+                            let mut d = Vec::with_capacity(len);
+                            d.extend_from_slice(&data_header(origin, envelope.len()));
+                            d.extend_from_slice(&envelope);
+                            t.stats.count_out(len);
+                            // quinn drops the oldest queued datagram when its buffer is full.
+                            return match t.conn.send_datagram(Bytes::from(d)) {
+                                Ok(()) => Pushed::Queued,
+                                Err(_) => Pushed::Closed,
+                            };
+                        }
+                    }
+                }
+                t.lane_for(name, best_effort)
+                    .push(Outgoing::Data { origin, envelope })
+            }
+            other => t.control.push(Outgoing::from_frame(other)),
+        };
+        if matches!(pushed, Pushed::DroppedOldest(_)) {
+            t.stats.count_push(pushed);
+        }
+        pushed
+    }
+
+    fn close(&self, reason: &str) {
+        self.0.conn.close(0u32.into(), reason.as_bytes());
+        self.0.close_lanes();
+    }
+
+    fn finish(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        Box::pin(async move {
+            self.0.close_data_lanes();
+            // Data lanes first; the control lane (the first writer) ends last, which tells the
+            // peer we are leaving. It then reads everything and closes the connection.
+            let mut writers = self
+                .0
+                .writers
+                .lock()
+                .map(|mut w| std::mem::take(&mut *w))
+                .unwrap_or_default();
+            let control = if writers.is_empty() {
+                None
+            } else {
+                Some(writers.remove(0))
+            };
+            for w in writers {
+                let _ = w.await;
+            }
+            self.0.control.close();
+            if let Some(c) = control {
+                let _ = c.await;
+            }
+            let wait = self
+                .0
+                .cfg
+                .idle_timeout
+                .max(std::time::Duration::from_secs(5));
+            let _ = tokio::time::timeout(wait, self.0.conn.closed()).await;
+            self.0.conn.close(0u32.into(), b"done");
+        })
+    }
+
+    fn stats(&self) -> &LinkStats {
+        &self.0.stats
+    }
+
+    fn path(&self) -> Option<PathStats> {
+        let s = self.0.conn.stats();
+        Some(PathStats {
+            rtt_us: s.path.rtt.as_micros() as u64,
+            cwnd: s.path.cwnd,
+            sent_packets: s.path.sent_packets,
+            lost_packets: s.path.lost_packets,
+            congestion_events: s.path.congestion_events,
+            mtu: s.path.current_mtu,
+        })
+    }
+
+    fn wait_space(
+        &self,
+        name: Name,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        let lane = self.0.lanes.lock().ok().and_then(|l| l.get(&name).cloned());
+        Box::pin(async move {
+            if let Some(lane) = lane {
+                lane.wait_space().await;
+            }
+        })
+    }
+
+    fn kind(&self) -> &'static str {
+        "quic"
+    }
+
+    fn depth(&self) -> crate::lane::Depth {
+        let t = &self.0;
+        let mut depth = t.control.depth();
+        if let Ok(lanes) = t.lanes.lock() {
+            // Topics past `max_lanes` share a lane: count each lane once.
+            let mut seen = std::collections::HashSet::new();
+            for l in lanes.values() {
+                if seen.insert(Arc::as_ptr(l)) {
+                    depth = depth + l.depth();
+                }
+            }
+        }
+        depth
+    }
+}
+
+struct ArcTransport(Arc<QuicTransport>);
+
+impl From<Arc<QuicTransport>> for LinkSender {
+    fn from(t: Arc<QuicTransport>) -> Self {
+        LinkSender(Arc::new(ArcTransport(t)))
+    }
+}

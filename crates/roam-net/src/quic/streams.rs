@@ -1,0 +1,192 @@
+//! The tasks that move a QUIC link's frames: a writer per lane (batching what is queued
+//! into one stream write, at the stream's priority) and a reader per incoming stream and for
+//! datagrams.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use roam_proto::frame::data_header;
+use tracing::{debug, warn};
+
+use super::QuicTransport;
+use crate::framing::read_frame;
+use crate::lane::Lane;
+use crate::link::{Inbound, LinkId, Outgoing};
+
+/// Most frames one stream write takes from a lane, and the byte count past which it stops
+/// taking more: enough to amortise waking quinn's connection driver over a burst of small
+/// messages, small enough that a lane's first message never waits behind a long batch.
+const WRITE_BATCH_FRAMES: usize = 64;
+const WRITE_BATCH_BYTES: usize = 256 << 10;
+/// Frames up to this size are copied into one buffer per batch; larger envelopes go to quinn
+/// as they are (no copy). quinn keeps every written buffer until the peer acknowledges it and
+/// looks data up by walking those buffers, so a burst of small messages must not become
+/// thousands of tiny buffers.
+const COALESCE_MAX: usize = 16 << 10;
+
+pub(super) async fn write_lane(
+    t: Arc<QuicTransport>,
+    mut s: quinn::SendStream,
+    lane: Arc<Lane<Outgoing>>,
+) {
+    let mut chunks: Vec<Bytes> = Vec::with_capacity(2 * WRITE_BATCH_FRAMES);
+    let mut small = bytes::BytesMut::new();
+    // quinn opens every stream at priority 0, bulk's.
+    let mut priority = Priority::Bulk;
+    while let Some(first) = lane.pop().await {
+        // Whatever else is queued already goes in the same write.
+        let (mut frames, mut bytes, mut largest) = (0, 0, 0);
+        let mut next = Some(first);
+        while let Some(item) = next.take() {
+            frames += 1;
+            let size = crate::lane::Weighted::size(&item);
+            bytes += size;
+            largest = largest.max(size);
+            if size > COALESCE_MAX && !small.is_empty() {
+                chunks.push(small.split().freeze());
+            }
+            match item {
+                Outgoing::Control(b) if size <= COALESCE_MAX => small.extend_from_slice(&b),
+                Outgoing::Control(b) => chunks.push(b),
+                Outgoing::Data { origin, envelope } => {
+                    small.extend_from_slice(&data_header(origin, envelope.len()));
+                    if size <= COALESCE_MAX {
+                        small.extend_from_slice(&envelope);
+                    } else {
+                        chunks.push(small.split().freeze());
+                        chunks.push(envelope);
+                    }
+                }
+            }
+            if frames < WRITE_BATCH_FRAMES && bytes < WRITE_BATCH_BYTES {
+                next = lane.try_pop();
+            }
+        }
+        if !small.is_empty() {
+            chunks.push(small.split().freeze());
+        }
+        let wanted = Priority::of(largest);
+        if wanted != priority {
+            priority = wanted;
+            let _ = s.set_priority(priority as i32);
+        }
+        if let Err(e) = s.write_all_chunks(&mut chunks).await {
+            debug!("lane closed: {e}");
+            lane.close();
+            return;
+        }
+        chunks.clear();
+        t.stats.count_out_many(frames, bytes);
+    }
+    // Closed: everything queued has been written. Wait until the peer acknowledged it, so a
+    // program that exits right after publishing loses nothing.
+    if s.finish().is_ok() {
+        let _ = s.stopped().await;
+    }
+}
+
+/// Which of a connection's streams quinn serves first when several have data to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Priority {
+    /// A stream carrying large messages (images, point clouds, maps).
+    Bulk = 0,
+    /// The rest (joystick, odometry, status, services): sent ahead of bulk data, so a small
+    /// message never waits behind megabytes queued on another topic's stream.
+    Interactive = 1,
+}
+
+impl Priority {
+    /// Messages up to this size are interactive.
+    const INTERACTIVE_MAX: usize = 64 << 10;
+
+    fn of(largest_message: usize) -> Priority {
+        if largest_message <= Self::INTERACTIVE_MAX {
+            Priority::Interactive
+        } else {
+            Priority::Bulk
+        }
+    }
+}
+
+/// Bytes buffered per stream read from quinn.
+const READ_BUFFER: usize = 64 << 10;
+
+/// Reads frames until the stream ends; true when the peer finished it cleanly.
+pub(super) async fn read_stream(
+    t: Arc<QuicTransport>,
+    rx: quinn::RecvStream,
+    link: LinkId,
+    inbound: Inbound,
+) -> bool {
+    // Small frames come several to a packet: buffering takes them out of quinn with one
+    // read (one lock of the connection) instead of three per frame.
+    let mut rx = tokio::io::BufReader::with_capacity(READ_BUFFER, rx);
+    loop {
+        match read_frame(&mut rx, t.cfg.max_frame).await {
+            Ok(Some(frame)) => {
+                t.stats.count_frame_in(&frame);
+                if !inbound.frame(link, frame).await {
+                    return false;
+                }
+            }
+            Ok(None) => return true,
+            Err(crate::framing::ReadError::Frame(e)) => {
+                warn!("closing link: peer sent a bad frame: {e}");
+                t.conn.close(2u32.into(), b"bad frame");
+                return false;
+            }
+            Err(e) => {
+                debug!("stream ended: {e}");
+                return false;
+            }
+        }
+    }
+}
+
+/// The peer finished its control stream: it is leaving and has finished its data streams
+/// first. Read those to the end, then close, so nothing it sent is lost (quinn discards
+/// unread data once a connection closes, and the peer's acknowledgements only mean the data
+/// reached our buffers).
+pub(super) async fn close_when_drained(t: Arc<QuicTransport>) {
+    use std::sync::atomic::Ordering;
+    // Streams opened before the control stream ended are already acceptable; give the accept
+    // loop a moment to pick them up.
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let deadline =
+        tokio::time::Instant::now() + t.cfg.idle_timeout.max(std::time::Duration::from_secs(5));
+    while t.readers.load(Ordering::Acquire) > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    t.conn.close(0u32.into(), b"bye");
+}
+
+pub(super) async fn accept_streams(t: Arc<QuicTransport>, link: LinkId, inbound: Inbound) {
+    use std::sync::atomic::Ordering;
+    while let Ok(rx) = t.conn.accept_uni().await {
+        t.readers.fetch_add(1, Ordering::AcqRel);
+        let t2 = t.clone();
+        let inbound = inbound.clone();
+        tokio::spawn(async move {
+            read_stream(t2.clone(), rx, link, inbound).await;
+            t2.readers.fetch_sub(1, Ordering::AcqRel);
+        });
+    }
+}
+
+pub(super) async fn read_datagrams(t: Arc<QuicTransport>, link: LinkId, inbound: Inbound) {
+    while let Ok(d) = t.conn.read_datagram().await {
+        t.stats.count_in(d.len());
+        match roam_proto::frame::decode_all(d, t.cfg.max_frame) {
+            Ok(frames) => {
+                for f in frames {
+                    t.stats.record_age(&f);
+                    if !inbound.frame(link, f).await {
+                        return;
+                    }
+                }
+            }
+            // A bad datagram is dropped; datagrams are best effort by nature.
+            Err(e) => debug!("dropping a bad datagram: {e}"),
+        }
+    }
+}
