@@ -124,6 +124,9 @@ impl Port {
     }
 
     /// Like [`Self::send`], for threads outside the async runtime (DDS listener callbacks).
+    /// An in-process router's pause is not waited for (the caller looked at
+    /// [`Self::would_wait`] and keeps paused samples itself); a client link's sender blocks
+    /// while its queue is full.
     pub(crate) fn send_blocking(&self, name: Name, envelope: Bytes) -> Result<(), SendError> {
         match self {
             Port::Router(r) => {

@@ -6,8 +6,7 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
-use std::time::Duration;
+use std::sync::Mutex;
 
 use roam_proto::Name;
 use tokio::sync::Notify;
@@ -18,8 +17,6 @@ pub struct Pauses {
     count: AtomicUsize,
     names: Mutex<HashSet<Name>>,
     resumed: Notify,
-    /// The same signal for threads outside the runtime (DDS listeners), which block.
-    resumed_blocking: Condvar,
 }
 
 impl Pauses {
@@ -38,26 +35,11 @@ impl Pauses {
             }
         }
         self.resumed.notify_waiters();
-        self.resumed_blocking.notify_all();
     }
 
     pub fn is_paused(&self, name: &Name) -> bool {
         self.count.load(Ordering::Acquire) > 0
             && self.names.lock().map(|n| n.contains(name)).unwrap_or(false)
-    }
-
-    /// Blocks the calling thread until `name` is not paused, or `limit` has passed (the
-    /// caller looks again: a bound on a wake-up that never comes).
-    pub fn wait_blocking(&self, name: &Name, limit: Duration) {
-        if self.count.load(Ordering::Acquire) == 0 {
-            return;
-        }
-        let Ok(names) = self.names.lock() else {
-            return;
-        };
-        let _ = self
-            .resumed_blocking
-            .wait_timeout_while(names, limit, |n| n.contains(name));
     }
 
     /// Returns once `name` is not paused.
@@ -100,25 +82,5 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(!p.is_paused(&a));
-    }
-
-    #[test]
-    fn a_blocked_thread_wakes_when_its_name_resumes() {
-        let p = Arc::new(Pauses::default());
-        let (a, b) = (Name([1; 32]), Name([2; 32]));
-        p.pause(a);
-        p.wait_blocking(&b, Duration::from_secs(60)); // not paused: returns at once
-        let blocked = {
-            let p = p.clone();
-            std::thread::spawn(move || {
-                let t = std::time::Instant::now();
-                p.wait_blocking(&a, Duration::from_secs(60));
-                t.elapsed()
-            })
-        };
-        std::thread::sleep(Duration::from_millis(20));
-        assert!(!blocked.is_finished());
-        p.resume(a);
-        assert!(blocked.join().unwrap() < Duration::from_secs(60));
     }
 }

@@ -4,7 +4,6 @@
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use roam_proto::{Name, RouterId};
@@ -107,15 +106,14 @@ impl RouterHandle {
         self.pauses.is_paused(name)
     }
 
-    /// Like [`Self::send`], for threads outside the async runtime (DDS listener callbacks):
-    /// blocks while the router is busy or the topic is paused by back-pressure (reliable
-    /// data only), which pushes back on the DDS writer instead of queueing without bound.
+    /// Like [`Self::send`], for threads outside the async runtime (DDS listener callbacks),
+    /// without waiting for a pause: the caller looks at [`Self::is_paused`] first and keeps
+    /// what comes while its topic is paused (the edge's backlog). A pause that begins between
+    /// that look and this send lets this one envelope through to the router, which holds it
+    /// in the topic's stall queue like any envelope already on its way; waiting here instead
+    /// would hold the calling thread, and every topic it serves, until the topic resumes.
+    /// Blocks only while the router's command queue is full.
     pub fn send_blocking(&self, name: Name, envelope: Bytes) {
-        if !crate::link::is_best_effort(&envelope) {
-            while self.pauses.is_paused(&name) {
-                self.pauses.wait_blocking(&name, Duration::from_millis(100));
-            }
-        }
         let _ = self.cmd.blocking_send(Command::Send { name, envelope });
     }
 

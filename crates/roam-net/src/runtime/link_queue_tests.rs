@@ -1,6 +1,7 @@
 //! A link's send queue in the status report: a subscriber that stops reading fills the
 //! publisher's lane toward it, the reliable topic stalls (counted, and shown as paused), and
-//! once the subscriber reads again the queue drains to empty with nothing lost.
+//! once the subscriber reads again the queue drains to empty with nothing lost. A send from
+//! outside the runtime while the topic is paused is not held until it resumes.
 
 use std::time::{Duration, Instant};
 
@@ -42,9 +43,11 @@ async fn a_full_link_reports_its_queue_and_stalls_then_drains() {
     let mut sealer = Sealer::new(&RealmSecret::from_bytes([3; 32]), name, false, None).unwrap();
     const N: u64 = 200;
     let payload = vec![0u8; 256 << 10];
-    let envs: Vec<Bytes> = (0..N)
+    let mut envs: Vec<Bytes> = (0..=N)
         .map(|_| Bytes::from(sealer.seal_to_vec(&payload, 0).unwrap()))
         .collect();
+    // The last one is sent from a plain thread while the topic is paused.
+    let late = envs.pop().unwrap();
     let sender = {
         let h = pub_router.clone();
         tokio::spawn(async move {
@@ -66,8 +69,28 @@ async fn a_full_link_reports_its_queue_and_stalls_then_drains() {
     assert!(stalled.queued.bytes >= 256 << 10, "{:?}", stalled.queued);
     assert_eq!(stalled.dropped_full, 0, "a stall is not a drop");
 
+    // A DDS listener thread that looked before the pause began sends without waiting for
+    // the topic to resume (its envelope joins the stall): it must not be held meanwhile.
+    assert!(pub_router.is_paused(&name));
+    let (sent_tx, sent_rx) = std::sync::mpsc::channel();
+    let blocking = {
+        let h = pub_router.clone();
+        std::thread::spawn(move || {
+            h.send_blocking(name, late);
+            let _ = sent_tx.send(());
+        })
+    };
+    sent_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("send_blocking waited for the paused topic to resume");
+    blocking.join().unwrap();
+    assert!(
+        pub_router.is_paused(&name),
+        "the subscriber has read nothing"
+    );
+
     let mut seqs = Vec::new();
-    while seqs.len() < N as usize {
+    while seqs.len() <= N as usize {
         let env = tokio::time::timeout(Duration::from_secs(10), rx.recv())
             .await
             .unwrap_or_else(|_| panic!("stuck after {} messages", seqs.len()))
@@ -75,6 +98,12 @@ async fn a_full_link_reports_its_queue_and_stalls_then_drains() {
         seqs.push(roam_proto::EnvelopeHeader::parse(&env).unwrap().seq);
     }
     sender.await.unwrap();
+    // The late envelope (the last sealed) overtook those still waiting for the resume.
+    let late_at = seqs
+        .iter()
+        .position(|&s| s == N + 1)
+        .expect("the late one was lost");
+    seqs.remove(late_at);
     assert_eq!(seqs, (1..=N).collect::<Vec<_>>(), "lost or reordered");
 
     let deadline = Instant::now() + Duration::from_secs(10);
