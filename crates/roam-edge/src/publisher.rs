@@ -101,14 +101,6 @@ impl Edge {
         spec: StreamSpec,
     ) -> Result<Publisher, EdgeError> {
         let name = topic.data_name(&spec.dds_type);
-        let sealer = Sealer::new(
-            &topic.realm.secret,
-            name,
-            !spec.qos.reliable,
-            self.inner.signer.clone(),
-        )?
-        .clear_text(spec.clear_text);
-        let session = sealer.session();
         let qos = spec.qos;
         // A full backlog may drop what the topic's own DDS history would (see crate::backlog).
         let when_full = if !spec.keyed && (qos.depth > 0 || !qos.reliable) {
@@ -118,6 +110,18 @@ impl Edge {
         } else {
             WhenFull::Wait
         };
+        // A reliable stream whose backlog replaces old samples tells routers so: they hold it
+        // back as soon as a lane fills, and the sample that waits is the newest one, here.
+        let keep_latest = qos.reliable && matches!(when_full, WhenFull::DropOldest { .. });
+        let sealer = Sealer::new(
+            &topic.realm.secret,
+            name,
+            !qos.reliable,
+            self.inner.signer.clone(),
+        )?
+        .clear_text(spec.clear_text)
+        .keep_latest(keep_latest);
+        let session = sealer.session();
         let dds_type = spec.dds_type.clone();
         let announcer = topic.raw.is_none().then(|| self.announcer(topic));
         if let Some(announcer) = &announcer {

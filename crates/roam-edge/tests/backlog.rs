@@ -285,3 +285,34 @@ async fn a_keep_last_topic_pushed_back_on_keeps_only_its_depth_waiting() {
     assert_eq!(got[2..], newest[..], "{got:?}");
     assert_eq!(got.len() as u64 + overwritten, N as u64, "{got:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_reliable_keep_last_streams_without_keys_tell_routers_to_keep_the_latest() {
+    let dir = pki_dir("backlog-flag");
+    let r = router(&dir, "r").await;
+    let edge = Edge::new(Port::Router(r.clone()), "proc");
+    let keyed = {
+        let mut s = StreamSpec::new(STRING);
+        s.keyed = true;
+        s
+    };
+    let best_effort = {
+        let mut s = StreamSpec::new(STRING);
+        s.qos.reliable = false;
+        s
+    };
+    for (topic, spec, keep_latest) in [
+        ("/camera", StreamSpec::new(STRING), true),
+        ("/log", keep_all(), false),
+        ("/objects", keyed, false),
+        ("/scan", best_effort, false),
+    ] {
+        let p = edge
+            .publisher(&TopicRef::new(realm(), topic), spec)
+            .await
+            .unwrap();
+        let env = p.seal(PayloadKind::Data, b"sample").unwrap();
+        let flags = roam_proto::EnvelopeHeader::parse(&env).unwrap().flags;
+        assert_eq!(flags.keep_latest(), keep_latest, "{topic}");
+    }
+}

@@ -169,19 +169,20 @@ impl<T: Weighted> Lane<T> {
             let space = self.space.notified();
             tokio::pin!(space);
             space.as_mut().enable();
-            {
-                let s = match self.state.lock() {
-                    Ok(s) => s,
-                    Err(p) => p.into_inner(),
-                };
-                if s.closed
-                    || (s.queue.len() < self.limits.max_messages && s.bytes < self.limits.max_bytes)
-                {
-                    return;
-                }
+            if self.has_space() {
+                return;
             }
             space.await;
         }
+    }
+
+    /// Whether the lane has room for another message (or is closed: nothing waits on it).
+    pub fn has_space(&self) -> bool {
+        let s = match self.state.lock() {
+            Ok(s) => s,
+            Err(p) => p.into_inner(),
+        };
+        s.closed || (s.queue.len() < self.limits.max_messages && s.bytes < self.limits.max_bytes)
     }
 
     pub fn close(&self) {

@@ -389,6 +389,8 @@ pub trait Transport: Send + Sync + 'static {
         &self,
         name: roam_proto::Name,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>>;
+    /// Whether the reliable lane carrying `name` has room for another message now.
+    fn has_space(&self, name: roam_proto::Name) -> bool;
     fn stats(&self) -> &LinkStats;
     fn kind(&self) -> &'static str;
     /// What the transport knows of the network path (QUIC does; TCP leaves it to the kernel).
@@ -494,6 +496,14 @@ pub fn is_best_effort(envelope: &[u8]) -> bool {
     envelope
         .get(1)
         .is_some_and(|f| f & roam_proto::EnvelopeFlags::BEST_EFFORT != 0)
+}
+
+/// Whether an envelope's publisher keeps only its newest samples
+/// ([`roam_proto::EnvelopeFlags::KEEP_LATEST`]).
+pub fn is_keep_latest(envelope: &[u8]) -> bool {
+    envelope
+        .get(1)
+        .is_some_and(|f| f & roam_proto::EnvelopeFlags::KEEP_LATEST != 0)
 }
 
 /// Bytes a frame occupies on the wire, for the link counters. Control frames are counted

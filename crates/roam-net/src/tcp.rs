@@ -217,6 +217,10 @@ impl Transport for TcpTransport {
         Box::pin(self.reliable.wait_space())
     }
 
+    fn has_space(&self, _name: roam_proto::Name) -> bool {
+        self.reliable.has_space()
+    }
+
     fn kind(&self) -> &'static str {
         "tcp+tls"
     }

@@ -4,7 +4,8 @@
 //! offset size field
 //!  0      1   version (1)
 //!  1      1   flags   (bit 0 signed, bit 1 best effort, bit 2 clear text, bit 3 dispose,
-//!                      bit 4 unregister; other bits must be zero, and 3 and 4 not both)
+//!                      bit 4 unregister, bit 5 keep latest; other bits must be zero, and
+//!                      3 and 4 not both)
 //!  2      2   reserved, zero
 //!  4     32   name
 //! 36      8   sender session (random per sealer)
@@ -48,8 +49,17 @@ impl EnvelopeFlags {
     /// Instance lifecycle: the payload is the serialized key of an instance that lost its
     /// publisher (unregistered, or the publisher left).
     pub const UNREGISTER: u8 = 0x10;
-    const KNOWN: u8 =
-        Self::SIGNED | Self::BEST_EFFORT | Self::CLEAR | Self::DISPOSE | Self::UNREGISTER;
+    /// The publisher keeps only its newest samples (a DDS KEEP_LAST history, unkeyed): an
+    /// older sample still waiting at the source may be replaced by a newer one. A router
+    /// holds such a stream back as soon as a lane toward its subscribers is full, rather than
+    /// queueing one more sample behind it, so the next sample sent is the newest there is.
+    pub const KEEP_LATEST: u8 = 0x20;
+    const KNOWN: u8 = Self::SIGNED
+        | Self::BEST_EFFORT
+        | Self::CLEAR
+        | Self::DISPOSE
+        | Self::UNREGISTER
+        | Self::KEEP_LATEST;
 
     pub fn signed(self) -> bool {
         self.0 & Self::SIGNED != 0
@@ -61,6 +71,10 @@ impl EnvelopeFlags {
 
     pub fn clear(self) -> bool {
         self.0 & Self::CLEAR != 0
+    }
+
+    pub fn keep_latest(self) -> bool {
+        self.0 & Self::KEEP_LATEST != 0
     }
 
     /// What the payload is: data, or an instance lifecycle change.

@@ -173,6 +173,17 @@ impl Sealer {
         self
     }
 
+    /// Marks the stream's envelopes as keep latest (see [`EnvelopeFlags::KEEP_LATEST`]): the
+    /// publisher keeps only its newest samples while the stream is held back.
+    pub fn keep_latest(mut self, keep_latest: bool) -> Self {
+        if keep_latest {
+            self.flags.0 |= EnvelopeFlags::KEEP_LATEST;
+        } else {
+            self.flags.0 &= !EnvelopeFlags::KEEP_LATEST;
+        }
+        self
+    }
+
     pub fn name(&self) -> Name {
         self.name
     }

@@ -234,6 +234,26 @@ fn setting_the_clear_flag_on_an_encrypted_envelope_is_refused() {
 }
 
 #[test]
+fn keep_latest_is_carried_and_cannot_be_altered_by_a_router() {
+    let mut s = Sealer::new(&realm(1), name(), false, None)
+        .unwrap()
+        .keep_latest(true);
+    let env = s.seal_to_vec(b"newest image", 0).unwrap();
+    let mut o = Opener::new(&realm(1), OpenerConfig::default());
+    let mut out = Vec::new();
+    let opened = o.open(&env, 0, &mut out).unwrap();
+    assert!(opened.header.flags.keep_latest());
+    assert_eq!(out, b"newest image");
+    // Routers read the bit; flipping it either way fails authentication.
+    let mut plain = Sealer::new(&realm(1), name(), false, None).unwrap();
+    for mut e in [env, plain.seal_to_vec(b"every image", 0).unwrap()] {
+        e[1] ^= EnvelopeFlags::KEEP_LATEST;
+        let mut fresh = Opener::new(&realm(1), OpenerConfig::default());
+        assert_eq!(fresh.open(&e, 0, &mut out), Err(OpenError::Forged));
+    }
+}
+
+#[test]
 fn signed_clear_text_names_the_member() {
     let id = Arc::new(SigningIdentity::from_seed(&[9; 32]));
     let mut s = Sealer::new(&realm(1), name(), false, Some(id.clone()))

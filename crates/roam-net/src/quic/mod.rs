@@ -308,6 +308,11 @@ impl Transport for ArcTransport {
         })
     }
 
+    fn has_space(&self, name: Name) -> bool {
+        let lane = self.0.lanes.lock().ok().and_then(|l| l.get(&name).cloned());
+        lane.is_none_or(|l| l.has_space())
+    }
+
     fn kind(&self) -> &'static str {
         "quic"
     }

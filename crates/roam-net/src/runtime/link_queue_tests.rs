@@ -119,3 +119,75 @@ async fn a_full_link_reports_its_queue_and_stalls_then_drains() {
     sub_router.shutdown().await;
     pub_router.shutdown().await;
 }
+
+/// A keep-latest topic is held back when its lane fills, before the lane refuses a sample:
+/// nothing of it waits in the router's stall queue (where a newer sample could not replace
+/// it), nothing is dropped, and it flows again when the subscriber reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keep_latest_topic_is_held_back_when_its_lane_fills() {
+    let dir = Dir(std::env::temp_dir().join(format!("roam-keep-latest-{}", std::process::id())));
+    let name = Name([12; 32]);
+    let link = LinkConfig {
+        reliable: LaneLimits {
+            max_messages: 2,
+            max_bytes: 1 << 20,
+        },
+        ..LinkConfig::default()
+    };
+    let PubSub {
+        sub_router,
+        pub_router,
+        mut rx,
+    } = pub_sub(&dir, name, 1, link).await;
+    let mut sealer = Sealer::new(&RealmSecret::from_bytes([3; 32]), name, false, None)
+        .unwrap()
+        .keep_latest(true);
+    const N: u64 = 100;
+    let payload = vec![0u8; 256 << 10];
+    let envs: Vec<Bytes> = (0..N)
+        .map(|_| Bytes::from(sealer.seal_to_vec(&payload, 0).unwrap()))
+        .collect();
+    let sender = {
+        let h = pub_router.clone();
+        tokio::spawn(async move {
+            for e in envs {
+                h.send(name, e).await;
+            }
+        })
+    };
+
+    // The subscriber reads nothing: the lane fills and the topic is held back.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let held = loop {
+        let l = link_to_sub(&pub_router).await;
+        if l.stalled_topics == 1 && l.queued.messages >= 2 {
+            break l;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the topic was never held back: {l:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(pub_router.is_paused(&name));
+    assert_eq!(held.stalls, 0, "the lane refused a sample: {held:?}");
+    assert_eq!(held.dropped_full, 0);
+
+    let mut seqs = Vec::new();
+    while seqs.len() < N as usize {
+        let env = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .unwrap_or_else(|_| panic!("stuck after {} messages", seqs.len()))
+            .unwrap();
+        seqs.push(roam_proto::EnvelopeHeader::parse(&env).unwrap().seq);
+    }
+    sender.await.unwrap();
+    assert_eq!(seqs, (1..=N).collect::<Vec<_>>(), "lost or reordered");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pub_router.is_paused(&name) {
+        assert!(Instant::now() < deadline, "the topic stayed held back");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    sub_router.shutdown().await;
+    pub_router.shutdown().await;
+}

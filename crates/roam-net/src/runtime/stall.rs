@@ -12,11 +12,14 @@ use tracing::warn;
 
 use super::{Command, LinkId, LocalId, Runtime};
 use crate::lane::Pushed;
-use crate::link::{is_best_effort, wire_size};
+use crate::link::{is_best_effort, is_keep_latest, wire_size};
 
 pub(super) struct Stall {
     pub(super) frames: std::collections::VecDeque<roam_proto::Frame>,
     pub(super) bytes: usize,
+    /// The topic's publisher keeps only its newest samples: once the lane is full again the
+    /// topic stays held back, with nothing queued here (see [`Runtime::hold_back`]).
+    pub(super) keep_latest: bool,
 }
 
 /// Bytes a stall may hold beyond the full lane: what was already in the router's inbound
@@ -30,13 +33,13 @@ impl Runtime {
         let Some(l) = self.links.get(&link) else {
             return;
         };
-        let reliable_name = match &frame {
+        let reliable = match &frame {
             roam_proto::Frame::Data { envelope, .. } if !is_best_effort(envelope) => {
-                roam_proto::envelope::peek_name(envelope)
+                roam_proto::envelope::peek_name(envelope).map(|n| (n, is_keep_latest(envelope)))
             }
             _ => None,
         };
-        let Some(name) = reliable_name else {
+        let Some((name, keep_latest)) = reliable else {
             l.tx.send(frame);
             return;
         };
@@ -61,11 +64,31 @@ impl Runtime {
                 Stall {
                     frames,
                     bytes: size,
+                    keep_latest,
                 },
             );
             self.pauses.pause(name);
             self.wait_for_room(link, name);
+        } else if keep_latest && !l.tx.0.has_space(name) {
+            self.hold_back(link, name);
         }
+    }
+
+    /// Pauses a keep-latest topic whose lane toward `link` has just filled, before it refuses
+    /// a sample: the topic's next sample then waits at its publisher, where a newer one can
+    /// still replace it, instead of here behind the full lane (where it would be older by a
+    /// whole lane's worth of sending when it leaves). Resumes when the lane has room.
+    fn hold_back(&mut self, link: LinkId, name: Name) {
+        self.stalls.insert(
+            (link, name),
+            Stall {
+                frames: VecDeque::new(),
+                bytes: 0,
+                keep_latest: true,
+            },
+        );
+        self.pauses.pause(name);
+        self.wait_for_room(link, name);
     }
 
     fn wait_for_room(&self, link: LinkId, name: Name) {
@@ -114,6 +137,10 @@ impl Runtime {
             if !stall.frames.is_empty() {
                 self.stalls.insert((link, name), stall);
                 self.wait_for_room(link, name);
+                return;
+            }
+            if stall.keep_latest && !gave_up && !l.tx.0.has_space(name) {
+                self.hold_back(link, name);
                 return;
             }
         }
