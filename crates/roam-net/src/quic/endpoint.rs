@@ -25,12 +25,13 @@ const STREAM_SHARE: usize = 4;
 
 /// The largest UDP payload a link's MTU discovery searches for (and that the endpoint says
 /// it takes). Above quinn's 1,452 so that loopback and jumbo-frame LANs carry a message in a
-/// fifth of the packets; no more than 6,500 because quinn hands the kernel up to ten packets
-/// in one segmentation-offload send, which may total at most 64 KB: larger packets make
-/// that send fail with EMSGSIZE, which quinn takes for a lost MTU probe, and every datagram
-/// of it is lost (the lab measured 56-122 ms echoes of 64 KiB with 9,000- and 65,527-byte
-/// bounds). A 1500-byte path settles near 1,452 as before.
-const MAX_UDP_PAYLOAD: u16 = 6500;
+/// third of the packets. Not more: quinn hands the kernel up to ten packets in one
+/// segmentation-offload send, which may total at most 64 KB (with 9,000- and 65,527-byte
+/// bounds those sends failed with EMSGSIZE and 64 KiB echoes took 56-122 ms), and with 6,500
+/// a 10 kHz stream of 4 KiB messages stalled now and then for 25-50 ms (the lab's E4 p99
+/// 6-50 ms over six runs against 0.4-1.3 ms with 4,500 or 1,452; the cause was not found).
+/// A 1500-byte path settles near 1,452 as before.
+const MAX_UDP_PAYLOAD: u16 = 4500;
 
 /// QUIC transport parameters for roam links whose UDP socket holds `socket_buffer` bytes.
 ///
