@@ -227,12 +227,18 @@ impl Flow {
             }
             let now = Instant::now();
             while let Some(pkt) = self.c2t.pop_due(now) {
-                let r = self.upstream.send(&pkt).await;
-                sent(r, pkt.len(), &self.counters.client_to_target);
+                let c = &self.counters.client_to_target;
+                forwarding(pkt.len(), c);
+                if self.upstream.send(&pkt).await.is_err() {
+                    not_sent(pkt.len(), c);
+                }
             }
             while let Some(pkt) = self.t2c.pop_due(now) {
-                let r = self.listen.send_to(&pkt, self.client).await;
-                sent(r, pkt.len(), &self.counters.target_to_client);
+                let c = &self.counters.target_to_client;
+                forwarding(pkt.len(), c);
+                if self.listen.send_to(&pkt, self.client).await.is_err() {
+                    not_sent(pkt.len(), c);
+                }
             }
             if self.c2t.is_empty() && self.t2c.is_empty() && now >= last_activity + self.idle {
                 break;
@@ -290,11 +296,19 @@ fn offer(
     }
 }
 
-fn sent(r: io::Result<usize>, n: usize, c: &DirCounters) {
-    if r.is_ok() {
-        DirCounters::add(&c.forwarded_packets, 1);
-        DirCounters::add(&c.forwarded_bytes, n);
-    } else {
-        DirCounters::add(&c.send_errors, 1);
-    }
+/// Counts a datagram as forwarded before it goes to the socket: whoever receives it, and then
+/// stops the relay, finds it in the final counters (counted after the send, it could be
+/// missing from a snapshot taken in between).
+fn forwarding(n: usize, c: &DirCounters) {
+    DirCounters::add(&c.forwarded_packets, 1);
+    DirCounters::add(&c.forwarded_bytes, n);
+}
+
+/// A datagram [`forwarding`] counted that the socket refused: a send error instead.
+fn not_sent(n: usize, c: &DirCounters) {
+    c.forwarded_packets
+        .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    c.forwarded_bytes
+        .fetch_sub(n as u64, std::sync::atomic::Ordering::Relaxed);
+    DirCounters::add(&c.send_errors, 1);
 }
