@@ -210,6 +210,14 @@ mod tests {
         (PayloadKind::Data, Bytes::from(vec![tag; n]))
     }
 
+    /// Everything the backlog holds, in the order it hands it out: each entry's kind and
+    /// first byte (its tag).
+    fn drained(b: &Backlog) -> Vec<(PayloadKind, u8)> {
+        std::iter::from_fn(|| b.next())
+            .map(|(k, p)| (k, p.first().copied().unwrap_or(0)))
+            .collect()
+    }
+
     impl Backlog {
         /// `offer` where no drop may happen.
         fn offer_counted(&self, p: Pending, paused: bool) -> Offer {
@@ -303,11 +311,8 @@ mod tests {
         // Full: the next one pushes the oldest data out, on this thread, at once.
         assert_eq!(b.offer(env(third, 4), true, &dropped), Offer::Queued);
         assert_eq!(dropped.load(Ordering::Relaxed), 1);
-        let order: Vec<(PayloadKind, u8)> = std::iter::from_fn(|| b.next())
-            .map(|(k, p)| (k, p.first().copied().unwrap_or(0)))
-            .collect();
         assert_eq!(
-            order,
+            drained(&b),
             [
                 (PayloadKind::Dispose, b'k'),
                 (PayloadKind::Data, 2),
@@ -330,11 +335,8 @@ mod tests {
         assert_eq!(b.offer(env(10, 3), true, &dropped), Offer::Queued);
         assert_eq!(b.offer(env(10, 4), true, &dropped), Offer::Queued);
         assert_eq!(dropped.load(Ordering::Relaxed), 2);
-        let order: Vec<(PayloadKind, u8)> = std::iter::from_fn(|| b.next())
-            .map(|(k, p)| (k, p.first().copied().unwrap_or(0)))
-            .collect();
         assert_eq!(
-            order,
+            drained(&b),
             [
                 (PayloadKind::Dispose, b'k'),
                 (PayloadKind::Data, 3),

@@ -164,22 +164,21 @@ impl Sealer {
     /// Integrity only: payloads go in clear text, authenticated by the same key (see
     /// [`EnvelopeFlags::CLEAR`]). For data that is not secret, and to measure what
     /// encryption costs.
-    pub fn clear_text(mut self, clear: bool) -> Self {
-        if clear {
-            self.flags.0 |= EnvelopeFlags::CLEAR;
-        } else {
-            self.flags.0 &= !EnvelopeFlags::CLEAR;
-        }
-        self
+    pub fn clear_text(self, clear: bool) -> Self {
+        self.with_flag(EnvelopeFlags::CLEAR, clear)
     }
 
     /// Marks the stream's envelopes as keep latest (see [`EnvelopeFlags::KEEP_LATEST`]): the
     /// publisher keeps only its newest samples while the stream is held back.
-    pub fn keep_latest(mut self, keep_latest: bool) -> Self {
-        if keep_latest {
-            self.flags.0 |= EnvelopeFlags::KEEP_LATEST;
+    pub fn keep_latest(self, keep_latest: bool) -> Self {
+        self.with_flag(EnvelopeFlags::KEEP_LATEST, keep_latest)
+    }
+
+    fn with_flag(mut self, flag: u8, on: bool) -> Self {
+        if on {
+            self.flags.0 |= flag;
         } else {
-            self.flags.0 &= !EnvelopeFlags::KEEP_LATEST;
+            self.flags.0 &= !flag;
         }
         self
     }

@@ -21,17 +21,55 @@ async fn link_to_sub(h: &RouterHandle) -> LinkReport {
         .expect("no link to the subscriber")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_full_link_reports_its_queue_and_stalls_then_drains() {
-    let dir = Dir(std::env::temp_dir().join(format!("roam-link-queue-{}", std::process::id())));
-    let name = Name([11; 32]);
-    let link = LinkConfig {
+/// Reliable lanes of two messages: a few 256 KiB envelopes fill one.
+fn two_message_lanes() -> LinkConfig {
+    LinkConfig {
         reliable: LaneLimits {
             max_messages: 2,
             max_bytes: 1 << 20,
         },
         ..LinkConfig::default()
-    };
+    }
+}
+
+/// `n` envelopes of 256 KiB on `name`, sequences 1..=n.
+fn sealed(name: Name, n: u64, keep_latest: bool) -> Vec<Bytes> {
+    let mut sealer = Sealer::new(&RealmSecret::from_bytes([3; 32]), name, false, None)
+        .unwrap()
+        .keep_latest(keep_latest);
+    let payload = vec![0u8; 256 << 10];
+    (0..n)
+        .map(|_| Bytes::from(sealer.seal_to_vec(&payload, 0).unwrap()))
+        .collect()
+}
+
+/// Sends `envs` in order from an in-process publisher (each waits while the topic is paused).
+fn send_all(h: &RouterHandle, name: Name, envs: Vec<Bytes>) -> tokio::task::JoinHandle<()> {
+    let h = h.clone();
+    tokio::spawn(async move {
+        for e in envs {
+            h.send(name, e).await;
+        }
+    })
+}
+
+/// The sequences of the next `n` envelopes on `rx`, each within 10 s.
+async fn receive_seqs(rx: &mut crate::envelope_queue::QueueReceiver, n: usize) -> Vec<u64> {
+    let mut seqs = Vec::new();
+    while seqs.len() < n {
+        let env = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .unwrap_or_else(|_| panic!("stuck after {} messages", seqs.len()))
+            .unwrap();
+        seqs.push(roam_proto::EnvelopeHeader::parse(&env).unwrap().seq);
+    }
+    seqs
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_link_reports_its_queue_and_stalls_then_drains() {
+    let dir = Dir(std::env::temp_dir().join(format!("roam-link-queue-{}", std::process::id())));
+    let name = Name([11; 32]);
     // The subscriber's queue holds one message and is not read: its router pauses the
     // topic, QUIC flow control (a quarter of the link's window per stream) stops the
     // publisher's lane writer, and the publisher's lane fills.
@@ -39,23 +77,12 @@ async fn a_full_link_reports_its_queue_and_stalls_then_drains() {
         sub_router,
         pub_router,
         mut rx,
-    } = pub_sub(&dir, name, 1, link).await;
-    let mut sealer = Sealer::new(&RealmSecret::from_bytes([3; 32]), name, false, None).unwrap();
+    } = pub_sub(&dir, name, 1, two_message_lanes()).await;
     const N: u64 = 200;
-    let payload = vec![0u8; 256 << 10];
-    let mut envs: Vec<Bytes> = (0..=N)
-        .map(|_| Bytes::from(sealer.seal_to_vec(&payload, 0).unwrap()))
-        .collect();
+    let mut envs = sealed(name, N + 1, false);
     // The last one is sent from a plain thread while the topic is paused.
     let late = envs.pop().unwrap();
-    let sender = {
-        let h = pub_router.clone();
-        tokio::spawn(async move {
-            for e in envs {
-                h.send(name, e).await;
-            }
-        })
-    };
+    let sender = send_all(&pub_router, name, envs);
 
     let deadline = Instant::now() + Duration::from_secs(30);
     let stalled = loop {
@@ -89,14 +116,7 @@ async fn a_full_link_reports_its_queue_and_stalls_then_drains() {
         "the subscriber has read nothing"
     );
 
-    let mut seqs = Vec::new();
-    while seqs.len() <= N as usize {
-        let env = tokio::time::timeout(Duration::from_secs(10), rx.recv())
-            .await
-            .unwrap_or_else(|_| panic!("stuck after {} messages", seqs.len()))
-            .unwrap();
-        seqs.push(roam_proto::EnvelopeHeader::parse(&env).unwrap().seq);
-    }
+    let mut seqs = receive_seqs(&mut rx, N as usize + 1).await;
     sender.await.unwrap();
     // The late envelope (the last sealed) overtook those still waiting for the resume.
     let late_at = seqs
@@ -127,34 +147,13 @@ async fn a_full_link_reports_its_queue_and_stalls_then_drains() {
 async fn a_keep_latest_topic_is_held_back_when_its_lane_fills() {
     let dir = Dir(std::env::temp_dir().join(format!("roam-keep-latest-{}", std::process::id())));
     let name = Name([12; 32]);
-    let link = LinkConfig {
-        reliable: LaneLimits {
-            max_messages: 2,
-            max_bytes: 1 << 20,
-        },
-        ..LinkConfig::default()
-    };
     let PubSub {
         sub_router,
         pub_router,
         mut rx,
-    } = pub_sub(&dir, name, 1, link).await;
-    let mut sealer = Sealer::new(&RealmSecret::from_bytes([3; 32]), name, false, None)
-        .unwrap()
-        .keep_latest(true);
+    } = pub_sub(&dir, name, 1, two_message_lanes()).await;
     const N: u64 = 100;
-    let payload = vec![0u8; 256 << 10];
-    let envs: Vec<Bytes> = (0..N)
-        .map(|_| Bytes::from(sealer.seal_to_vec(&payload, 0).unwrap()))
-        .collect();
-    let sender = {
-        let h = pub_router.clone();
-        tokio::spawn(async move {
-            for e in envs {
-                h.send(name, e).await;
-            }
-        })
-    };
+    let sender = send_all(&pub_router, name, sealed(name, N, true));
 
     // The subscriber reads nothing: the lane fills and the topic is held back.
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -173,14 +172,7 @@ async fn a_keep_latest_topic_is_held_back_when_its_lane_fills() {
     assert_eq!(held.stalls, 0, "the lane refused a sample: {held:?}");
     assert_eq!(held.dropped_full, 0);
 
-    let mut seqs = Vec::new();
-    while seqs.len() < N as usize {
-        let env = tokio::time::timeout(Duration::from_secs(10), rx.recv())
-            .await
-            .unwrap_or_else(|_| panic!("stuck after {} messages", seqs.len()))
-            .unwrap();
-        seqs.push(roam_proto::EnvelopeHeader::parse(&env).unwrap().seq);
-    }
+    let seqs = receive_seqs(&mut rx, N as usize).await;
     sender.await.unwrap();
     assert_eq!(seqs, (1..=N).collect::<Vec<_>>(), "lost or reordered");
     let deadline = Instant::now() + Duration::from_secs(10);
