@@ -102,7 +102,7 @@ pub use participant::Participant;
 pub use qos::{History, Qos};
 pub use reader::{Reader, Sample, SampleKind};
 pub use types::{TypeDescriptor, TypeInfo};
-pub use writer::{Writer, WriterOptions};
+pub use writer::{OnReaders, Writer, WriterOptions};
 
 /// A 16-byte DDS GUID (GUID prefix of 12 bytes, entity id of 4).
 pub type Guid = [u8; 16];

@@ -1,3 +1,5 @@
+use std::ffi::c_void;
+
 use cyclors::{dds_entity_t, ddsi_sertype, ddsrt_iovec_t};
 
 use crate::error::{check, DdsError};
@@ -24,6 +26,19 @@ pub struct WriterOptions<'a> {
     /// unregistered (DDS's default disposes them then): for writers that replay another
     /// publisher's lifecycle, where an unregister must stay an unregister.
     pub explicit_dispose: bool,
+    /// Called with the topic's name and how many readers the writer reaches now, each time
+    /// that changes (a reader matched or left), on a CycloneDDS thread: to say when a
+    /// writer's readers come and go. It must return quickly and never block.
+    pub on_readers: Option<OnReaders>,
+}
+
+/// See [`WriterOptions::on_readers`].
+pub type OnReaders = fn(topic: &str, readers: u32);
+
+/// What the publication-matched listener reaches through its argument pointer.
+struct MatchState {
+    topic: String,
+    on_readers: OnReaders,
 }
 
 /// Publishes raw serialized samples on a blob topic.
@@ -31,9 +46,18 @@ pub struct Writer {
     handle: dds_entity_t,
     topic: dds_entity_t,
     info: TopicInfo,
+    /// The listener's state when [`WriterOptions::on_readers`] is set, else null.
+    matches: *const MatchState,
     // Keeps the participant (and so the domain) alive as long as this writer.
     _participant: Participant,
 }
+
+// SAFETY: `matches` points to a `MatchState` (a String and a fn pointer: Send + Sync), only
+// read, and freed in Drop after the writer entity is deleted. The handles are plain integers
+// usable from any thread.
+unsafe impl Send for Writer {}
+// SAFETY: as above.
+unsafe impl Sync for Writer {}
 
 impl std::fmt::Debug for Writer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -73,24 +97,46 @@ impl Writer {
         if options.explicit_dispose {
             raw.set_no_autodispose();
         }
-        // SAFETY: participant and topic handles are live; the qos is valid for the call and
-        // copied by CycloneDDS; NULL listener = none.
-        let ret = unsafe {
-            cyclors::dds_create_writer(
-                participant.handle(),
-                topic_handle,
-                raw.as_ptr(),
-                std::ptr::null(),
-            )
+        let matches = match options.on_readers {
+            Some(on_readers) => Box::into_raw(Box::new(MatchState {
+                topic: topic.name.clone(),
+                on_readers,
+            })),
+            None => std::ptr::null_mut(),
         };
+        let listener = if matches.is_null() {
+            std::ptr::null_mut()
+        } else {
+            // SAFETY: dds_create_listener only stores the argument pointer; `matches` stays
+            // valid until after the writer is deleted (see Drop).
+            let l = unsafe { cyclors::dds_create_listener(matches as *mut c_void) };
+            // SAFETY: valid listener; the callback has the C signature CycloneDDS expects
+            // and never unwinds.
+            unsafe { cyclors::dds_lset_publication_matched(l, Some(on_publication_matched)) };
+            l
+        };
+        // SAFETY: participant and topic handles are live; the qos and the listener (NULL:
+        // none) are valid for the call and copied by CycloneDDS.
+        let ret = unsafe {
+            cyclors::dds_create_writer(participant.handle(), topic_handle, raw.as_ptr(), listener)
+        };
+        if !listener.is_null() {
+            // SAFETY: the writer copied the listener; we own it and delete it once.
+            unsafe { cyclors::dds_delete_listener(listener) };
+        }
         if ret < 0 {
             delete_entity("topic", topic_handle);
+            if !matches.is_null() {
+                // SAFETY: no writer exists, so no callback holds the pointer; reclaim the box.
+                drop(unsafe { Box::from_raw(matches) });
+            }
         }
         let handle = check("dds_create_writer", ret)?;
         Ok(Writer {
             handle,
             topic: topic_handle,
             info: topic.clone(),
+            matches,
             _participant: participant.clone(),
         })
     }
@@ -222,7 +268,32 @@ impl Writer {
 
 impl Drop for Writer {
     fn drop(&mut self) {
-        delete_entity("writer", self.handle);
+        // dds_delete waits for a callback in progress and stops new ones.
+        let gone = delete_entity("writer", self.handle);
         delete_entity("topic", self.topic);
+        if gone && !self.matches.is_null() {
+            // SAFETY: created by Box::into_raw in `with_options`, freed once, after the
+            // listener can no longer run.
+            drop(unsafe { Box::from_raw(self.matches as *mut MatchState) });
+        }
+        // Otherwise leak it: freeing memory a callback may still use is worse.
+    }
+}
+
+unsafe extern "C" fn on_publication_matched(
+    _writer: dds_entity_t,
+    status: cyclors::dds_publication_matched_status_t,
+    arg: *mut c_void,
+) {
+    // SAFETY: `arg` is the MatchState given to dds_create_listener, valid while callbacks
+    // can run (freed only after the writer is deleted).
+    let state = unsafe { &*(arg as *const MatchState) };
+    if status.current_count_change == 0 {
+        return;
+    }
+    // A panic must not unwind into C.
+    let call = || (state.on_readers)(&state.topic, status.current_count);
+    if std::panic::catch_unwind(call).is_err() {
+        tracing::error!("roam-dds: an on_readers callback panicked");
     }
 }

@@ -209,3 +209,50 @@ fn bad_input_is_an_error_not_a_crash() {
     assert_eq!(rx.recv_timeout(T).unwrap(), 10);
     assert_eq!(rx.recv_timeout(T).unwrap(), 10);
 }
+
+/// What `record_readers` was told, per topic: the reader counts in order.
+static READER_COUNTS: std::sync::Mutex<Vec<(String, u32)>> = std::sync::Mutex::new(Vec::new());
+
+fn record_readers(topic: &str, readers: u32) {
+    READER_COUNTS
+        .lock()
+        .unwrap()
+        .push((topic.to_string(), readers));
+}
+
+fn reader_counts(topic: &str) -> Vec<u32> {
+    let all = READER_COUNTS.lock().unwrap();
+    all.iter()
+        .filter(|(t, _)| t == topic)
+        .map(|(_, n)| *n)
+        .collect()
+}
+
+#[test]
+fn a_writer_says_when_its_readers_come_and_go() {
+    let p = participant(107);
+    let topic = TopicInfo::keyless("rt/watched", "std_msgs::msg::dds_::String_");
+    let options = roam_dds::WriterOptions {
+        on_readers: Some(record_readers),
+        ..Default::default()
+    };
+    let writer = Writer::with_options(&p, &topic, &Qos::default(), options).unwrap();
+    assert!(reader_counts("rt/watched").is_empty(), "no reader yet");
+    let first = Reader::new(&p, &topic, &Qos::default(), |_| {}).unwrap();
+    wait_for("one reader", T, || {
+        (reader_counts("rt/watched") == [1]).then_some(())
+    });
+    let second = Reader::new(&p, &topic, &Qos::default(), |_| {}).unwrap();
+    wait_for("two readers", T, || {
+        (reader_counts("rt/watched") == [1, 2]).then_some(())
+    });
+    assert_eq!(writer.matched_readers().unwrap(), 2);
+    drop(first);
+    drop(second);
+    wait_for("none left", T, || {
+        (reader_counts("rt/watched") == [1, 2, 1, 0]).then_some(())
+    });
+    // Dropping the writer frees what its listener used; nothing is said after.
+    drop(writer);
+    assert_eq!(reader_counts("rt/watched"), [1, 2, 1, 0]);
+}

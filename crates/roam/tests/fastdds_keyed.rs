@@ -97,6 +97,13 @@ fn a_keyed_fastdds_topic_reaches_live_fastdds_and_cyclonedds_listeners() {
         cyclone.logs(),
         why()
     );
+    // And the importing proxy's writer has matched both (its side of discovery can lag the
+    // readers' side: a volatile sample goes only to readers it knows).
+    assert!(
+        base.wait_log("local readers of an import: 2", T),
+        "{}",
+        why()
+    );
     go.now();
     assert!(wait_line(&talker, "written", T).is_some());
     for l in [&fast, &cyclone] {

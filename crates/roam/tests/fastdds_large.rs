@@ -60,6 +60,11 @@ fn a_20_mb_fastdds_message_arrives_whole() {
     );
     wait_for(&talker, "writer matched 1", &|| why(&robot, &base));
     wait_for(&listener, "reader matched 1", &|| why(&robot, &base));
+    assert!(
+        base.wait_log("local readers of an import: 1", T),
+        "{}",
+        why(&robot, &base)
+    );
     go.now();
     let got = lines(&listener, "blob", 3, Duration::from_secs(60));
     let expected: Vec<String> = (0..3)

@@ -202,9 +202,15 @@ fn a_fastdds_talker_reaches_a_fastdds_listener() {
     let (mut talker, go) = gated_chatter_talker(&net, p.a);
     let why = || diagnosis(&talker, &robot, &base);
     // Both ends matched their proxy: the talker the exporter's reader, the listener the
-    // importer's writer (on Fast DDS this can take a second: samples before it are lost).
+    // importer's writer, on both sides of each match (on Fast DDS this can take a second:
+    // samples before it are lost).
     wait_for(&talker, "writer matched 1", &why);
     wait_for(&listener, "reader matched 1", &why);
+    assert!(
+        base.wait_log("local readers of an import: 1", T),
+        "{}",
+        why()
+    );
     go.now();
     let got = run_until(&listener, "data: fast ", 59, &why);
     assert_eq!(got.len(), 60, "{}", why());

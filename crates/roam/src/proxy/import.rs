@@ -357,8 +357,16 @@ fn new_writer(
         non_blocking: true,
         // The publisher's own disposals arrive as such; an unregister stays one.
         explicit_dispose: true,
+        on_readers: Some(say_readers),
     };
     Writer::with_options(participant, &topic, &qos, options)
+}
+
+/// Says how many local readers an import's writer reaches, each time that changes: a
+/// volatile topic's messages go only to readers matched when they are written, so this is
+/// where an operator (or a test) sees that a subscriber here will get what arrives.
+fn say_readers(dds_topic: &str, readers: u32) {
+    info!(topic = %dds_topic, "local readers of an import: {readers}");
 }
 
 /// Writes one message with its stream's writer; hands the buffer back for reuse.
