@@ -64,6 +64,9 @@ impl HolRun {
     }
 }
 
+/// The image topics, for the row where a second proxy carries them.
+const IMAGE_TOPICS: &str = "^/roam_lab/image/[0-9]+$";
+
 /// E6's 35 ms path, without and with 1% random loss.
 const PATHS: [Wan; 2] = [Wan::PATH_35MS, Wan::PATH_35MS_1PCT_LOSS];
 
@@ -84,6 +87,13 @@ pub fn run_all(lab: &Lab, suite: Suite) -> Vec<HolRun> {
             link: ZenohLink::Tcp,
         });
     }
+    // Keep-all images that a link cannot carry hold every topic of the exporting proxy's
+    // DDS participant inside CycloneDDS (docs/operations.md); a second proxy process for
+    // them is the deployment that avoids it.
+    let split = System::RoamSecondProxy {
+        topics: IMAGE_TOPICS,
+        what: "images",
+    };
     let paths: Vec<Option<Wan>> = [None].into_iter().chain(PATHS.map(Some)).collect();
     let mut cases: Vec<(System, Option<Wan>, Images)> = Vec::new();
     for wan in paths {
@@ -92,6 +102,7 @@ pub fn run_all(lab: &Lab, suite: Suite) -> Vec<HolRun> {
             native
                 .iter()
                 .chain(&systems)
+                .chain([&split])
                 .map(|&s| (s, wan, Images::KeepAll)),
         );
     }

@@ -65,7 +65,12 @@ fn stage(run: Option<&FlowsRun>, process: &str, age: &str) -> String {
 fn stages(runs: &[HolRun], s: &mut String) {
     let roam: Vec<&HolRun> = runs
         .iter()
-        .filter(|r| matches!(r.system, System::Roam { .. }))
+        .filter(|r| {
+            matches!(
+                r.system,
+                System::Roam { .. } | System::RoamSecondProxy { .. }
+            )
+        })
         .collect();
     if roam.is_empty() {
         return;
@@ -142,7 +147,10 @@ pub fn markdown(runs: &[HolRun], s: &mut String) {
          roam's links declared lost. Rows marked *images keep-last 10* run the lossy path again with \
          the image stream at the ROS 2 default QoS (reliable, keep-last 10, what a camera driver \
          usually offers): a bridge may then drop old images the link cannot carry, as DDS would, \
-         so fewer images are delivered by design.\n",
+         so fewer images are delivered by design. Rows *images by a second proxy* run two roam proxies \
+         on side A, each with its own link to B: one exports only the images, the other every other \
+         topic (`deny:` the images), so the images have their own DDS participant and receive thread \
+         (docs/operations.md, a heavy keep-all stream in its own proxy).\n",
         first.small.count,
         IMAGE_BYTES / 1_000_000
     );

@@ -67,6 +67,15 @@ pub enum System {
     Zenoh {
         link: ZenohLink,
     },
+    /// roam proxy to proxy (QUIC, sealed) where side A runs two proxies: the second exports
+    /// only the topics matching `topics` (a regex), the first everything else. A deployment
+    /// that gives a heavy keep-all stream its own process, and so its own DDS receive thread
+    /// (docs/operations.md): the stream then cannot hold up the other topics inside
+    /// CycloneDDS. `what` names those topics in the row's label.
+    RoamSecondProxy {
+        topics: &'static str,
+        what: &'static str,
+    },
 }
 
 /// How the two Zenoh bridges are linked.
@@ -113,6 +122,9 @@ impl System {
                     ZenohLink::Quic => "QUIC",
                 }
             ),
+            System::RoamSecondProxy { what, .. } => {
+                format!("roam, proxy to proxy, {what} by a second proxy")
+            }
         }
     }
 
@@ -222,7 +234,7 @@ impl Lab {
         };
         let pki = lab.pki.to_string_lossy().to_string();
         lab.roam_ok(&["pki", "init", "--dir", &pki])?;
-        for id in ["proxy-a", "proxy-b", "r1", "r2"] {
+        for id in ["proxy-a", "proxy-a2", "proxy-b", "r1", "r2"] {
             lab.roam_ok(&["pki", "issue", id, "--dir", &pki, "--role", "router"])?;
         }
         lab.roam_ok(&["realm", "new", "lab", "--out", &lab.realm.to_string_lossy()])?;
@@ -281,6 +293,10 @@ impl Lab {
             System::Zenoh { link } => {
                 self.start_zenoh(&mut procs, link, wan)?;
                 ZENOH_DOMAINS
+            }
+            System::RoamSecondProxy { topics, .. } => {
+                self.start_second_proxy(&mut procs, topic, topics, wan)?;
+                ROAM_DOMAINS
             }
         };
         Ok(Running {
@@ -420,6 +436,54 @@ impl Lab {
         b.push_str(&format!("upstream: [{scheme}127.0.0.1:{b_port}]\n"));
         procs.push(self.start_proxy("proxy-a", a)?);
         procs.push(self.start_proxy("proxy-b", b)?);
+        Ok(())
+    }
+
+    /// Proxy to proxy with two proxies on side A: `proxy-a2` exports the topics matching
+    /// `heavy`, `proxy-a` the rest of `topic` (a `re:` pattern) and imports the echoes. Both
+    /// dial B (through the relay on a wide-area path: one flow each, as two connections
+    /// over one path).
+    fn start_second_proxy(
+        &self,
+        procs: &mut Vec<Proc>,
+        topic: &str,
+        heavy: &str,
+        wan: Option<Wan>,
+    ) -> Result<(), String> {
+        let Some(all) = topic.strip_prefix("re:") else {
+            return Err("a second proxy splits a pattern's topics: give a re: pattern".into());
+        };
+        let echo = super::flows::ECHO_PATTERN;
+        let sealed = (true, None);
+        // proxy_yaml's export entry for a pattern, with the heavy topics denied.
+        let allow = format!("allow: ['{all}']");
+        let a = self.proxy_yaml("proxy-a", ROAM_DOMAINS.0, sealed, topic, echo);
+        if !a.contains(&allow) {
+            return Err(format!("no `{allow}` export to add a deny to"));
+        }
+        let a = a.replacen(&allow, &format!("{allow}\n    deny: ['{heavy}']"), 1);
+        let a2 = format!(
+            "id: proxy-a2\npki: {}\n\
+             dds: {{domain: {}, interfaces: [lo], peers: [127.0.0.1]}}\n\
+             realms: {{lab: {}}}\n\
+             exports:\n  - allow: ['{heavy}']\n    realm: lab\n",
+            self.pki.display(),
+            ROAM_DOMAINS.0,
+            self.realm.display(),
+        );
+        let mut b = self.proxy_yaml("proxy-b", ROAM_DOMAINS.1, sealed, echo, topic);
+        b.push_str(&format!("listen: 127.0.0.1:{ROUTER1_PORT}\n"));
+        let a_port = match wan {
+            Some(w) => self.relay(procs, true, ROUTER1_PORT, w)?,
+            None => ROUTER1_PORT,
+        };
+        let b = self.start_proxy("proxy-b", b)?;
+        b.wait_line(Duration::from_secs(10), |l| l.starts_with("listening"))?;
+        procs.push(b);
+        for (id, mut yaml) in [("proxy-a", a), ("proxy-a2", a2)] {
+            yaml.push_str(&format!("upstream: [127.0.0.1:{a_port}]\n"));
+            procs.push(self.start_proxy(id, yaml)?);
+        }
         Ok(())
     }
 
