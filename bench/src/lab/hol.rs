@@ -90,9 +90,10 @@ pub fn run_all(lab: &Lab, suite: Suite) -> Vec<HolRun> {
     // Keep-all images that a link cannot carry hold every topic of the exporting proxy's
     // DDS participant inside CycloneDDS (docs/operations.md); a second proxy process for
     // them is the deployment that avoids it.
-    let split = System::RoamSecondProxy {
+    let split = |pair| System::RoamSecondProxy {
         topics: IMAGE_TOPICS,
         what: "images",
+        pair,
     };
     let paths: Vec<Option<Wan>> = [None].into_iter().chain(PATHS.map(Some)).collect();
     let mut cases: Vec<(System, Option<Wan>, Images)> = Vec::new();
@@ -102,7 +103,7 @@ pub fn run_all(lab: &Lab, suite: Suite) -> Vec<HolRun> {
             native
                 .iter()
                 .chain(&systems)
-                .chain([&split])
+                .chain(&[split(false), split(true)])
                 .map(|&s| (s, wan, Images::KeepAll)),
         );
     }

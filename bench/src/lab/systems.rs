@@ -71,10 +71,12 @@ pub enum System {
     /// only the topics matching `topics` (a regex), the first everything else. A deployment
     /// that gives a heavy keep-all stream its own process, and so its own DDS receive thread
     /// (docs/operations.md): the stream then cannot hold up the other topics inside
-    /// CycloneDDS. `what` names those topics in the row's label.
+    /// CycloneDDS. `what` names those topics in the row's label. With `pair`, side B runs
+    /// two proxies too, split the same way: the two streams then share no process at all.
     RoamSecondProxy {
         topics: &'static str,
         what: &'static str,
+        pair: bool,
     },
 }
 
@@ -122,9 +124,10 @@ impl System {
                     ZenohLink::Quic => "QUIC",
                 }
             ),
-            System::RoamSecondProxy { what, .. } => {
-                format!("roam, proxy to proxy, {what} by a second proxy")
-            }
+            System::RoamSecondProxy { what, pair, .. } => format!(
+                "roam, proxy to proxy, {what} by a second proxy{}",
+                if pair { " pair" } else { "" }
+            ),
         }
     }
 
@@ -234,7 +237,7 @@ impl Lab {
         };
         let pki = lab.pki.to_string_lossy().to_string();
         lab.roam_ok(&["pki", "init", "--dir", &pki])?;
-        for id in ["proxy-a", "proxy-a2", "proxy-b", "r1", "r2"] {
+        for id in ["proxy-a", "proxy-a2", "proxy-b", "proxy-b2", "r1", "r2"] {
             lab.roam_ok(&["pki", "issue", id, "--dir", &pki, "--role", "router"])?;
         }
         lab.roam_ok(&["realm", "new", "lab", "--out", &lab.realm.to_string_lossy()])?;
@@ -294,8 +297,8 @@ impl Lab {
                 self.start_zenoh(&mut procs, link, wan)?;
                 ZENOH_DOMAINS
             }
-            System::RoamSecondProxy { topics, .. } => {
-                self.start_second_proxy(&mut procs, topic, topics, wan)?;
+            System::RoamSecondProxy { topics, pair, .. } => {
+                self.start_second_proxy(&mut procs, topic, (topics, pair), wan)?;
                 ROAM_DOMAINS
             }
         };
@@ -307,6 +310,7 @@ impl Lab {
         })
     }
 
+    /// Starts the relay between the sides: `target` behind RELAY_PORT.
     fn relay(
         &self,
         procs: &mut Vec<Proc>,
@@ -314,10 +318,25 @@ impl Lab {
         target: u16,
         wan: Wan,
     ) -> Result<u16, String> {
-        let spec = format!("127.0.0.1:{RELAY_PORT}=127.0.0.1:{target}");
-        let mut args = vec![
-            if udp { "--udp" } else { "--tcp" }.to_string(),
-            spec,
+        Ok(self.relays(procs, udp, &[target], wan)?[0])
+    }
+
+    /// One relay process for several targets: the i-th behind RELAY_PORT + i, each flow with
+    /// its own delay line (as connections over one path). Returns the ports to dial.
+    fn relays(
+        &self,
+        procs: &mut Vec<Proc>,
+        udp: bool,
+        targets: &[u16],
+        wan: Wan,
+    ) -> Result<Vec<u16>, String> {
+        let ports: Vec<u16> = (0..targets.len() as u16).map(|i| RELAY_PORT + i).collect();
+        let mut args = Vec::new();
+        for (port, target) in ports.iter().zip(targets) {
+            args.push(if udp { "--udp" } else { "--tcp" }.to_string());
+            args.push(format!("127.0.0.1:{port}=127.0.0.1:{target}"));
+        }
+        args.extend([
             "--delay-ms".into(),
             wan.delay_ms.to_string(),
             "--jitter-ms".into(),
@@ -326,14 +345,14 @@ impl Lab {
             wan.loss.to_string(),
             "--seed".into(),
             "7".into(),
-        ];
+        ]);
         if wan.keep_order {
             args.push("--keep-order".into());
         }
         let p = Proc::start("wan-relay", &self.relay, &args)?;
         p.wait_line(Duration::from_secs(10), |l| l == "ready")?;
         procs.push(p);
-        Ok(RELAY_PORT)
+        Ok(ports)
     }
 
     fn start_roam(
@@ -442,46 +461,66 @@ impl Lab {
     /// Proxy to proxy with two proxies on side A: `proxy-a2` exports the topics matching
     /// `heavy`, `proxy-a` the rest of `topic` (a `re:` pattern) and imports the echoes. Both
     /// dial B (through the relay on a wide-area path: one flow each, as two connections
-    /// over one path).
+    /// over one path). With `pair`, `proxy-b2` imports the heavy topics (and `proxy-a2`
+    /// dials it), `proxy-b` the rest.
     fn start_second_proxy(
         &self,
         procs: &mut Vec<Proc>,
         topic: &str,
-        heavy: &str,
+        (heavy, pair): (&str, bool),
         wan: Option<Wan>,
     ) -> Result<(), String> {
         let Some(all) = topic.strip_prefix("re:") else {
             return Err("a second proxy splits a pattern's topics: give a re: pattern".into());
         };
+        // proxy_yaml's entry for the pattern, with the heavy topics denied.
+        let allow = format!("allow: ['{all}']");
+        let deny_heavy = |yaml: String| -> Result<String, String> {
+            if !yaml.contains(&allow) {
+                return Err(format!("no `{allow}` entry to add a deny to"));
+            }
+            Ok(yaml.replacen(&allow, &format!("{allow}\n    deny: ['{heavy}']"), 1))
+        };
         let echo = super::flows::ECHO_PATTERN;
         let sealed = (true, None);
-        // proxy_yaml's export entry for a pattern, with the heavy topics denied.
-        let allow = format!("allow: ['{all}']");
-        let a = self.proxy_yaml("proxy-a", ROAM_DOMAINS.0, sealed, topic, echo);
-        if !a.contains(&allow) {
-            return Err(format!("no `{allow}` export to add a deny to"));
-        }
-        let a = a.replacen(&allow, &format!("{allow}\n    deny: ['{heavy}']"), 1);
-        let a2 = format!(
-            "id: proxy-a2\npki: {}\n\
-             dds: {{domain: {}, interfaces: [lo], peers: [127.0.0.1]}}\n\
-             realms: {{lab: {}}}\n\
-             exports:\n  - allow: ['{heavy}']\n    realm: lab\n",
-            self.pki.display(),
-            ROAM_DOMAINS.0,
-            self.realm.display(),
-        );
-        let mut b = self.proxy_yaml("proxy-b", ROAM_DOMAINS.1, sealed, echo, topic);
-        b.push_str(&format!("listen: 127.0.0.1:{ROUTER1_PORT}\n"));
-        let a_port = match wan {
-            Some(w) => self.relay(procs, true, ROUTER1_PORT, w)?,
-            None => ROUTER1_PORT,
+        let heavy_only = |id: &str, domain: u32, side: &str| {
+            format!(
+                "id: {id}\npki: {}\n\
+                 dds: {{domain: {domain}, interfaces: [lo], peers: [127.0.0.1]}}\n\
+                 realms: {{lab: {}}}\n\
+                 {side}:\n  - allow: ['{heavy}']\n    realm: lab\n",
+                self.pki.display(),
+                self.realm.display(),
+            )
         };
+        let a = deny_heavy(self.proxy_yaml("proxy-a", ROAM_DOMAINS.0, sealed, topic, echo))?;
+        let a2 = heavy_only("proxy-a2", ROAM_DOMAINS.0, "exports");
+        let mut b = self.proxy_yaml("proxy-b", ROAM_DOMAINS.1, sealed, echo, topic);
+        let mut listeners = vec![ROUTER1_PORT];
+        if pair {
+            b = deny_heavy(b)?;
+            let mut b2 = heavy_only("proxy-b2", ROAM_DOMAINS.1, "imports");
+            b2.push_str(&format!("listen: 127.0.0.1:{ROUTER2_PORT}\n"));
+            let b2 = self.start_proxy("proxy-b2", b2)?;
+            b2.wait_line(Duration::from_secs(10), |l| l.starts_with("listening"))?;
+            procs.push(b2);
+            listeners.push(ROUTER2_PORT);
+        }
+        b.push_str(&format!("listen: 127.0.0.1:{ROUTER1_PORT}\n"));
         let b = self.start_proxy("proxy-b", b)?;
         b.wait_line(Duration::from_secs(10), |l| l.starts_with("listening"))?;
         procs.push(b);
-        for (id, mut yaml) in [("proxy-a", a), ("proxy-a2", a2)] {
-            yaml.push_str(&format!("upstream: [127.0.0.1:{a_port}]\n"));
+        let ports = match wan {
+            Some(w) => self.relays(procs, true, &listeners, w)?,
+            None => listeners,
+        };
+        // proxy-a2 dials the last listener: proxy-b2 when there is one.
+        let dial = [
+            (ports[0], "proxy-a", a),
+            (ports[ports.len() - 1], "proxy-a2", a2),
+        ];
+        for (port, id, mut yaml) in dial {
+            yaml.push_str(&format!("upstream: [127.0.0.1:{port}]\n"));
             procs.push(self.start_proxy(id, yaml)?);
         }
         Ok(())
