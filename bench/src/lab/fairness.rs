@@ -64,6 +64,20 @@ impl Cc {
             Cc::Bbr => "BBR",
         }
     }
+    /// The routers' `link:` section. Cubic and BBR flows stand for other QUIC traffic on
+    /// the uplink, so they keep QUIC's own acknowledgements and their controller's own
+    /// initial window; the tolerant flow runs roam's defaults.
+    pub fn link_yaml(self) -> String {
+        match self {
+            Cc::Tolerant => "{congestion: tolerant}".into(),
+            Cc::Cubic => {
+                "{congestion: cubic, ack_every_packets: 0, initial_window_bytes: 12000}".into()
+            }
+            Cc::Bbr => {
+                "{congestion: bbr, ack_every_packets: 0, initial_window_bytes: 240000}".into()
+            }
+        }
+    }
 }
 
 /// The queue of the bottleneck and the path's random loss.
@@ -433,10 +447,10 @@ fn router(
     let metrics = fresh(dir.join(format!("{id}.metrics.json")))?;
     let mut yaml = format!(
         "id: {id}\npki: {}\nlisten: 127.0.0.1:{port}\nstatus_interval_s: 1\n\
-         metrics_file: {}\nlink: {{congestion: {}}}\n",
+         metrics_file: {}\nlink: {}\n",
         dir.join("pki").display(),
         metrics.display(),
-        cc.name()
+        cc.link_yaml()
     );
     if let Some(c) = connect {
         yaml.push_str(&format!("connect: [quic://127.0.0.1:{c}]\n"));

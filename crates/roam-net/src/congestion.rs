@@ -249,6 +249,15 @@ pub struct TolerantConfig {
     cubic: Arc<CubicConfig>,
 }
 
+impl TolerantConfig {
+    /// Over a Cubic configured as `cubic` (its initial window, for one).
+    pub fn new(cubic: CubicConfig) -> Self {
+        Self {
+            cubic: Arc::new(cubic),
+        }
+    }
+}
+
 impl ControllerFactory for TolerantConfig {
     fn build(self: Arc<Self>, now: Instant, current_mtu: u16) -> Box<dyn Controller> {
         Box::new(Tolerant {

@@ -42,6 +42,23 @@ pub struct LinkConfig {
     /// are further capped by the UDP receive buffer the kernel gives (what the socket can
     /// hold while the endpoint is busy), so a fast sender cannot overflow it.
     pub window_bytes: usize,
+    /// How many packets carrying data a QUIC peer receives before it must acknowledge them,
+    /// asked of the peer with the ACK frequency extension, and how long it may hold an
+    /// acknowledgement when fewer came. 0 (the default) does not use the extension: the peer
+    /// acknowledges every second packet, as QUIC does. Each acknowledgement is built,
+    /// encrypted and sent on the receiving endpoint's thread before the message it
+    /// acknowledges is delivered; fewer of them raised throughput in the lab but tilted a
+    /// shared bottleneck towards the link (docs/operations.md).
+    pub ack_every: u32,
+    pub max_ack_delay: Duration,
+    /// The congestion window a QUIC link starts with, before it has measured the path
+    /// (QUIC's Cubic: ten 1,200-byte packets). A robot's link is quiet, then sends a large
+    /// message: with ten packets the first point cloud over a 35 ms path took 1.1 s instead
+    /// of 0.5, and an application-limited stream (images at a few hertz) grows its window
+    /// slowly. quinn's BBR starts at 240,000 bytes for the same reason. With fewer
+    /// acknowledgements ([`LinkConfig::ack_every`]) a small window also cuts each burst
+    /// into rounds that wait for the delayed acknowledgement between them.
+    pub initial_window_bytes: u64,
     /// Longest a connection may take from its first packet to an authenticated Hello. A
     /// router closes connections still unauthenticated by then; a dialer gives up and retries.
     pub handshake_timeout: Duration,
@@ -121,6 +138,10 @@ impl Default for LinkConfig {
             congestion: Congestion::Tolerant,
             udp_buffer_bytes: 8 << 20,
             window_bytes: 8 << 20,
+            // Measured in bench/results/lab-ack-defaults.md: see docs/operations.md.
+            ack_every: 0,
+            max_ack_delay: Duration::from_millis(1),
+            initial_window_bytes: 256 << 10,
             handshake_timeout: crate::admission::AdmissionLimits::default().handshake_timeout,
             max_unauthenticated: crate::admission::AdmissionLimits::default().total,
             max_unauthenticated_per_source: crate::admission::AdmissionLimits::default().per_source,

@@ -24,6 +24,9 @@
 //!                            # loss), cubic, new_reno or bbr (experimental)
 //!   udp_buffer_bytes: 8388608  # QUIC socket buffers (above net.core.rmem_max only as root)
 //!   window_bytes: 8388608      # QUIC flow-control and send windows: memory and delay under load
+//!   ack_every_packets: 0       # ask QUIC peers to acknowledge every Nth packet (0: QUIC's own,
+//!   max_ack_delay_ms: 1        # every 2nd) or this long after the first one unacknowledged
+//!   initial_window_bytes: 262144  # QUIC congestion window before the path is measured
 //!   handshake_timeout_ms: 10000        # unauthenticated connections are closed after this
 //!   max_unauthenticated: 256           # connections in their handshake at once, in total
 //!   max_unauthenticated_per_source: 16 # ... and from one address (an IPv6 /64)
@@ -73,6 +76,9 @@ pub struct LinkFile {
     pub congestion: Option<String>,
     pub udp_buffer_bytes: Option<usize>,
     pub window_bytes: Option<usize>,
+    pub ack_every_packets: Option<u32>,
+    pub max_ack_delay_ms: Option<u64>,
+    pub initial_window_bytes: Option<u64>,
     pub handshake_timeout_ms: Option<u64>,
     pub max_unauthenticated: Option<usize>,
     pub max_unauthenticated_per_source: Option<usize>,
@@ -169,6 +175,36 @@ impl LinkFile {
                 "is not a usable QUIC window",
             )?;
         }
+        if let Some(n) = self.ack_every_packets {
+            range(
+                "ack_every_packets",
+                n.into(),
+                0,
+                1000,
+                "packets (default 0: QUIC's own, every second packet)",
+                "is not a usable acknowledgement frequency",
+            )?;
+        }
+        if let Some(ms) = self.max_ack_delay_ms {
+            range(
+                "max_ack_delay_ms",
+                ms,
+                1,
+                25,
+                "milliseconds (default 1; the peer caps it at 25 or the round trip)",
+                "is not a usable acknowledgement delay",
+            )?;
+        }
+        if let Some(b) = self.initial_window_bytes {
+            range(
+                "initial_window_bytes",
+                b,
+                2400,
+                64 << 20,
+                "bytes (default 262144; QUIC's Cubic: 12000)",
+                "is not a usable initial congestion window",
+            )?;
+        }
         if let Some(name) = &self.congestion {
             if let Err(e) = name.parse::<roam_net::link::Congestion>() {
                 return bad("congestion", e);
@@ -236,6 +272,15 @@ impl LinkFile {
         }
         if let Some(b) = self.window_bytes {
             c.window_bytes = b;
+        }
+        if let Some(n) = self.ack_every_packets {
+            c.ack_every = n;
+        }
+        if let Some(ms) = self.max_ack_delay_ms {
+            c.max_ack_delay = Duration::from_millis(ms);
+        }
+        if let Some(b) = self.initial_window_bytes {
+            c.initial_window_bytes = b;
         }
         if let Some(name) = &self.congestion {
             c.congestion = name.parse().map_err(|message| LinkFieldError {
@@ -451,6 +496,41 @@ mod tests {
         // The idle timeout's own mistake never talks about keepalives.
         let e = check("id: r1\nlink:\n  idle_timeout_ms: 0\n").unwrap_err();
         assert!(!e.contains("keepalive"), "{e}");
+    }
+
+    #[test]
+    fn acknowledgements_and_initial_window_are_set_in_the_link_section() {
+        let d = LinkFile::default().apply(LinkConfig::default()).unwrap();
+        assert_eq!(
+            (d.ack_every, d.max_ack_delay, d.initial_window_bytes),
+            (0, Duration::from_millis(1), 262144)
+        );
+        let f = check(
+            "id: r1\nlink:\n  ack_every_packets: 10\n  max_ack_delay_ms: 2\n  initial_window_bytes: 12000\n",
+        )
+        .unwrap();
+        let l = f.link.apply(LinkConfig::default()).unwrap();
+        assert_eq!(
+            (l.ack_every, l.max_ack_delay, l.initial_window_bytes),
+            (10, Duration::from_millis(2), 12000)
+        );
+        for (text, want) in [
+            (
+                "id: r1\nlink:\n  ack_every_packets: 1001\n",
+                "router.yaml: line 3: link.ack_every_packets: 1001 is not a usable acknowledgement frequency; give 0 to 1000",
+            ),
+            (
+                "id: r1\nlink:\n  max_ack_delay_ms: 100\n",
+                "router.yaml: line 3: link.max_ack_delay_ms: 100 is not a usable acknowledgement delay; give 1 to 25",
+            ),
+            (
+                "id: r1\nlink:\n  initial_window_bytes: 1000\n",
+                "router.yaml: line 3: link.initial_window_bytes: 1000 is not a usable initial congestion window",
+            ),
+        ] {
+            let e = check(text).unwrap_err();
+            assert!(e.starts_with(want), "{text:?}:\n got  {e}\n want {want}");
+        }
     }
 
     #[test]

@@ -55,19 +55,45 @@ pub fn transport_config(cfg: &LinkConfig, socket_buffer: usize) -> Arc<quinn::Tr
     let mut mtu = quinn::MtuDiscoveryConfig::default();
     mtu.upper_bound(MAX_UDP_PAYLOAD);
     t.mtu_discovery_config(Some(mtu));
+    if cfg.ack_every > 0 {
+        t.ack_frequency_config(Some(ack_frequency(cfg)));
+    }
+    let window = cfg.initial_window_bytes;
     match cfg.congestion {
         Congestion::Tolerant => {
-            t.congestion_controller_factory(Arc::new(crate::congestion::TolerantConfig::default()));
+            let mut cubic = quinn::congestion::CubicConfig::default();
+            cubic.initial_window(window);
+            t.congestion_controller_factory(Arc::new(crate::congestion::TolerantConfig::new(
+                cubic,
+            )));
         }
-        Congestion::Cubic => {}
+        Congestion::Cubic => {
+            let mut cubic = quinn::congestion::CubicConfig::default();
+            cubic.initial_window(window);
+            t.congestion_controller_factory(Arc::new(cubic));
+        }
         Congestion::NewReno => {
-            t.congestion_controller_factory(Arc::new(quinn::congestion::NewRenoConfig::default()));
+            let mut reno = quinn::congestion::NewRenoConfig::default();
+            reno.initial_window(window);
+            t.congestion_controller_factory(Arc::new(reno));
         }
         Congestion::Bbr => {
-            t.congestion_controller_factory(Arc::new(quinn::congestion::BbrConfig::default()));
+            let mut bbr = quinn::congestion::BbrConfig::default();
+            bbr.initial_window(window);
+            t.congestion_controller_factory(Arc::new(bbr));
         }
     }
     Arc::new(t)
+}
+
+/// What a link asks of its peer's acknowledgements ([`LinkConfig::ack_every`]). Packets out
+/// of order are still acknowledged at once (the extension's reordering threshold, QUIC's
+/// packet threshold minus one), so loss is detected as quickly as without it.
+fn ack_frequency(cfg: &LinkConfig) -> quinn::AckFrequencyConfig {
+    let mut a = quinn::AckFrequencyConfig::default();
+    a.ack_eliciting_threshold(cfg.ack_every.saturating_sub(1).into());
+    a.max_ack_delay(Some(cfg.max_ack_delay));
+    a
 }
 
 /// The receive window for `window` bytes asked and a socket holding `socket_buffer`.
