@@ -59,18 +59,19 @@ pub fn transport_config(cfg: &LinkConfig, socket_buffer: usize) -> Arc<quinn::Tr
         t.ack_frequency_config(Some(ack_frequency(cfg)));
     }
     let window = cfg.initial_window_bytes;
+    let cubic = || {
+        let mut c = quinn::congestion::CubicConfig::default();
+        c.initial_window(window);
+        c
+    };
     match cfg.congestion {
         Congestion::Tolerant => {
-            let mut cubic = quinn::congestion::CubicConfig::default();
-            cubic.initial_window(window);
             t.congestion_controller_factory(Arc::new(crate::congestion::TolerantConfig::new(
-                cubic,
+                cubic(),
             )));
         }
         Congestion::Cubic => {
-            let mut cubic = quinn::congestion::CubicConfig::default();
-            cubic.initial_window(window);
-            t.congestion_controller_factory(Arc::new(cubic));
+            t.congestion_controller_factory(Arc::new(cubic()));
         }
         Congestion::NewReno => {
             let mut reno = quinn::congestion::NewRenoConfig::default();
