@@ -3,7 +3,7 @@ use clap::Parser;
 /// Message buffers come and go by the hundred thousand per second under load; mimalloc
 /// returns the pages of a burst to the kernel once it has passed (glibc's arenas keep them).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: roam_alloc::Allocator = roam_alloc::ALLOCATOR;
 
 fn main() -> std::process::ExitCode {
     // Transparent huge pages make the allocator give memory back in 2 MiB pieces only, so a
@@ -27,6 +27,9 @@ fn main() -> std::process::ExitCode {
     ) {
         runtime.worker_threads(n);
     }
+    // A worker about to sleep gives its free memory back, so a process that goes quiet
+    // after a burst returns to near its idle size instead of keeping the burst's pages.
+    runtime.on_thread_park(roam_alloc::collect_when_idle);
     let rt = match runtime.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
