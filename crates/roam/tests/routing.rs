@@ -107,23 +107,36 @@ fn a_64_mib_message_arrives_intact() {
 #[test]
 fn routers_link_over_tcp_when_udp_is_blocked() {
     let net = Net::new("tcp");
-    let (r1, _a1) = net.router_with("r1", "127.0.0.1:0", &[], &["--listen-tcp", "127.0.0.1:0"]);
+    let (mut r1, _a1) = net.router_with("r1", "127.0.0.1:0", &[], &["--listen-tcp", "127.0.0.1:0"]);
     // The TCP address is printed on the line after the QUIC one.
     let tcp = r1
         .line(Duration::from_secs(5))
         .and_then(|l| l.strip_prefix("listening tcp ").map(str::to_string))
         .expect("tcp addr");
-    let (_r2, a2) = net.router("r2", "127.0.0.1:0", &[format!("tcp://{tcp}")]);
-    let sub = net.sub("/over_tcp", "cloud", &a2, &["--count", "100"]);
+    let (mut r2, a2) = net.router("r2", "127.0.0.1:0", &[format!("tcp://{tcp}")]);
+    let mut sub = net.sub("/over_tcp", "cloud", &a2, &["--count", "100"]);
     wait_subscribed(&sub);
-    let _p = net.publisher(
+    // The publisher waits until r1 has the subscription (its demand), so nothing it sends
+    // predates the route.
+    let mut p = net.publisher(
         "/over_tcp",
         "robot",
         &format!("tcp://{tcp}"),
         &["--count", "100", "--size", "2048"],
     );
     let got = collect(&sub, 100, T);
-    assert_eq!(got.len(), 100);
+    if got.len() != 100 {
+        // Where the rest stopped: every process's own count (the publisher's "sent", the
+        // routers' data_in/forwarded/no_route and per-link figures, the subscriber's
+        // "received"), which each prints when stopped.
+        panic!(
+            "{} of 100 messages arrived (seq {:?} to {:?}){}",
+            got.len(),
+            got.first().map(|m| m.seq),
+            got.last().map(|m| m.seq),
+            final_words(&mut [&mut p, &mut r1, &mut r2, &mut sub])
+        );
+    }
     assert!(got
         .iter()
         .enumerate()
@@ -216,4 +229,15 @@ fn full_lanes_push_back_on_the_publisher_instead_of_dropping() {
         got.iter().enumerate().all(|(i, m)| m.seq == i as u64 + 1),
         "out of order"
     );
+}
+
+/// Stops each process (SIGTERM, by PID) so that it prints its summary, and returns all their
+/// logs, for a failure's message.
+fn final_words(procs: &mut [&mut Proc]) -> String {
+    let mut out = String::new();
+    for p in procs.iter_mut() {
+        p.terminate();
+        out.push_str(&format!("\n--- {}:\n{}", p.name, p.logs()));
+    }
+    out
 }
