@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Profiles one E1 row by hand: the echo of SIZE-byte CompressedImage messages between two
+# roam proxies (one listening, one dialing: proxy to proxy), between two Zenoh bridges over
+# TCP, or within one DDS domain (native), with the lab's load generator and CycloneDDS
+# settings, on loopback. Prints the round trip (median, p99) and, with a mode, what perf saw
+# in the two middle processes. Not part of CI; needs `perf` (Debian: linux-perf).
+#
+#   bench/profile-echo.sh [roam|zenoh|native] [SIZE] [COUNT] [MODE]
+#
+#   MODE  (none)    the round trip only
+#         stat      per thread of each proxy/bridge: context switches, system calls, CPU time,
+#                   divided by the round trips (perf stat --per-thread)
+#         record    call graphs of both proxies (perf record, DWARF unwinding) into
+#                   $OUT/perf.data; read with `perf report -i $OUT/perf.data`
+#         sched     200 ms of every system call and scheduler switch/wake-up on the machine
+#                   into $OUT/sched.txt: the chain of threads one message passes through
+#
+#   BIN   directory with roam and roam-loadgen [target/profiling if built, else target/release]
+#   OUT   scratch directory [/tmp/roam-profile-echo]
+#   ZENOH the roam-zenoh-bridge binary [the cached build of bench/zenoh-bridge/build.sh]
+#
+# `cargo build --profile profiling -p roam -p roam-bench` gives symbols with line tables.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+system="${1:-roam}"; size="${2:-8192}"; count="${3:-3000}"; mode="${4:-}"
+bin="${BIN:-$here/target/profiling}"
+[[ -x "$bin/roam" ]] || bin="$here/target/release"
+out="${OUT:-/tmp/roam-profile-echo}"
+zenoh="${ZENOH:-${ROAM_BENCH_CACHE:-$HOME/.cache/roam-bench}/zenoh-target/release/roam-zenoh-bridge}"
+topic=/roam_lab/profile
+rm -rf "$out"; mkdir -p "$out"
+export CYCLONEDDS_URI='<CycloneDDS><Domain><General><Interfaces><NetworkInterface name="lo"/></Interfaces><AllowMulticast>false</AllowMulticast></General><Discovery><Peers><Peer address="127.0.0.1"/></Peers><ParticipantIndex>auto</ParticipantIndex><MaxAutoParticipantIndex>50</MaxAutoParticipantIndex></Discovery></Domain></CycloneDDS>'
+export RUST_LOG=warn
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+
+# Waits up to 20 s for a line in a log.
+wait_line() { for _ in $(seq 200); do grep -q "$2" "$1" && return 0; sleep 0.1; done; echo "no '$2' in $1" >&2; exit 1; }
+
+proxy_yaml() { # id domain export import listen|upstream
+    cat <<EOF
+id: $1
+pki: $out/pki
+dds: {domain: $2, interfaces: [lo], peers: [127.0.0.1]}
+realms: {lab: $out/lab.realm}
+encrypt_payloads: true
+exports:
+  - topic: $3
+    realm: lab
+imports:
+  - topic: $4
+    realm: lab
+$5
+EOF
+}
+
+middle=()
+case "$system" in
+roam)
+    "$bin/roam" pki init --dir "$out/pki" >/dev/null
+    for id in proxy-a proxy-b; do "$bin/roam" pki issue $id --dir "$out/pki" --role router >/dev/null; done
+    "$bin/roam" realm new lab --out "$out/lab.realm" >/dev/null
+    proxy_yaml proxy-b 62 "$topic/echo" "$topic" "listen: 127.0.0.1:32281" >"$out/proxy-b.yaml"
+    proxy_yaml proxy-a 61 "$topic" "$topic/echo" "upstream: [127.0.0.1:32281]" >"$out/proxy-a.yaml"
+    "$bin/roam" proxy -c "$out/proxy-b.yaml" >"$out/proxy-b.log" 2>&1 & pids+=($!); middle+=($!)
+    wait_line "$out/proxy-b.log" listening
+    "$bin/roam" proxy -c "$out/proxy-a.yaml" >"$out/proxy-a.log" 2>&1 & pids+=($!); middle+=($!)
+    domains=(61 62) ;;
+zenoh)
+    [[ -x "$zenoh" ]] || { echo "no Zenoh bridge at $zenoh (bench/zenoh-bridge/build.sh)" >&2; exit 1; }
+    "$zenoh" --domain 62 --listen tcp/127.0.0.1:32282 >"$out/zenoh-b.log" 2>&1 & pids+=($!); middle+=($!)
+    wait_line "$out/zenoh-b.log" ready
+    "$zenoh" --domain 61 --connect tcp/127.0.0.1:32282 >"$out/zenoh-a.log" 2>&1 & pids+=($!); middle+=($!)
+    wait_line "$out/zenoh-a.log" ready
+    domains=(61 62) ;;
+native) domains=(63 63) ;;
+*) echo "system: roam, zenoh or native" >&2; exit 2 ;;
+esac
+
+"$bin/roam-loadgen" sink --domain "${domains[1]}" --topic $topic --type compressed_image \
+    --size "$size" --echo >"$out/sink.log" 2>&1 & pids+=($!)
+wait_line "$out/sink.log" ready
+if [[ -n "$mode" && ${#middle[@]} -eq 0 ]]; then echo "native has no middle processes to profile" >&2; exit 2; fi
+list=$(IFS=,; echo "${middle[*]:-}")
+profiler=
+case "$mode" in
+"") ;;
+stat) perf stat --per-thread -e context-switches,raw_syscalls:sys_enter,task-clock -p "$list" -o "$out/stat.txt" & profiler=$! ;;
+record) perf record -F 4999 -g --call-graph dwarf,16384 -p "$list" -o "$out/perf.data" >"$out/perf.log" 2>&1 & profiler=$! ;;
+sched) (sleep 1; perf record -a -e raw_syscalls:sys_enter,raw_syscalls:sys_exit,sched:sched_switch,sched:sched_wakeup \
+        -o "$out/sched.data" -- sleep 0.2 >"$out/perf.log" 2>&1) & profiler=$! ;;
+*) echo "mode: stat, record or sched" >&2; exit 2 ;;
+esac
+"$bin/roam-loadgen" source --domain "${domains[0]}" --topic $topic --type compressed_image \
+    --size "$size" --count "$count" --echo >"$out/source.json" 2>"$out/source.err"
+if [[ -n "$profiler" ]]; then
+    [[ "$mode" == sched ]] || kill -INT "$profiler"
+    wait "$profiler" || true
+fi
+python3 - "$out/source.json" "$system" "$size" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))["rtt"]
+print(f"{sys.argv[2]} {sys.argv[3]} B: round trip median {r['median_us']:.0f} us, p99 {r['p99_us']:.0f} us ({r['count']} echoes)")
+EOF
+case "$mode" in
+stat)
+    python3 - "$out/stat.txt" "$count" <<'EOF'
+import re, sys
+per = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"\s*(\S+)-(\d+)\s+([\d.,]+)\s+(?:msec\s+)?(context-switches|raw_syscalls:sys_enter|task-clock)", line)
+    if m:
+        ev = per.setdefault(m.group(1), {})
+        ev[m.group(4)] = ev.get(m.group(4), 0.0) + float(m.group(3).replace(",", ""))
+n = int(sys.argv[2])
+total = {}
+print("per round trip, both middle processes together, by thread name:")
+for name, v in sorted(per.items(), key=lambda kv: -kv[1].get("task-clock", 0)):
+    for k, x in v.items():
+        total[k] = total.get(k, 0.0) + x
+    if v.get("task-clock", 0) < 1:
+        continue
+    print(f"  {name:16} {v.get('context-switches', 0) / n:5.2f} switches {v.get('raw_syscalls:sys_enter', 0) / n:5.1f} syscalls {v.get('task-clock', 0) * 1000 / n:6.1f} us CPU")
+print(f"  {'all threads':16} {total.get('context-switches', 0) / n:5.2f} switches {total.get('raw_syscalls:sys_enter', 0) / n:5.1f} syscalls {total.get('task-clock', 0) * 1000 / n:6.1f} us CPU")
+EOF
+    ;;
+sched) perf script -i "$out/sched.data" -F comm,pid,tid,cpu,time,event,trace 2>/dev/null | grep -v '^ *perf ' >"$out/sched.txt" || true
+       echo "timeline: $out/sched.txt" ;;
+record) echo "profile: perf report -i $out/perf.data" ;;
+esac
