@@ -2,6 +2,8 @@
 //! in-process subscribers. Every copy shares the same `Bytes`; nothing is allocated here
 //! beyond the transmit queue's own growth.
 
+use std::time::Instant;
+
 use bytes::Bytes;
 use roam_proto::envelope::peek_name;
 use roam_proto::frame::Role;
@@ -10,7 +12,13 @@ use roam_proto::{Frame, Name, RouterId};
 use crate::{Event, LinkId, Router};
 
 impl Router {
-    pub(crate) fn on_data(&mut self, link: LinkId, origin: RouterId, envelope: Bytes) {
+    pub(crate) fn on_data(
+        &mut self,
+        now: Instant,
+        link: LinkId,
+        origin: RouterId,
+        envelope: Bytes,
+    ) {
         self.stats.data_in += 1;
         let Some(info) = self.links.get(&link).copied() else {
             self.stats.data_unknown_link += 1;
@@ -22,7 +30,10 @@ impl Router {
         };
         let origin = match info.role {
             // Clients cannot speak for other routers: their data originates here.
-            Role::Client => self.me,
+            Role::Client => {
+                self.keep_lingering(now, name);
+                self.me
+            }
             Role::Router => {
                 // Only the reverse path to the origin is accepted, so in a mesh with cycles
                 // each router takes every message exactly once.
@@ -181,6 +192,85 @@ mod tests {
             r.poll_event(),
             Some(crate::Event::Deliver { origin: 2, .. })
         ));
+    }
+
+    /// Whether `t` floods the withdrawal of `n`.
+    fn withdraws(t: &[Transmit], n: Name) -> bool {
+        t.iter().any(
+            |t| matches!(&t.frame, Frame::Advertise(a) if a.iter().any(|a| a.name == n && a.withdrawn)),
+        )
+    }
+
+    #[test]
+    fn a_quit_publishers_late_data_keeps_its_name_advertised() {
+        // The client's unpublish overtook its last messages (control goes first): each of
+        // them, however late, keeps the name until a linger (500 ms here) after it.
+        let t0 = Instant::now();
+        let ms = std::time::Duration::from_millis;
+        let mut r = triangle(t0);
+        let n = Name([5; 32]);
+        r.handle_frame(t0, 12, Frame::Subscribe(vec![n]));
+        r.handle_frame(t0, 100, Frame::Publish(vec![n]));
+        drain(&mut r);
+        r.handle_frame(t0, 100, Frame::Unpublish(vec![n]));
+        assert!(!withdraws(&drain(&mut r), n));
+        for late in [400, 800, 1200] {
+            r.handle_timeout(t0 + ms(late));
+            r.handle_data(t0 + ms(late), 100, 0, envelope(n, 1, late));
+            let t = drain(&mut r);
+            assert!(!withdraws(&t, n), "withdrawn before the data at {late} ms");
+            assert!(
+                t.iter()
+                    .any(|t| t.link == 12 && matches!(t.frame, Frame::Data { .. })),
+                "the data at {late} ms was not forwarded"
+            );
+        }
+        r.handle_timeout(t0 + ms(1600));
+        assert!(
+            !withdraws(&drain(&mut r), n),
+            "withdrawn 400 ms after the last data"
+        );
+        r.handle_timeout(t0 + ms(1750));
+        assert!(
+            withdraws(&drain(&mut r), n),
+            "not withdrawn after the linger"
+        );
+    }
+
+    #[test]
+    fn an_in_process_publishers_draining_backlog_keeps_its_name_advertised() {
+        let t0 = Instant::now();
+        let ms = std::time::Duration::from_millis;
+        let mut r = triangle(t0);
+        let n = Name([7; 32]);
+        r.handle_frame(t0, 12, Frame::Subscribe(vec![n]));
+        r.publish_local(t0, n);
+        r.unpublish_local(t0, n);
+        drain(&mut r);
+        r.handle_timeout(t0 + ms(400));
+        r.send_local(t0 + ms(400), n, envelope(n, 1, 1));
+        r.handle_timeout(t0 + ms(800));
+        assert!(
+            !withdraws(&drain(&mut r), n),
+            "withdrawn 400 ms after the last data"
+        );
+        r.handle_timeout(t0 + ms(950));
+        assert!(
+            withdraws(&drain(&mut r), n),
+            "not withdrawn after the linger"
+        );
+    }
+
+    #[test]
+    fn a_quit_publishers_name_is_withdrawn_after_the_linger_without_data() {
+        let t0 = Instant::now();
+        let mut r = triangle(t0);
+        let n = Name([6; 32]);
+        r.handle_frame(t0, 100, Frame::Publish(vec![n]));
+        r.handle_frame(t0, 100, Frame::Unpublish(vec![n]));
+        drain(&mut r);
+        r.handle_timeout(t0 + std::time::Duration::from_millis(600));
+        assert!(withdraws(&drain(&mut r), n));
     }
 
     #[test]

@@ -285,8 +285,7 @@ impl Router {
 
     /// The data fast path: no allocation beyond pushing transmits.
     pub fn handle_data(&mut self, now: Instant, link: LinkId, origin: RouterId, envelope: Bytes) {
-        let _ = now;
-        self.on_data(link, origin, envelope);
+        self.on_data(now, link, origin, envelope);
     }
 
     pub fn publish_local(&mut self, now: Instant, name: Name) {
@@ -321,9 +320,10 @@ impl Router {
         self.settle(now);
     }
 
-    /// Data from an in-process publisher; this router is its origin.
+    /// Data from an in-process publisher; this router is its origin. (A publisher's backlog
+    /// can still be draining after it unpublished: see [`Self::keep_lingering`].)
     pub fn send_local(&mut self, now: Instant, name: Name, envelope: Bytes) {
-        let _ = now;
+        self.keep_lingering(now, name);
         self.stats.data_in += 1;
         self.fan_out(None, self.me, name, envelope);
     }
@@ -486,6 +486,29 @@ impl Router {
         p.linger_until = Some(due);
         self.lingering.push_back((due, name));
         None
+    }
+
+    /// Data from a client for a name whose last publisher has left keeps the name advertised
+    /// until `withdraw_linger` after it. A publisher that quits with messages still queued
+    /// on a slow link sends its unpublish ahead of them (control frames go first, or on
+    /// their own stream), and those messages must still find their subscribers however long
+    /// they take to drain. The name is queued again at most every half linger, so a long
+    /// drain adds an entry a second, not one per message; free while nothing lingers.
+    pub(crate) fn keep_lingering(&mut self, now: Instant, name: Name) {
+        if self.lingering.is_empty() {
+            return;
+        }
+        let Some(p) = self.published.get_mut(&name) else {
+            return;
+        };
+        let Some(due) = p.linger_until else {
+            return;
+        };
+        let wanted = now + self.cfg.withdraw_linger;
+        if wanted.saturating_duration_since(due) >= self.cfg.withdraw_linger / 2 {
+            p.linger_until = Some(wanted);
+            self.lingering.push_back((wanted, name));
+        }
     }
 
     /// Withdraws names whose linger has run out and that no publisher took up again.
