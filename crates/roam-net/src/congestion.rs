@@ -14,7 +14,8 @@
 //! flows, this is Cubic exactly.
 //!
 //! [`LossJudge`] is the decision, pure and tested on its own; [`Tolerant`] applies it in front
-//! of quinn's Cubic.
+//! of quinn's Cubic, and lets a link that sends in bursts grow its window as long as the
+//! bursts fill half of it ([`crate::flight`]).
 
 use std::any::Any;
 use std::sync::Arc;
@@ -22,6 +23,8 @@ use std::time::{Duration, Instant};
 
 use quinn::congestion::{Controller, ControllerFactory, ControllerMetrics, CubicConfig};
 use quinn_proto::RttEstimator;
+
+use crate::flight::Flight;
 
 /// A round trip this far above the path's minimum means a queue: a fraction of the minimum
 /// (1/8: a queue of an eighth of the path's delay), and never less than [`MIN_QUEUE_DELAY`].
@@ -160,14 +163,26 @@ impl LossJudge {
     }
 }
 
-/// quinn's Cubic behind a [`LossJudge`]: loss events judged random never reach it.
+/// quinn's Cubic behind a [`LossJudge`]: loss events judged random never reach it. Bursts
+/// that fill half the window count as using it ([`Flight`]).
 pub struct Tolerant {
     cubic: Box<dyn Controller>,
     judge: LossJudge,
+    flight: Flight,
+    rtt: Duration,
+}
+
+impl Tolerant {
+    /// Whether Cubic hears acknowledgements the connection marks `app_limited` as such: not
+    /// when the recent burst filled half the window ([`Flight::app_limited`]).
+    fn app_limited(&self, app_limited: bool) -> bool {
+        self.flight.app_limited(app_limited, self.cubic.window())
+    }
 }
 
 impl Controller for Tolerant {
     fn on_sent(&mut self, now: Instant, bytes: u64, last_packet_number: u64) {
+        self.flight.on_sent(now, bytes);
         self.cubic.on_sent(now, bytes, last_packet_number);
     }
 
@@ -184,6 +199,8 @@ impl Controller for Tolerant {
             min: rtt.min(),
         };
         self.judge.on_ack(now, bytes, path);
+        self.rtt = rtt.get();
+        let app_limited = self.app_limited(app_limited);
         self.cubic.on_ack(now, sent, bytes, app_limited, rtt);
     }
 
@@ -194,6 +211,8 @@ impl Controller for Tolerant {
         app_limited: bool,
         largest_packet_num_acked: Option<u64>,
     ) {
+        let app_limited = self.app_limited(app_limited);
+        self.flight.on_end_acks(now, in_flight, self.rtt);
         self.cubic
             .on_end_acks(now, in_flight, app_limited, largest_packet_num_acked);
     }
@@ -231,6 +250,8 @@ impl Controller for Tolerant {
         Box::new(Tolerant {
             cubic: self.cubic.clone_box(),
             judge: self.judge.clone(),
+            flight: self.flight.clone(),
+            rtt: self.rtt,
         })
     }
 
@@ -263,6 +284,8 @@ impl ControllerFactory for TolerantConfig {
         Box::new(Tolerant {
             cubic: self.cubic.clone().build(now, current_mtu),
             judge: LossJudge::new(),
+            flight: Flight::new(),
+            rtt: Duration::ZERO,
         })
     }
 }
@@ -378,6 +401,35 @@ mod tests {
             j.loss_share()
         );
         assert_eq!(j.on_loss(t0 + MS * 1100, 1200, false), Verdict::Random);
+    }
+
+    /// A tolerant controller over Cubic starting with a 2 MB window, as a link builds it.
+    fn tolerant(now: Instant) -> Tolerant {
+        let mut cubic = CubicConfig::default();
+        cubic.initial_window(2_000_000);
+        let built = Arc::new(TolerantConfig::new(cubic)).build(now, 1200);
+        *built.into_any().downcast::<Tolerant>().expect("a Tolerant")
+    }
+
+    #[test]
+    fn a_burst_filling_half_the_window_may_grow_it() {
+        let t0 = Instant::now();
+        let mut c = tolerant(t0);
+        assert_eq!(c.window(), 2_000_000);
+        c.on_end_acks(t0, 0, false, None);
+        for i in 0..1000u64 {
+            c.on_sent(t0 + MS * (i as u32 / 50), 1200, i);
+        }
+        // 1.2 MB went out and nothing is left to send when its acknowledgements return.
+        assert!(!c.app_limited(true));
+        assert!(!c.app_limited(false));
+        let mut c = tolerant(t0);
+        c.on_end_acks(t0, 0, false, None);
+        for i in 0..500u64 {
+            c.on_sent(t0 + MS * (i as u32 / 50), 1200, i);
+        }
+        // 600 KB of a 2 MB window: application limited, as the connection says.
+        assert!(c.app_limited(true));
     }
 
     #[test]

@@ -1,0 +1,148 @@
+//! Whether a link that sends in bursts may grow its congestion window.
+//!
+//! A robot's large topics come in bursts: a 1 MB point cloud, then nothing until the next. QUIC
+//! marks the acknowledgements of such a burst "application limited" (nothing was left to send
+//! when they came back), and Cubic then keeps its window, as RFC 9002 asks. quinn paces every
+//! burst at 1.25 x window per round trip, so the window settles where one burst takes about a
+//! round trip to leave: over a 70 ms path a 1.05 MB message took 111 ms one way instead of the
+//! path's 35 ms plus its transmission, and its echo 219 ms (lab E6's 220 ms median), with a
+//! 1.4 MB window and nothing lost.
+//!
+//! RFC 7661 (congestion window validation) draws the line elsewhere: a window is in use, and
+//! may grow, while the data in flight reaches at least half of it. [`Flight`] applies that
+//! rule: acknowledgements count as application limited only when the recent peak in flight
+//! stayed under half the window. A flow of bursts then grows its window to two or three bursts
+//! and stops there; a steady flow is unaffected (its acknowledgements are not application
+//! limited anyway); losses cut the window as before.
+
+use std::time::{Duration, Instant};
+
+/// The shortest period the peak is kept over, whatever the round trip (loopback's is
+/// microseconds, and a burst takes longer than that to leave).
+const MIN_PERIOD: Duration = Duration::from_millis(10);
+
+/// Bytes in flight and their recent peak. Fed what the connection reports (bytes sent, bytes
+/// in flight after each batch of acknowledgements, the round trip), with the time; no clock
+/// of its own.
+#[derive(Debug, Clone, Default)]
+pub struct Flight {
+    in_flight: u64,
+    /// Peak in flight in the current period and the one before: a burst's acknowledgements
+    /// come back a round trip after it left, and a period is two round trips.
+    peak: u64,
+    previous_peak: u64,
+    period_start: Option<Instant>,
+    period: Duration,
+}
+
+impl Flight {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `bytes` sent at `now`.
+    pub fn on_sent(&mut self, now: Instant, bytes: u64) {
+        self.rotate(now);
+        self.in_flight += bytes;
+        self.peak = self.peak.max(self.in_flight);
+    }
+
+    /// A batch of acknowledgements (or losses) left `in_flight` bytes in flight; the path's
+    /// smoothed round trip is `rtt`.
+    pub fn on_end_acks(&mut self, now: Instant, in_flight: u64, rtt: Duration) {
+        self.period = (rtt * 2).max(MIN_PERIOD);
+        self.in_flight = in_flight;
+        self.rotate(now);
+    }
+
+    /// Whether acknowledgements the connection marks `app_limited` are, by RFC 7661's rule,
+    /// for a window of `window` bytes: only if the recent peak in flight stayed under half
+    /// of it.
+    pub fn app_limited(&self, app_limited: bool, window: u64) -> bool {
+        app_limited && self.peak.max(self.previous_peak) < window / 2
+    }
+
+    fn rotate(&mut self, now: Instant) {
+        let period = self.period.max(MIN_PERIOD);
+        match self.period_start {
+            Some(start) if now.saturating_duration_since(start) < period => {}
+            Some(_) => {
+                self.previous_peak = self.peak;
+                self.peak = self.in_flight;
+                self.period_start = Some(now);
+            }
+            None => self.period_start = Some(now),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+    const RTT: Duration = Duration::from_millis(70);
+
+    /// A burst of `bytes` sent in 1200-byte packets from `t`, over `ms` milliseconds.
+    fn burst(f: &mut Flight, t: Instant, bytes: u64, ms: u32) {
+        let packets = bytes / 1200;
+        for i in 0..packets {
+            f.on_sent(t + MS * ms * i as u32 / packets as u32, 1200);
+        }
+    }
+
+    #[test]
+    fn a_burst_filling_half_the_window_is_not_application_limited() {
+        let t0 = Instant::now();
+        let mut f = Flight::new();
+        f.on_end_acks(t0, 0, RTT);
+        burst(&mut f, t0, 1_200_000, 40);
+        // Its acknowledgements, a round trip later, with nothing left to send.
+        f.on_end_acks(t0 + RTT + MS * 20, 600_000, RTT);
+        assert!(!f.app_limited(true, 2_000_000), "1.2 MB of a 2 MB window");
+        assert!(f.app_limited(true, 3_000_000), "1.2 MB of a 3 MB window");
+        f.on_end_acks(t0 + RTT + MS * 40, 0, RTT);
+        assert!(!f.app_limited(true, 2_000_000));
+    }
+
+    #[test]
+    fn what_the_connection_calls_sending_more_stays_so() {
+        let f = Flight::new();
+        assert!(!f.app_limited(false, 10_000_000));
+    }
+
+    #[test]
+    fn a_trickle_after_a_burst_is_application_limited_again() {
+        let t0 = Instant::now();
+        let mut f = Flight::new();
+        f.on_end_acks(t0, 0, RTT);
+        burst(&mut f, t0, 1_200_000, 40);
+        f.on_end_acks(t0 + RTT + MS * 40, 0, RTT);
+        // Then 1 KB every 10 ms, never more than a few in flight: after two periods (four
+        // round trips) the burst is forgotten.
+        let mut t = t0 + RTT + MS * 50;
+        for _ in 0..40 {
+            f.on_sent(t, 1000);
+            f.on_end_acks(t + MS * 5, 7000, RTT);
+            t += MS * 10;
+        }
+        assert!(f.app_limited(true, 2_000_000));
+    }
+
+    #[test]
+    fn loopback_keeps_the_peak_for_the_shortest_period() {
+        let t0 = Instant::now();
+        let mut f = Flight::new();
+        let rtt = Duration::from_micros(100);
+        f.on_end_acks(t0, 0, rtt);
+        burst(&mut f, t0, 600_000, 4);
+        f.on_end_acks(t0 + MS * 5, 0, rtt);
+        assert!(!f.app_limited(true, 1_000_000));
+        // Two 10 ms periods of single small messages later, the burst is forgotten.
+        for ms in [20, 35] {
+            f.on_sent(t0 + MS * ms, 1000);
+            f.on_end_acks(t0 + MS * (ms + 1), 0, rtt);
+        }
+        assert!(f.app_limited(true, 1_000_000));
+    }
+}
