@@ -169,7 +169,6 @@ pub struct Tolerant {
     cubic: Box<dyn Controller>,
     judge: LossJudge,
     flight: Flight,
-    rtt: Duration,
 }
 
 impl Tolerant {
@@ -199,7 +198,7 @@ impl Controller for Tolerant {
             min: rtt.min(),
         };
         self.judge.on_ack(now, bytes, path);
-        self.rtt = rtt.get();
+        self.flight.on_rtt(rtt.get());
         let app_limited = self.app_limited(app_limited);
         self.cubic.on_ack(now, sent, bytes, app_limited, rtt);
     }
@@ -212,7 +211,7 @@ impl Controller for Tolerant {
         largest_packet_num_acked: Option<u64>,
     ) {
         let app_limited = self.app_limited(app_limited);
-        self.flight.on_end_acks(now, in_flight, self.rtt);
+        self.flight.on_end_acks(now, in_flight);
         self.cubic
             .on_end_acks(now, in_flight, app_limited, largest_packet_num_acked);
     }
@@ -251,7 +250,6 @@ impl Controller for Tolerant {
             cubic: self.cubic.clone_box(),
             judge: self.judge.clone(),
             flight: self.flight.clone(),
-            rtt: self.rtt,
         })
     }
 
@@ -285,7 +283,6 @@ impl ControllerFactory for TolerantConfig {
             cubic: self.cubic.clone().build(now, current_mtu),
             judge: LossJudge::new(),
             flight: Flight::new(),
-            rtt: Duration::ZERO,
         })
     }
 }

@@ -24,7 +24,7 @@ const MIN_PERIOD: Duration = Duration::from_millis(10);
 /// Bytes in flight and their recent peak. Fed what the connection reports (bytes sent, bytes
 /// in flight after each batch of acknowledgements, the round trip), with the time; no clock
 /// of its own.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Flight {
     in_flight: u64,
     /// Peak in flight in the current period and the one before: a burst's acknowledgements
@@ -35,9 +35,21 @@ pub struct Flight {
     period: Duration,
 }
 
+impl Default for Flight {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Flight {
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            in_flight: 0,
+            peak: 0,
+            previous_peak: 0,
+            period_start: None,
+            period: MIN_PERIOD,
+        }
     }
 
     /// `bytes` sent at `now`.
@@ -47,10 +59,13 @@ impl Flight {
         self.peak = self.peak.max(self.in_flight);
     }
 
-    /// A batch of acknowledgements (or losses) left `in_flight` bytes in flight; the path's
-    /// smoothed round trip is `rtt`.
-    pub fn on_end_acks(&mut self, now: Instant, in_flight: u64, rtt: Duration) {
+    /// The path's smoothed round trip is now `rtt`.
+    pub fn on_rtt(&mut self, rtt: Duration) {
         self.period = (rtt * 2).max(MIN_PERIOD);
+    }
+
+    /// A batch of acknowledgements (or losses) left `in_flight` bytes in flight.
+    pub fn on_end_acks(&mut self, now: Instant, in_flight: u64) {
         self.in_flight = in_flight;
         self.rotate(now);
     }
@@ -63,9 +78,8 @@ impl Flight {
     }
 
     fn rotate(&mut self, now: Instant) {
-        let period = self.period.max(MIN_PERIOD);
         match self.period_start {
-            Some(start) if now.saturating_duration_since(start) < period => {}
+            Some(start) if now.saturating_duration_since(start) < self.period => {}
             Some(_) => {
                 self.previous_peak = self.peak;
                 self.peak = self.in_flight;
@@ -95,13 +109,14 @@ mod tests {
     fn a_burst_filling_half_the_window_is_not_application_limited() {
         let t0 = Instant::now();
         let mut f = Flight::new();
-        f.on_end_acks(t0, 0, RTT);
+        f.on_rtt(RTT);
+        f.on_end_acks(t0, 0);
         burst(&mut f, t0, 1_200_000, 40);
         // Its acknowledgements, a round trip later, with nothing left to send.
-        f.on_end_acks(t0 + RTT + MS * 20, 600_000, RTT);
+        f.on_end_acks(t0 + RTT + MS * 20, 600_000);
         assert!(!f.app_limited(true, 2_000_000), "1.2 MB of a 2 MB window");
         assert!(f.app_limited(true, 3_000_000), "1.2 MB of a 3 MB window");
-        f.on_end_acks(t0 + RTT + MS * 40, 0, RTT);
+        f.on_end_acks(t0 + RTT + MS * 40, 0);
         assert!(!f.app_limited(true, 2_000_000));
     }
 
@@ -115,15 +130,16 @@ mod tests {
     fn a_trickle_after_a_burst_is_application_limited_again() {
         let t0 = Instant::now();
         let mut f = Flight::new();
-        f.on_end_acks(t0, 0, RTT);
+        f.on_rtt(RTT);
+        f.on_end_acks(t0, 0);
         burst(&mut f, t0, 1_200_000, 40);
-        f.on_end_acks(t0 + RTT + MS * 40, 0, RTT);
+        f.on_end_acks(t0 + RTT + MS * 40, 0);
         // Then 1 KB every 10 ms, never more than a few in flight: after two periods (four
         // round trips) the burst is forgotten.
         let mut t = t0 + RTT + MS * 50;
         for _ in 0..40 {
             f.on_sent(t, 1000);
-            f.on_end_acks(t + MS * 5, 7000, RTT);
+            f.on_end_acks(t + MS * 5, 7000);
             t += MS * 10;
         }
         assert!(f.app_limited(true, 2_000_000));
@@ -134,14 +150,15 @@ mod tests {
         let t0 = Instant::now();
         let mut f = Flight::new();
         let rtt = Duration::from_micros(100);
-        f.on_end_acks(t0, 0, rtt);
+        f.on_rtt(rtt);
+        f.on_end_acks(t0, 0);
         burst(&mut f, t0, 600_000, 4);
-        f.on_end_acks(t0 + MS * 5, 0, rtt);
+        f.on_end_acks(t0 + MS * 5, 0);
         assert!(!f.app_limited(true, 1_000_000));
         // Two 10 ms periods of single small messages later, the burst is forgotten.
         for ms in [20, 35] {
             f.on_sent(t0 + MS * ms, 1000);
-            f.on_end_acks(t0 + MS * (ms + 1), 0, rtt);
+            f.on_end_acks(t0 + MS * (ms + 1), 0);
         }
         assert!(f.app_limited(true, 1_000_000));
     }
