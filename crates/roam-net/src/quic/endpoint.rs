@@ -130,8 +130,10 @@ pub fn endpoint(
         }
         None => None,
     };
-    let runtime = quinn::default_runtime()
-        .ok_or_else(|| LinkError::Connect("no async runtime for QUIC".into()))?;
+    if tokio::runtime::Handle::try_current().is_err() {
+        return Err(LinkError::Connect("no async runtime for QUIC".into()));
+    }
+    let runtime = super::timer::EarlyTimerRuntime::new();
     let mut ep_cfg = quinn::EndpointConfig::default();
     let _ = ep_cfg.max_udp_payload_size(MAX_UDP_PAYLOAD);
     let mut ep = quinn::Endpoint::new(ep_cfg, server, socket, runtime)?;

@@ -8,6 +8,7 @@
 
 mod endpoint;
 mod streams;
+mod timer;
 
 pub use endpoint::{endpoint, transport_config};
 
