@@ -72,6 +72,11 @@ pub struct FlowsRun {
     pub link_lost_packets: Option<f64>,
     /// Where each flow's time went inside roam's proxies (none for other systems).
     pub stages: Vec<super::stages::Stage>,
+    /// On a wide-area path: what the relay forwarded and dropped.
+    pub relay: Option<super::drops::RelayDrops>,
+    /// Datagrams the kernel dropped for a full receive buffer on the link sockets (QUIC, the
+    /// relay's) of each process of the system, where any.
+    pub socket_drops: std::collections::BTreeMap<String, u64>,
 }
 
 fn args(role: &str, domain: u32, f: &FlowSpec, path_timeout: Duration) -> Vec<String> {
@@ -179,6 +184,13 @@ pub fn run(
         + path_timeout * flows.len() as u32
         + Duration::from_secs_f64(send_s * 2.0 + 60.0);
     let mut last_sample = Instant::now();
+    let mut socket_drops = super::drops::SocketDrops::default();
+    let procs_of = |sys: &super::systems::Running| -> Vec<(String, u32)> {
+        sys.procs
+            .iter()
+            .map(|p| (p.name.clone(), p.pid()))
+            .collect()
+    };
     loop {
         if Instant::now() > end {
             return Err("no reports within the run's time budget".into());
@@ -216,12 +228,16 @@ pub fn run(
             window_start = Instant::now();
             windows = true;
         }
-        if windows && last_sample.elapsed() > Duration::from_millis(250) {
-            for p in sys.procs.iter_mut().chain(&mut sinks) {
-                p.sample();
-            }
-            for s in &mut sources {
-                s.proc.sample();
+        if last_sample.elapsed() > Duration::from_millis(250) {
+            let procs = procs_of(&sys);
+            socket_drops.sample(procs.iter().map(|(n, p)| (n.as_str(), *p)));
+            if windows {
+                for p in sys.procs.iter_mut().chain(&mut sinks) {
+                    p.sample();
+                }
+                for s in &mut sources {
+                    s.proc.sample();
+                }
             }
             last_sample = Instant::now();
         }
@@ -280,7 +296,18 @@ pub fn run(
     for p in &mut sinks {
         p.stop(Duration::from_secs(3));
     }
+    let relay_stats = sys.relay_stats.clone();
+    let procs = procs_of(&sys);
+    socket_drops.sample(procs.iter().map(|(n, p)| (n.as_str(), *p)));
+    out.socket_drops = socket_drops.by_process();
     let hops = sys.stop();
+    out.relay = relay_stats.and_then(|p| match super::drops::RelayDrops::read(&p) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            eprintln!("    wan-relay stats: {e}");
+            None
+        }
+    });
     let lost: Vec<f64> = hops
         .iter()
         .filter_map(|h| h.path.get("lost_packets").copied())

@@ -144,7 +144,9 @@ pub fn markdown(runs: &[HolRun], s: &mut String) {
          or less), given only when every small message of both phases arrived (not delivered = not \
          within 10 s after the sources stopped). WAN paths go through `roam-wan-relay` between the two sides (UDP for roam, its TCP side \
          for Zenoh, whose relay loss model is a retransmission stall, see E6). Link lost = QUIC packets \
-         roam's links declared lost. Rows marked *images keep-last 10* run the lossy path again with \
+         roam's links declared lost; in brackets, when there were any, datagrams the relay dropped for a full \
+         queue of its own (not part of the emulated path) and datagrams the kernel dropped for a full receive \
+         buffer on a process's link socket (QUIC or the relay's; its DDS sockets not counted). Rows marked *images keep-last 10* run the lossy path again with \
          the image stream at the ROS 2 default QoS (reliable, keep-last 10, what a camera driver \
          usually offers): a bridge may then drop old images the link cannot carry, as DDS would, \
          so fewer images are delivered by design. Rows *images by a second proxy* run two roam proxies \
@@ -165,8 +167,18 @@ pub fn markdown(runs: &[HolRun], s: &mut String) {
         let with = HolRun::small_of(r.with_image.as_ref());
         let image = HolRun::image_of(r.with_image.as_ref());
         let link = |f: Option<&super::flows::FlowsRun>| {
-            f.and_then(|f| f.link_lost_packets)
-                .map_or("—".into(), |v| format!("{v:.0}"))
+            let Some(f) = f else { return "—".into() };
+            let mut t = f
+                .link_lost_packets
+                .map_or("—".into(), |v| format!("{v:.0}"));
+            let full = f.relay.map_or(0, |r| r.overflow_packets);
+            if full > 0 {
+                let _ = write!(t, " (relay queue full: {full})");
+            }
+            for (process, n) in &f.socket_drops {
+                let _ = write!(t, " ({process} socket full: {n})");
+            }
+            t
         };
         let _ = writeln!(
             s,

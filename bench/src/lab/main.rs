@@ -3,6 +3,7 @@
 //! `bench/results/lab.json` and `bench/RESULTS.md`. Nothing is asserted about speed.
 
 mod ddsperf;
+mod drops;
 mod experiments;
 mod fairness;
 mod fairness_report;

@@ -307,7 +307,13 @@ impl Lab {
             domain_a: domains.0,
             domain_b: domains.1,
             started,
+            relay_stats: wan.map(|_| self.relay_stats_file()),
         })
+    }
+
+    /// Where the relay of the running system writes its counters when stopped.
+    fn relay_stats_file(&self) -> PathBuf {
+        self.dir.join("relay-stats.json")
     }
 
     /// Starts the relay between the sides: `target` behind RELAY_PORT.
@@ -349,6 +355,10 @@ impl Lab {
         if wan.keep_order {
             args.push("--keep-order".into());
         }
+        // Its counters, written when it is stopped: what it dropped, apart from the loss model.
+        let stats = self.relay_stats_file();
+        let _ = std::fs::remove_file(&stats);
+        args.extend(["--stats-json".into(), stats.to_string_lossy().into_owned()]);
         let p = Proc::start("wan-relay", &self.relay, &args)?;
         p.wait_line(Duration::from_secs(10), |l| l == "ready")?;
         procs.push(p);
@@ -648,6 +658,8 @@ pub struct Running {
     pub domain_a: u32,
     pub domain_b: u32,
     pub started: Instant,
+    /// The relay's counters file, on a wide-area path (read it after [`Running::stop`]).
+    pub relay_stats: Option<PathBuf>,
 }
 
 impl Running {
