@@ -6,6 +6,9 @@
 # in the two middle processes. Not part of CI; needs `perf` (Debian: linux-perf).
 #
 #   bench/profile-echo.sh [roam|zenoh|native] [SIZE] [COUNT] [MODE]
+#   LOAD=stream bench/profile-echo.sh ...   E2's load instead: COUNT std_msgs/String messages of
+#                                           SIZE characters, reliable keep-all, as fast as the
+#                                           source can write; prints the sink's rate
 #
 #   MODE  (none)    the round trip only
 #         stat      per thread of each proxy/bridge: context switches, system calls, CPU time,
@@ -24,6 +27,12 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 system="${1:-roam}"; size="${2:-8192}"; count="${3:-3000}"; mode="${4:-}"
+load="${LOAD:-echo}"
+case "$load" in
+echo) gen=(--type compressed_image --size "$size" --echo) ;;
+stream) gen=(--type string --size "$size" --count "$count" --keep-all) ;;
+*) echo "LOAD: echo or stream" >&2; exit 2 ;;
+esac
 bin="${BIN:-$here/target/profiling}"
 [[ -x "$bin/roam" ]] || bin="$here/target/release"
 out="${OUT:-/tmp/roam-profile-echo}"
@@ -80,9 +89,9 @@ native) domains=(63 63) ;;
 *) echo "system: roam, zenoh or native" >&2; exit 2 ;;
 esac
 
-"$bin/roam-loadgen" sink --domain "${domains[1]}" --topic $topic --type compressed_image \
-    --size "$size" --echo >"$out/sink.log" 2>&1 & pids+=($!)
-wait_line "$out/sink.log" ready
+"$bin/roam-loadgen" sink --domain "${domains[1]}" --topic $topic "${gen[@]}" \
+    >"$out/sink.json" 2>"$out/sink.log" & pids+=($!); sink=$!
+wait_line "$out/sink.json" ready
 if [[ -n "$mode" && ${#middle[@]} -eq 0 ]]; then echo "native has no middle processes to profile" >&2; exit 2; fi
 list=$(IFS=,; echo "${middle[*]:-}")
 profiler=
@@ -94,20 +103,27 @@ sched) (sleep 1; perf record -a -e raw_syscalls:sys_enter,raw_syscalls:sys_exit,
         -o "$out/sched.data" -- sleep 0.2 >"$out/perf.log" 2>&1) & profiler=$! ;;
 *) echo "mode: stat, record or sched" >&2; exit 2 ;;
 esac
-"$bin/roam-loadgen" source --domain "${domains[0]}" --topic $topic --type compressed_image \
-    --size "$size" --count "$count" --echo >"$out/source.json" 2>"$out/source.err"
+"$bin/roam-loadgen" source --domain "${domains[0]}" --topic $topic "${gen[@]}" \
+    --count "$count" >"$out/source.json" 2>"$out/source.err"
+[[ "$load" == echo ]] || wait "$sink" || true
 if [[ -n "$profiler" ]]; then
     [[ "$mode" == sched ]] || kill -INT "$profiler"
     wait "$profiler" || true
 fi
-python3 - "$out/source.json" "$system" "$size" <<'EOF'
+python3 - "$out/source.json" "$out/sink.json" "$system" "$size" "$load" <<'EOF'
 import json, sys
-r = json.load(open(sys.argv[1]))["rtt"]
-print(f"{sys.argv[2]} {sys.argv[3]} B: round trip median {r['median_us']:.0f} us, p99 {r['p99_us']:.0f} us ({r['count']} echoes)")
+if sys.argv[5] == "echo":
+    r = json.load(open(sys.argv[1]))["rtt"]
+    print(f"{sys.argv[3]} {sys.argv[4]} B: round trip median {r['median_us']:.0f} us, p99 {r['p99_us']:.0f} us ({r['count']} echoes)")
+else:
+    line = [l for l in open(sys.argv[2]) if l.startswith("{")][-1]
+    r = json.loads(line)
+    c = r["counts"]
+    print(f"{sys.argv[3]} {sys.argv[4]} B: {r['rate']:.0f} messages/s received, {c['received']} of {c['expected']}, one-way median {r['one_way']['median_us']:.0f} us")
 EOF
 case "$mode" in
 stat)
-    python3 - "$out/stat.txt" "$count" <<'EOF'
+    python3 - "$out/stat.txt" "$count" "$load" <<'EOF'
 import re, sys
 per = {}
 for line in open(sys.argv[1]):
@@ -117,7 +133,7 @@ for line in open(sys.argv[1]):
         ev[m.group(4)] = ev.get(m.group(4), 0.0) + float(m.group(3).replace(",", ""))
 n = int(sys.argv[2])
 total = {}
-print("per round trip, both middle processes together, by thread name:")
+print(f"per {'round trip' if sys.argv[3] == 'echo' else 'message'}, both middle processes together, by thread name:")
 for name, v in sorted(per.items(), key=lambda kv: -kv[1].get("task-clock", 0)):
     for k, x in v.items():
         total[k] = total.get(k, 0.0) + x

@@ -5,12 +5,12 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use roam_proto::frame::data_header;
+use roam_proto::frame::{data_header, DATA_HEADER_LEN};
 use tracing::{debug, warn};
 
 use super::QuicTransport;
 use crate::framing::read_frame;
-use crate::lane::Lane;
+use crate::lane::{Lane, Weighted};
 use crate::link::{Inbound, LinkId, Outgoing};
 
 /// Most frames one stream write takes from a lane, and the byte count past which it stops
@@ -30,41 +30,21 @@ pub(super) async fn write_lane(
     lane: Arc<Lane<Outgoing>>,
 ) {
     let mut chunks: Vec<Bytes> = Vec::with_capacity(2 * WRITE_BATCH_FRAMES);
-    let mut small = bytes::BytesMut::new();
+    let mut batch: Vec<Outgoing> = Vec::with_capacity(WRITE_BATCH_FRAMES);
     // quinn opens every stream at priority 0, bulk's.
     let mut priority = Priority::Bulk;
     while let Some(first) = lane.pop().await {
         // Whatever else is queued already goes in the same write.
-        let (mut frames, mut bytes, mut largest) = (0, 0, 0);
-        let mut next = Some(first);
-        while let Some(item) = next.take() {
-            frames += 1;
-            let size = crate::lane::Weighted::size(&item);
-            bytes += size;
-            largest = largest.max(size);
-            if size > COALESCE_MAX && !small.is_empty() {
-                chunks.push(small.split().freeze());
-            }
-            match item {
-                Outgoing::Control(b) if size <= COALESCE_MAX => small.extend_from_slice(&b),
-                Outgoing::Control(b) => chunks.push(b),
-                Outgoing::Data { origin, envelope } => {
-                    small.extend_from_slice(&data_header(origin, envelope.len()));
-                    if size <= COALESCE_MAX {
-                        small.extend_from_slice(&envelope);
-                    } else {
-                        chunks.push(small.split().freeze());
-                        chunks.push(envelope);
-                    }
-                }
-            }
-            if frames < WRITE_BATCH_FRAMES && bytes < WRITE_BATCH_BYTES {
-                next = lane.try_pop();
-            }
+        let mut bytes = first.size();
+        batch.push(first);
+        while batch.len() < WRITE_BATCH_FRAMES && bytes < WRITE_BATCH_BYTES {
+            let Some(item) = lane.try_pop() else { break };
+            bytes += item.size();
+            batch.push(item);
         }
-        if !small.is_empty() {
-            chunks.push(small.split().freeze());
-        }
+        let frames = batch.len();
+        let largest = batch.iter().map(Weighted::size).max().unwrap_or(0);
+        coalesce(&mut batch, &mut chunks);
         let wanted = Priority::of(largest);
         if wanted != priority {
             priority = wanted;
@@ -82,6 +62,48 @@ pub(super) async fn write_lane(
     // program that exits right after publishing loses nothing.
     if s.finish().is_ok() {
         let _ = s.stopped().await;
+    }
+}
+
+/// Appends a batch of frames to `chunks` as the buffers of one stream write: frames up to
+/// [`COALESCE_MAX`], and the headers of larger envelopes, are copied into one buffer allocated
+/// once at its final size (growing it frame by frame reallocated and copied it again and
+/// again); larger envelopes and control frames go as they are.
+/// Empties `batch`.
+fn coalesce(batch: &mut Vec<Outgoing>, chunks: &mut Vec<Bytes>) {
+    let copied: usize = batch
+        .iter()
+        .map(|item| match item {
+            _ if item.size() <= COALESCE_MAX => item.size(),
+            Outgoing::Data { .. } => DATA_HEADER_LEN,
+            Outgoing::Control(_) => 0,
+        })
+        .sum();
+    // Split off in pieces, every piece shares this one allocation.
+    let mut small = bytes::BytesMut::with_capacity(copied);
+    for item in batch.drain(..) {
+        let size = item.size();
+        match item {
+            Outgoing::Control(b) if size <= COALESCE_MAX => small.extend_from_slice(&b),
+            Outgoing::Control(b) => {
+                if !small.is_empty() {
+                    chunks.push(small.split().freeze());
+                }
+                chunks.push(b);
+            }
+            Outgoing::Data { origin, envelope } => {
+                small.extend_from_slice(&data_header(origin, envelope.len()));
+                if size <= COALESCE_MAX {
+                    small.extend_from_slice(&envelope);
+                } else {
+                    chunks.push(small.split().freeze());
+                    chunks.push(envelope);
+                }
+            }
+        }
+    }
+    if !small.is_empty() {
+        chunks.push(small.freeze());
     }
 }
 
@@ -188,5 +210,80 @@ pub(super) async fn read_datagrams(t: Arc<QuicTransport>, link: LinkId, inbound:
             // A bad datagram is dropped; datagrams are best effort by nature.
             Err(e) => debug!("dropping a bad datagram: {e}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(origin: u64, len: usize, byte: u8) -> Outgoing {
+        Outgoing::Data {
+            origin,
+            envelope: Bytes::from(vec![byte; len]),
+        }
+    }
+
+    /// The bytes a batch puts on the stream, frame after frame.
+    fn wire(batch: &[Outgoing]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for item in batch {
+            match item {
+                Outgoing::Control(b) => out.extend_from_slice(b),
+                Outgoing::Data { origin, envelope } => {
+                    out.extend_from_slice(&data_header(*origin, envelope.len()));
+                    out.extend_from_slice(envelope);
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_batch_keeps_its_bytes_and_order_and_copies_only_small_frames_once() {
+        let big = COALESCE_MAX + 1;
+        let batch = vec![
+            data(1, 100, 0xa1),
+            Outgoing::Control(Bytes::from_static(b"ctl")),
+            data(2, big, 0xb2),
+            data(3, 10, 0xc3),
+            Outgoing::Control(Bytes::from(vec![0xd4; big])),
+            data(4, 0, 0),
+        ];
+        let expected = wire(&batch);
+        let large_envelope = match &batch[2] {
+            Outgoing::Data { envelope, .. } => envelope.as_ptr(),
+            Outgoing::Control(_) => unreachable!(),
+        };
+        let mut items = batch;
+        let mut chunks = Vec::new();
+        coalesce(&mut items, &mut chunks);
+        assert!(items.is_empty());
+        assert_eq!(chunks.concat(), expected);
+        // [data 1 + ctl + header 2] [envelope 2] [data 3] [large ctl] [data 4]
+        let sizes: Vec<usize> = chunks.iter().map(Bytes::len).collect();
+        assert_eq!(
+            sizes,
+            vec![
+                2 * DATA_HEADER_LEN + 100 + 3,
+                big,
+                DATA_HEADER_LEN + 10,
+                big,
+                DATA_HEADER_LEN
+            ]
+        );
+        // The large envelope is passed as it is, not copied.
+        assert_eq!(chunks[1].as_ptr(), large_envelope);
+        // The copied pieces are consecutive parts of one allocation.
+        let end = |c: &Bytes| c.as_ptr() as usize + c.len();
+        assert_eq!(end(&chunks[0]), chunks[2].as_ptr() as usize);
+        assert_eq!(end(&chunks[2]), chunks[4].as_ptr() as usize);
+    }
+
+    #[test]
+    fn an_empty_batch_writes_nothing() {
+        let mut chunks = Vec::new();
+        coalesce(&mut Vec::new(), &mut chunks);
+        assert!(chunks.is_empty());
     }
 }
