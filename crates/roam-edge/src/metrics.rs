@@ -144,6 +144,10 @@ pub struct Process {
     /// Resident memory now, bytes (Linux only: /proc/self/status).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rss_bytes: Option<u64>,
+    /// Datagrams the kernel dropped at the process's QUIC sockets because their receive buffer
+    /// was full, since they were opened (Linux only; absent without a QUIC endpoint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_receive_drops: Option<u64>,
 }
 
 /// A router's counters and table sizes.

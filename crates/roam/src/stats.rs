@@ -367,6 +367,7 @@ mod tests {
             snapshot_time_us: 0,
             cpu_time_us: None,
             rss_bytes: None,
+            udp_receive_drops: None,
         };
         Snapshot::new(process)
             .with_router(&report)

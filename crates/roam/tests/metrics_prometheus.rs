@@ -260,6 +260,15 @@ fn prometheus_scrapes_a_router_and_two_proxies_and_counts_what_crossed() {
         r#"roam_topic_dropped_total{node="base",topic="/chatter",cause="refused"}"#,
         |v| v == 0.0,
     );
+    // Each process's QUIC sockets: nothing dropped for a full buffer at this load.
+    for (name, _) in &targets {
+        wait_query(
+            &prom,
+            &prom_addr,
+            &format!(r#"roam_udp_receive_drops_total{{node="{name}"}}"#),
+            |v| v == 0.0,
+        );
+    }
     // Outside Prometheus (curl, promtool: no OpenMetrics in Accept) the classic text format,
     // which promtool's linter accepts as following the naming conventions.
     for (name, addr) in &targets {

@@ -33,6 +33,7 @@ impl Identity {
             snapshot_time_us: now_us(),
             cpu_time_us: cpu_time_us(),
             rss_bytes: rss_bytes(),
+            udp_receive_drops: roam_net::quic::udp_receive_drops(),
         }
     }
 }

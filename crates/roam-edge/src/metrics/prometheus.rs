@@ -336,6 +336,16 @@ fn encode_process(enc: &mut DescriptorEncoder, s: &Snapshot) -> Fmt {
             &[(vec![], rss as f64)],
         )?;
     }
+    if let Some(drops) = p.udp_receive_drops {
+        let mut m = enc.encode_descriptor(
+            "udp_receive_drops",
+            "Datagrams the kernel dropped at the process's QUIC sockets for a full receive \
+             buffer (raise link.udp_buffer_bytes, or net.core.rmem_max when not root).",
+            None,
+            MetricType::Counter,
+        )?;
+        m.encode_counter::<prometheus_client::encoding::NoLabelSet, _, u64>(&drops, None)?;
+    }
     Ok(())
 }
 

@@ -265,6 +265,7 @@ mod tests {
                 snapshot_time_us: at_s * 1_000_000,
                 cpu_time_us: None,
                 rss_bytes: None,
+                udp_receive_drops: None,
             },
             routing: None,
             admission: None,

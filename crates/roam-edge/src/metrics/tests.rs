@@ -103,6 +103,7 @@ fn process() -> Process {
         snapshot_time_us: 1_700_000_030_000_000,
         cpu_time_us: Some(1234),
         rss_bytes: None,
+        udp_receive_drops: None,
     }
 }
 

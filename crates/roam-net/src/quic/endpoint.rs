@@ -172,7 +172,9 @@ fn udp_socket(addr: SocketAddr, buffer: usize) -> std::io::Result<(std::net::Udp
         warn_small_buffer(got, buffer);
     }
     s.bind(&addr.into())?;
-    Ok((s.into(), got))
+    let s: std::net::UdpSocket = s.into();
+    super::socket_drops::register(&s);
+    Ok((s, got))
 }
 
 /// SO_RCVBUFFORCE and SO_SNDBUFFORCE: the sizes regardless of `net.core.rmem_max` and

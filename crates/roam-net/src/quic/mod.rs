@@ -7,10 +7,12 @@
 //!   lane drops its oldest message first.
 
 mod endpoint;
+mod socket_drops;
 mod streams;
 mod timer;
 
 pub use endpoint::{endpoint, transport_config};
+pub use socket_drops::udp_receive_drops;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

@@ -16,6 +16,7 @@ fn process() -> Process {
         snapshot_time_us: 1_700_000_001_000_000,
         cpu_time_us: Some(2_500_000),
         rss_bytes: Some(10 << 20),
+        udp_receive_drops: Some(3),
     }
 }
 
@@ -147,6 +148,7 @@ fn counters_gauges_and_families_follow_the_conventions() {
     assert_eq!(v(r#"roam_link_up{peer="cloud",link="3"}"#), 1.0);
     assert_eq!(v("roam_process_cpu_seconds_total"), 2.5);
     assert_eq!(v("roam_process_resident_memory_bytes"), (10 << 20) as f64);
+    assert_eq!(v("roam_udp_receive_drops_total"), 3.0);
     assert_eq!(
         v(r#"roam_process_info{id="edge-1",kind="proxy",version="0.1.0"}"#),
         1.0
@@ -258,6 +260,7 @@ fn a_snapshot_without_router_or_topics_still_renders() {
     let t = Exposition::default().render(&Snapshot::new(Process {
         cpu_time_us: None,
         rss_bytes: None,
+        udp_receive_drops: None,
         ..process()
     }));
     assert!(t.contains("roam_process_info{"), "{t}");
