@@ -143,7 +143,7 @@ fn a_member_without_definitions_reads_a_laserscan_and_a_custom_nested_type_as_js
 fn a_member_without_definitions_publishes_json_that_a_dds_listener_reads() {
     let net = Net::new("json-pub");
     let paths = definitions(&net.dir);
-    let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
+    let (cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
     // The importing network has the definitions and announces them for what it imports.
     let base = net.proxy(
         "base",
@@ -200,9 +200,10 @@ fn a_member_without_definitions_publishes_json_that_a_dds_listener_reads() {
     }
     let got = got.unwrap_or_else(|| {
         panic!(
-            "the DDS listener got nothing.\npub: {}\nbase: {}",
+            "the DDS listener got nothing.\npub: {}\nbase: {}\ncloud: {}",
             publisher.logs(),
-            base.logs()
+            base.logs(),
+            cloud.logs()
         )
     });
     assert!(
