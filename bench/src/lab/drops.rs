@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use roam_net::quic::{udp_table, UdpTableRow};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -12,32 +13,6 @@ use serde_json::Value;
 /// fixed ports 32271+ and the kernel's ephemeral range 32768+); below are DDS participants'
 /// (7400 + 250 x domain, 22400-23900 for the lab's domains 60-65).
 const LINK_PORT_MIN: u16 = 32_000;
-
-/// One socket of /proc/net/udp (or udp6): its inode, local port and kernel drop count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct UdpSocket {
-    inode: u64,
-    port: u16,
-    drops: u64,
-}
-
-/// The sockets of a /proc/net/udp text: `sl local_address rem_address st tx_queue:rx_queue
-/// tr:tm->when retrnsmt uid timeout inode ref pointer drops` after a header line.
-fn udp_sockets(table: &str) -> Vec<UdpSocket> {
-    table
-        .lines()
-        .skip(1)
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            let port = f.get(1)?.rsplit(':').next()?;
-            Some(UdpSocket {
-                port: u16::from_str_radix(port, 16).ok()?,
-                inode: f.get(9)?.parse().ok()?,
-                drops: f.get(12)?.parse().ok()?,
-            })
-        })
-        .collect()
-}
 
 /// Socket inodes a process holds (`socket:[N]` links in /proc/PID/fd).
 fn socket_inodes(pid: u32) -> Vec<u64> {
@@ -69,8 +44,7 @@ impl SocketDrops {
                 table.push_str(&t);
             }
         }
-        let sockets: HashMap<u64, UdpSocket> = udp_sockets(&table)
-            .into_iter()
+        let sockets: HashMap<u64, UdpTableRow> = udp_table(&table)
             .filter(|s| s.port >= LINK_PORT_MIN)
             .map(|s| (s.inode, s))
             .collect();
@@ -137,29 +111,6 @@ impl RelayDrops {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn udp_table_rows_give_port_inode_and_drops() {
-        let table = "   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops\n\
-            \x20 12: 0100007F:7E0F 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 21781 2 0000000000000000 5066\n\
-            \x20 13: 00000000:5889 00000000:0000 07 00000000:00011300 00:00000000 00000000     0        0 21143 2 0000000000000000 0\n\
-            garbage\n";
-        assert_eq!(
-            udp_sockets(table),
-            vec![
-                UdpSocket {
-                    inode: 21781,
-                    port: 32271,
-                    drops: 5066
-                },
-                UdpSocket {
-                    inode: 21143,
-                    port: 22665,
-                    drops: 0
-                },
-            ]
-        );
-    }
 
     #[test]
     fn socket_drops_keep_each_sockets_highest_count() {

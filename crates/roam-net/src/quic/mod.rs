@@ -12,7 +12,7 @@ mod streams;
 mod timer;
 
 pub use endpoint::{endpoint, transport_config};
-pub use socket_drops::udp_receive_drops;
+pub use socket_drops::{udp_receive_drops, udp_table, UdpTableRow};
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

@@ -70,20 +70,30 @@ fn open_sockets() -> HashMap<u64, u64> {
     let mut out = HashMap::new();
     for table in ["/proc/net/udp", "/proc/net/udp6"] {
         if let Ok(t) = std::fs::read_to_string(table) {
-            out.extend(drops_by_inode(&t));
+            out.extend(udp_table(&t).map(|r| (r.inode, r.drops)));
         }
     }
     out
 }
 
+/// One row of /proc/net/udp (or udp6): a socket's inode, local port and kernel drop count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpTableRow {
+    pub inode: u64,
+    pub port: u16,
+    pub drops: u64,
+}
+
 /// The rows of a /proc/net/udp table: `sl local rem st tx:rx tr:when retrnsmt uid timeout
-/// inode ref pointer drops`, after a header line.
-fn drops_by_inode(table: &str) -> impl Iterator<Item = (u64, u64)> + '_ {
+/// inode ref pointer drops`, after a header line; malformed rows are skipped.
+pub fn udp_table(table: &str) -> impl Iterator<Item = UdpTableRow> + '_ {
     table.lines().skip(1).filter_map(|l| {
         let mut f = l.split_whitespace();
-        let inode = f.nth(9)?.parse().ok()?;
+        let port = f.nth(1)?.rsplit(':').next()?;
+        let port = u16::from_str_radix(port, 16).ok()?;
+        let inode = f.nth(7)?.parse().ok()?;
         let drops = f.nth(2)?.parse().ok()?;
-        Some((inode, drops))
+        Some(UdpTableRow { inode, port, drops })
     })
 }
 
@@ -109,13 +119,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_udp_table_gives_each_sockets_drops() {
+    fn a_udp_table_gives_each_sockets_port_inode_and_drops() {
         let table = "   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops\n\
             \x20 12: 0100007F:7E0F 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 21781 2 0000000000000000 5066\n\
             \x20 13: 00000000:5889 00000000:0000 07 00000000:00011300 00:00000000 00000000     0        0 21143 2 0000000000000000 0\n\
             short line\n";
-        let got: HashMap<u64, u64> = drops_by_inode(table).collect();
-        assert_eq!(got, HashMap::from([(21781, 5066), (21143, 0)]));
+        let row = |inode, port, drops| UdpTableRow { inode, port, drops };
+        assert_eq!(
+            udp_table(table).collect::<Vec<_>>(),
+            vec![row(21781, 32271, 5066), row(21143, 22665, 0)]
+        );
     }
 
     #[cfg(target_os = "linux")]
