@@ -358,7 +358,8 @@ impl Subscriber {
     }
 
     fn handle_data(&mut self, env: &[u8], payload: &mut Vec<u8>) -> Option<Event> {
-        let opened = match self.opener.open(env, now_us(), payload) {
+        let now = now_us();
+        let opened = match self.opener.open(env, now, payload) {
             Ok(o) => o,
             Err(e) => {
                 TopicStats::count(&self.stats.refused);
@@ -368,7 +369,7 @@ impl Subscriber {
                 return None;
             }
         };
-        self.stats.age_in.record_envelope(env);
+        self.stats.age_in.record_envelope_at(env, now);
         let session = opened.header.session;
         let received = Received {
             stream: self.sessions.get(&session).copied(),

@@ -98,6 +98,14 @@ impl LatencyHistogram {
         }
     }
 
+    /// [`Self::record_envelope`] at a time the caller read already (one clock read for a
+    /// batch of envelopes).
+    pub fn record_envelope_at(&self, envelope: &[u8], now_us: u64) {
+        if let Some(t) = roam_proto::envelope::peek_send_time(envelope) {
+            self.record(now_us.saturating_sub(t));
+        }
+    }
+
     /// A plain copy of the counts: the non-empty buckets, the total and the extremes. Cheap
     /// (one relaxed load per bucket), so a status report can take it at any time.
     pub fn snapshot(&self) -> LatencySnapshot {
@@ -324,6 +332,20 @@ mod tests {
         assert_eq!(s.count, 2);
         assert_eq!(s.min_us, 0.0);
         assert_eq!(s.max_us, u64::MAX as f64);
+    }
+
+    #[test]
+    fn an_envelope_age_at_a_given_time() {
+        use roam_proto::envelope::{MIN_LEN, VERSION};
+        let mut env = vec![0u8; MIN_LEN];
+        env[0] = VERSION;
+        env[52..60].copy_from_slice(&1_000u64.to_be_bytes());
+        let h = LatencyHistogram::default();
+        h.record_envelope_at(&env, 1_250);
+        h.record_envelope_at(&env, 10); // sent "later" than now: age 0
+        h.record_envelope_at(&env[..10], 5_000); // not an envelope: ignored
+        let s = h.summary();
+        assert_eq!((s.count, s.min_us, s.max_us), (2, 0.0, 250.0));
     }
 
     #[test]

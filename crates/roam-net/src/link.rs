@@ -329,6 +329,14 @@ impl LinkStats {
         self.record_age(frame);
     }
 
+    /// [`Self::count_frame_in`] for a frame of a batch read at `now_us`.
+    pub fn count_frame_in_at(&self, frame: &Frame, now_us: u64) {
+        self.count_in(wire_size(frame));
+        if let Frame::Data { envelope, .. } = frame {
+            self.data_age.record_envelope_at(envelope, now_us);
+        }
+    }
+
     /// Records how old a data frame's envelope is on arrival.
     pub fn record_age(&self, frame: &Frame) {
         if let Frame::Data { envelope, .. } = frame {

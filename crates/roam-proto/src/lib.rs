@@ -12,12 +12,14 @@
 //!
 //! - [`name`]: 256-bit topic names, `HMAC-SHA256(realm secret, canonical descriptor)`.
 //! - [`envelope`]: the envelope header, and [`seal`]: sealing, opening, replay protection.
-//! - [`frame`]: frames exchanged on links between routers and clients.
+//! - [`frame`]: frames exchanged on links between routers and clients, and [`assembler`]:
+//!   cutting a stream that arrives in pieces into them.
 //! - [`meta`]: topic announcements (type, QoS, streams) exporters seal on a topic's metadata
 //!   name.
 //!
 //! The constructions and their reasoning are in `docs/security.md` and `docs/protocol.md`.
 
+pub mod assembler;
 pub mod codec;
 pub mod directory;
 pub mod envelope;
@@ -28,6 +30,7 @@ pub mod realm;
 pub mod replay;
 pub mod seal;
 
+pub use assembler::FrameAssembler;
 pub use envelope::{EnvelopeFlags, EnvelopeHeader, PayloadKind};
 pub use frame::{Frame, FrameError, RouterId};
 pub use meta::{StreamAnnouncement, StreamQos, TopicAnnouncement, TypeDefinition, XTypes};
