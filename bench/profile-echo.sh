@@ -12,7 +12,8 @@
 #
 #   MODE  (none)    the round trip only
 #         stat      per thread of each proxy/bridge: context switches, system calls, CPU time,
-#                   divided by the round trips (perf stat --per-thread)
+#                   divided by the round trips (perf stat --per-thread); and the CPU of the
+#                   source and the sink (native too: what the ends cost without a bridge)
 #         record    call graphs of both proxies (perf record, DWARF unwinding) into
 #                   $OUT/perf.data; read with `perf report -i $OUT/perf.data`
 #         sched     200 ms of every system call and scheduler switch/wake-up on the machine
@@ -92,23 +93,34 @@ esac
 "$bin/roam-loadgen" sink --domain "${domains[1]}" --topic $topic "${gen[@]}" \
     >"$out/sink.json" 2>"$out/sink.log" & pids+=($!); sink=$!
 wait_line "$out/sink.json" ready
-if [[ -n "$mode" && ${#middle[@]} -eq 0 ]]; then echo "native has no middle processes to profile" >&2; exit 2; fi
+if [[ -n "$mode" && "$mode" != stat && ${#middle[@]} -eq 0 ]]; then echo "native has no middle processes to profile" >&2; exit 2; fi
 list=$(IFS=,; echo "${middle[*]:-}")
 profiler=
+source_cmd=("$bin/roam-loadgen")
 case "$mode" in
 "") ;;
-stat) perf stat --per-thread -e context-switches,raw_syscalls:sys_enter,task-clock -p "$list" -o "$out/stat.txt" & profiler=$! ;;
+stat) # The middle processes by thread; the source and sink whole: what the ends cost is what
+      # the proxies and the ends share on these cores.
+      if [[ -n "$list" ]]; then
+          perf stat --per-thread -e context-switches,raw_syscalls:sys_enter,task-clock -p "$list" -o "$out/stat.txt" & profiler=$!
+      else : >"$out/stat.txt"; fi
+      perf stat -e task-clock -p "$sink" -o "$out/sink.stat" & ends=$!
+      source_cmd=(perf stat -e task-clock -o "$out/source.stat" -- "$bin/roam-loadgen") ;;
 record) perf record -F 4999 -g --call-graph dwarf,16384 -p "$list" -o "$out/perf.data" >"$out/perf.log" 2>&1 & profiler=$! ;;
 sched) (sleep 1; perf record -a -e raw_syscalls:sys_enter,raw_syscalls:sys_exit,sched:sched_switch,sched:sched_wakeup \
         -o "$out/sched.data" -- sleep 0.2 >"$out/perf.log" 2>&1) & profiler=$! ;;
 *) echo "mode: stat, record or sched" >&2; exit 2 ;;
 esac
-"$bin/roam-loadgen" source --domain "${domains[0]}" --topic $topic "${gen[@]}" \
+"${source_cmd[@]}" source --domain "${domains[0]}" --topic $topic "${gen[@]}" \
     --count "$count" >"$out/source.json" 2>"$out/source.err"
 [[ "$load" == echo ]] || wait "$sink" || true
 if [[ -n "$profiler" ]]; then
     [[ "$mode" == sched ]] || kill -INT "$profiler"
     wait "$profiler" || true
+fi
+if [[ "$mode" == stat ]]; then
+    kill -INT "$ends" 2>/dev/null || true  # ends by itself when the sink exits
+    wait "$ends" || true
 fi
 python3 - "$out/source.json" "$out/sink.json" "$system" "$size" "$load" <<'EOF'
 import json, sys
@@ -123,8 +135,14 @@ else:
 EOF
 case "$mode" in
 stat)
-    python3 - "$out/stat.txt" "$count" "$load" <<'EOF'
+    python3 - "$out/stat.txt" "$count" "$load" "$out/source.stat" "$out/sink.stat" <<'EOF'
 import re, sys
+def task_ms(path):
+    for line in open(path):
+        m = re.match(r"\s*([\d.,]+)\s+msec\s+task-clock", line)
+        if m:
+            return float(m.group(1).replace(",", ""))
+    return 0.0
 per = {}
 for line in open(sys.argv[1]):
     m = re.match(r"\s*(\S+)-(\d+)\s+([\d.,]+)\s+(?:msec\s+)?(context-switches|raw_syscalls:sys_enter|task-clock)", line)
@@ -140,7 +158,11 @@ for name, v in sorted(per.items(), key=lambda kv: -kv[1].get("task-clock", 0)):
     if v.get("task-clock", 0) < 1:
         continue
     print(f"  {name:16} {v.get('context-switches', 0) / n:5.2f} switches {v.get('raw_syscalls:sys_enter', 0) / n:5.1f} syscalls {v.get('task-clock', 0) * 1000 / n:6.1f} us CPU")
-print(f"  {'all threads':16} {total.get('context-switches', 0) / n:5.2f} switches {total.get('raw_syscalls:sys_enter', 0) / n:5.1f} syscalls {total.get('task-clock', 0) * 1000 / n:6.1f} us CPU")
+if per:
+    print(f"  {'all threads':16} {total.get('context-switches', 0) / n:5.2f} switches {total.get('raw_syscalls:sys_enter', 0) / n:5.1f} syscalls {total.get('task-clock', 0) * 1000 / n:6.1f} us CPU")
+src, snk = task_ms(sys.argv[4]) * 1000 / n, task_ms(sys.argv[5]) * 1000 / n
+mid = total.get("task-clock", 0) * 1000 / n
+print(f"the ends: source {src:.1f} us, sink {snk:.1f} us CPU; with the middle {src + snk + mid:.1f} us per message")
 EOF
     ;;
 sched) perf script -i "$out/sched.data" -F comm,pid,tid,cpu,time,event,trace 2>/dev/null | grep -v '^ *perf ' >"$out/sched.txt" || true
