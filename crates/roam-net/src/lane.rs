@@ -14,6 +14,11 @@ use std::sync::Mutex;
 
 use tokio::sync::Notify;
 
+/// How long [`Lane::wait_space`] waits, once a full lane has room, for it to drain to half:
+/// at a fast link's rate that is hundreds of messages moved per refill; a slow link's waiting
+/// topic resumes after this much anyway (it is tiny next to the stall timeout).
+pub const REFILL_PATIENCE: std::time::Duration = std::time::Duration::from_millis(5);
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Policy {
     Reliable,
@@ -163,26 +168,47 @@ impl<T: Weighted> Lane<T> {
         Some(item)
     }
 
-    /// Resolves once the lane has room for another message (or is closed).
+    /// Resolves once the lane has room for another message (or is closed), and then has
+    /// drained to half its bounds or [`REFILL_PATIENCE`] has passed. Whoever refills a full
+    /// lane after this moves a batch: resolving at the first free slot made a topic that
+    /// outruns its link pause, wake, move a message or a writer's batch, and pause again,
+    /// with a task, a command and a publisher wake-up each time.
     pub async fn wait_space(&self) {
+        self.wait_until(|s| self.has_room(s)).await;
+        let half = |s: &State<T>| {
+            s.closed
+                || (s.queue.len() <= self.limits.max_messages / 2
+                    && s.bytes <= self.limits.max_bytes / 2)
+        };
+        let _ = tokio::time::timeout(REFILL_PATIENCE, self.wait_until(half)).await;
+    }
+
+    async fn wait_until(&self, ready: impl Fn(&State<T>) -> bool) {
         loop {
             let space = self.space.notified();
             tokio::pin!(space);
             space.as_mut().enable();
-            if self.has_space() {
+            let now_ready = match self.state.lock() {
+                Ok(s) => ready(&s),
+                Err(p) => ready(&p.into_inner()),
+            };
+            if now_ready {
                 return;
             }
             space.await;
         }
     }
 
+    fn has_room(&self, s: &State<T>) -> bool {
+        s.closed || (s.queue.len() < self.limits.max_messages && s.bytes < self.limits.max_bytes)
+    }
+
     /// Whether the lane has room for another message (or is closed: nothing waits on it).
     pub fn has_space(&self) -> bool {
-        let s = match self.state.lock() {
-            Ok(s) => s,
-            Err(p) => p.into_inner(),
-        };
-        s.closed || (s.queue.len() < self.limits.max_messages && s.bytes < self.limits.max_bytes)
+        match self.state.lock() {
+            Ok(s) => self.has_room(&s),
+            Err(p) => self.has_room(&p.into_inner()),
+        }
     }
 
     pub fn close(&self) {
@@ -252,6 +278,69 @@ mod tests {
         assert_eq!(l.pop().await.unwrap()[0], 2);
         assert_eq!(l.push(vec![9; 95]), Pushed::DroppedOldest(2));
         assert_eq!(l.pop().await.unwrap()[0], 9);
+    }
+
+    /// A full lane of 8 one-byte messages (room up to 8, half is 4).
+    fn full_lane() -> std::sync::Arc<Lane<Vec<u8>>> {
+        let l = std::sync::Arc::new(Lane::new(
+            Policy::Reliable,
+            LaneLimits {
+                max_messages: 8,
+                max_bytes: 1000,
+            },
+        ));
+        for i in 0..8u8 {
+            assert_eq!(l.push(vec![i]), Pushed::Queued);
+        }
+        l
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_lane_is_refilled_once_half_drained_not_at_the_first_free_slot() {
+        let l = full_lane();
+        let waiter = tokio::spawn({
+            let l = l.clone();
+            async move { l.wait_space().await }
+        });
+        tokio::task::yield_now().await;
+        // One slot frees: room, but not yet half drained.
+        l.try_pop().unwrap();
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished());
+        // Half drained: resolves at once, well before the patience runs out.
+        let t0 = tokio::time::Instant::now();
+        for _ in 0..3 {
+            l.try_pop().unwrap();
+        }
+        waiter.await.unwrap();
+        assert!(t0.elapsed() < REFILL_PATIENCE);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slowly_draining_lane_is_refilled_after_the_patience() {
+        let l = full_lane();
+        let t0 = tokio::time::Instant::now();
+        let waiter = tokio::spawn({
+            let l = l.clone();
+            async move { l.wait_space().await }
+        });
+        tokio::task::yield_now().await;
+        l.try_pop().unwrap();
+        waiter.await.unwrap();
+        assert_eq!(t0.elapsed(), REFILL_PATIENCE);
+        assert!(l.has_space());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn waiting_for_space_ends_when_the_lane_closes() {
+        let l = full_lane();
+        let waiter = tokio::spawn({
+            let l = l.clone();
+            async move { l.wait_space().await }
+        });
+        tokio::task::yield_now().await;
+        l.close();
+        waiter.await.unwrap();
     }
 
     #[tokio::test]
