@@ -379,6 +379,9 @@ struct LinkEntry {
     down: Option<oneshot::Sender<()>>,
 }
 
+/// Most commands or link inputs taken per turn of the runtime's loop before it flushes.
+const BATCH: usize = 256;
+
 struct Runtime {
     core: Router,
     links: HashMap<LinkId, LinkEntry>,
@@ -409,19 +412,35 @@ impl Runtime {
     ) {
         loop {
             let deadline = self.core.poll_timeout().map(tokio::time::Instant::from_std);
+            // What is already queued is taken in the same turn, with one reading of the clock
+            // (the routing core's timers need no finer time): one wake-up, one select and one
+            // flush for a burst of messages instead of one each.
             tokio::select! {
                 biased;
-                c = cmd.recv() => match c {
-                    Some(Command::Shutdown) | None => break,
-                    Some(c) => self.command(c),
+                c = cmd.recv() => {
+                    let Some(c) = c else { break };
+                    let now = Instant::now();
+                    let mut next = Some(c);
+                    let mut taken = 0;
+                    while let Some(c) = next.take() {
+                        if matches!(c, Command::Shutdown) {
+                            self.flush();
+                            return self.shut_down(ep);
+                        }
+                        self.command(c, now);
+                        taken += 1;
+                        if taken < BATCH {
+                            next = cmd.try_recv().ok();
+                        }
+                    }
                 },
                 m = inbound.recv() => {
                     let Some((link, input)) = m else { break };
-                    self.input(link, input);
-                    // Drain what is already queued before flushing: amortises the flush.
-                    for _ in 0..256 {
+                    let now = Instant::now();
+                    self.input(link, input, now);
+                    for _ in 1..BATCH {
                         match inbound.try_recv() {
-                            Ok((link, input)) => self.input(link, input),
+                            Ok((link, input)) => self.input(link, input, now),
                             Err(_) => break,
                         }
                     }
@@ -430,6 +449,10 @@ impl Runtime {
             }
             self.flush();
         }
+        self.shut_down(ep)
+    }
+
+    fn shut_down(self, ep: quinn::Endpoint) {
         // First, so that links closing now are not taken for lost ones.
         self.stopping.send_replace(true);
         for l in self.links.values() {
@@ -438,8 +461,7 @@ impl Runtime {
         ep.close(0u32.into(), b"shutdown");
     }
 
-    fn command(&mut self, c: Command) {
-        let now = Instant::now();
+    fn command(&mut self, c: Command, now: Instant) {
         match c {
             Command::Up {
                 link,
@@ -489,8 +511,7 @@ impl Runtime {
         }
     }
 
-    fn input(&mut self, link: LinkId, input: LinkInput) {
-        let now = Instant::now();
+    fn input(&mut self, link: LinkId, input: LinkInput, now: Instant) {
         match input {
             LinkInput::Frame(roam_proto::Frame::Data { origin, envelope }) => {
                 self.core.handle_data(now, link, origin, envelope)
