@@ -48,13 +48,19 @@ pub struct Writer {
     info: TopicInfo,
     /// The listener's state when [`WriterOptions::on_readers`] is set, else null.
     matches: *const MatchState,
+    /// The writer's sertype, looked up once: every write builds its serdata from it, and
+    /// `dds_get_entity_sertype` pins the entity through the handle table (two lock round
+    /// trips) each time it is asked.
+    sertype: *const ddsi_sertype,
     // Keeps the participant (and so the domain) alive as long as this writer.
     _participant: Participant,
 }
 
 // SAFETY: `matches` points to a `MatchState` (a String and a fn pointer: Send + Sync), only
-// read, and freed in Drop after the writer entity is deleted. The handles are plain integers
-// usable from any thread.
+// read, and freed in Drop after the writer entity is deleted. `sertype` is CycloneDDS's
+// immutable, reference-counted type description, valid while the writer (and so its topic)
+// exists, and CycloneDDS uses it from every thread. The handles are plain integers usable
+// from any thread.
 unsafe impl Send for Writer {}
 // SAFETY: as above.
 unsafe impl Sync for Writer {}
@@ -132,11 +138,27 @@ impl Writer {
             }
         }
         let handle = check("dds_create_writer", ret)?;
+        let mut sertype: *const ddsi_sertype = std::ptr::null();
+        // SAFETY: `handle` is the live writer just created; the out-pointer is a local. The
+        // sertype stays valid while the writer (which references its topic) exists.
+        let got = check("dds_get_entity_sertype", unsafe {
+            cyclors::dds_get_entity_sertype(handle, &mut sertype)
+        });
+        if let Err(e) = got {
+            delete_entity("writer", handle);
+            delete_entity("topic", topic_handle);
+            if !matches.is_null() {
+                // SAFETY: the writer is deleted, so no callback holds the pointer.
+                drop(unsafe { Box::from_raw(matches) });
+            }
+            return Err(e);
+        }
         Ok(Writer {
             handle,
             topic: topic_handle,
             info: topic.clone(),
             matches,
+            sertype,
             _participant: participant.clone(),
         })
     }
@@ -210,12 +232,7 @@ impl Writer {
         if u32::try_from(cdr.len()).is_err() {
             return Err(DdsError::InvalidArgument("sample larger than 4 GiB".into()));
         }
-        let mut sertype: *const ddsi_sertype = std::ptr::null();
-        // SAFETY: `self.handle` is our live writer; the out-pointer is a local. The sertype
-        // stays valid while the writer (which references its topic) exists.
-        check("dds_get_entity_sertype", unsafe {
-            cyclors::dds_get_entity_sertype(self.handle, &mut sertype)
-        })?;
+        let sertype = self.sertype;
         let iov = ddsrt_iovec_t {
             iov_base: cdr.as_ptr() as *mut _,
             iov_len: cdr.len(),
