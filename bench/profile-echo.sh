@@ -9,6 +9,8 @@
 #   LOAD=stream bench/profile-echo.sh ...   E2's load instead: COUNT std_msgs/String messages of
 #                                           SIZE characters, reliable keep-all, as fast as the
 #                                           source can write; prints the sink's rate
+#   RATE=N LOAD=stream ...                  the same at N messages/s: below saturation the CPU
+#                                           per message varies far less between runs
 #
 #   MODE  (none)    the round trip only
 #         stat      per thread of each proxy/bridge: context switches, system calls, CPU time,
@@ -31,7 +33,7 @@ system="${1:-roam}"; size="${2:-8192}"; count="${3:-3000}"; mode="${4:-}"
 load="${LOAD:-echo}"
 case "$load" in
 echo) gen=(--type compressed_image --size "$size" --echo) ;;
-stream) gen=(--type string --size "$size" --count "$count" --keep-all) ;;
+stream) gen=(--type string --size "$size" --count "$count" --keep-all ${RATE:+--rate "$RATE"}) ;;
 *) echo "LOAD: echo or stream" >&2; exit 2 ;;
 esac
 bin="${BIN:-$here/target/profiling}"
