@@ -413,8 +413,8 @@ impl Runtime {
         loop {
             let deadline = self.core.poll_timeout().map(tokio::time::Instant::from_std);
             // What is already queued is taken in the same turn, with one reading of the clock
-            // (the routing core's timers need no finer time): one wake-up, one select and one
-            // flush for a burst of messages instead of one each.
+            // (the routing core's timers need no finer time): one wake-up and one select for
+            // a burst of messages instead of one each.
             tokio::select! {
                 biased;
                 c = cmd.recv() => {
@@ -424,10 +424,13 @@ impl Runtime {
                     let mut taken = 0;
                     while let Some(c) = next.take() {
                         if matches!(c, Command::Shutdown) {
-                            self.flush();
                             return self.shut_down(ep);
                         }
                         self.command(c, now);
+                        // Each command's deliveries and demand changes go out before the
+                        // next command runs: an Unsubscribe after a Send must not find the
+                        // envelope still queued for the subscriber it removes.
+                        self.flush();
                         taken += 1;
                         if taken < BATCH {
                             next = cmd.try_recv().ok();
