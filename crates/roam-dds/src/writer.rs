@@ -138,29 +138,21 @@ impl Writer {
             }
         }
         let handle = check("dds_create_writer", ret)?;
-        let mut sertype: *const ddsi_sertype = std::ptr::null();
-        // SAFETY: `handle` is the live writer just created; the out-pointer is a local. The
-        // sertype stays valid while the writer (which references its topic) exists.
-        let got = check("dds_get_entity_sertype", unsafe {
-            cyclors::dds_get_entity_sertype(handle, &mut sertype)
-        });
-        if let Err(e) = got {
-            delete_entity("writer", handle);
-            delete_entity("topic", topic_handle);
-            if !matches.is_null() {
-                // SAFETY: the writer is deleted, so no callback holds the pointer.
-                drop(unsafe { Box::from_raw(matches) });
-            }
-            return Err(e);
-        }
-        Ok(Writer {
+        let mut writer = Writer {
             handle,
             topic: topic_handle,
             info: topic.clone(),
             matches,
-            sertype,
+            sertype: std::ptr::null(),
             _participant: participant.clone(),
-        })
+        };
+        // SAFETY: `handle` is the live writer just created; the out-pointer is its field. The
+        // sertype stays valid while the writer (which references its topic) exists. On an
+        // error, dropping `writer` deletes what was made here.
+        check("dds_get_entity_sertype", unsafe {
+            cyclors::dds_get_entity_sertype(handle, &mut writer.sertype)
+        })?;
+        Ok(writer)
     }
 
     /// Publishes one sample: `cdr` is the complete serialized sample as it goes on the wire,

@@ -295,14 +295,18 @@ mod tests {
         l
     }
 
+    /// A task waiting for space in `l`, already parked on it.
+    async fn waiting_for_space(l: &std::sync::Arc<Lane<Vec<u8>>>) -> tokio::task::JoinHandle<()> {
+        let l = l.clone();
+        let waiter = tokio::spawn(async move { l.wait_space().await });
+        tokio::task::yield_now().await;
+        waiter
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_full_lane_is_refilled_once_half_drained_not_at_the_first_free_slot() {
         let l = full_lane();
-        let waiter = tokio::spawn({
-            let l = l.clone();
-            async move { l.wait_space().await }
-        });
-        tokio::task::yield_now().await;
+        let waiter = waiting_for_space(&l).await;
         // One slot frees: room, but not yet half drained.
         l.try_pop().unwrap();
         tokio::task::yield_now().await;
@@ -320,11 +324,7 @@ mod tests {
     async fn a_slowly_draining_lane_is_refilled_after_the_patience() {
         let l = full_lane();
         let t0 = tokio::time::Instant::now();
-        let waiter = tokio::spawn({
-            let l = l.clone();
-            async move { l.wait_space().await }
-        });
-        tokio::task::yield_now().await;
+        let waiter = waiting_for_space(&l).await;
         l.try_pop().unwrap();
         waiter.await.unwrap();
         assert_eq!(t0.elapsed(), REFILL_PATIENCE);
@@ -334,11 +334,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn waiting_for_space_ends_when_the_lane_closes() {
         let l = full_lane();
-        let waiter = tokio::spawn({
-            let l = l.clone();
-            async move { l.wait_space().await }
-        });
-        tokio::task::yield_now().await;
+        let waiter = waiting_for_space(&l).await;
         l.close();
         waiter.await.unwrap();
     }
