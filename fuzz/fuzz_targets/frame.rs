@@ -1,10 +1,12 @@
 //! Any bytes through the frame decoder: never panics; what decodes re-encodes to the same bytes;
-//! the stream assembler, fed the same bytes in two pieces, finds the same frames.
+//! the stream assembler, fed the same bytes in two pieces, finds the same frames; the repair
+//! datagram decoder never panics, and what it accepts re-encodes to the same bytes.
 #![no_main]
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
 use roam_proto::frame::{decode_all, Frame};
+use roam_proto::repair::RepairHeader;
 use roam_proto::FrameAssembler;
 
 fuzz_target!(|data: &[u8]| {
@@ -34,4 +36,8 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let _ = Frame::decode(Bytes::copy_from_slice(data));
+    let datagram = Bytes::copy_from_slice(data);
+    if let Ok((h, shard)) = RepairHeader::decode(&datagram) {
+        assert_eq!(h.encode(&shard), datagram);
+    }
 });

@@ -365,6 +365,11 @@ impl Plan<'_> {
         };
         let mut systems = vec![
             System::ROAM_P2P,
+            System::Roam {
+                routers: 0,
+                encrypt: true,
+                links: Links::QuicNoFec,
+            },
             System::ROAM,
             roam(Links::QuicCubic),
             roam(Links::QuicBbr),
@@ -380,6 +385,18 @@ impl Plan<'_> {
                 for &sys in &systems {
                     // Plain Cubic over 3% loss takes minutes a point cloud: 1% shows it.
                     if w.loss > 0.02 && sys == roam(Links::QuicCubic) {
+                        continue;
+                    }
+                    // Without loss a link sends no repairs: the row would repeat the default.
+                    if w.loss == 0.0
+                        && matches!(
+                            sys,
+                            System::Roam {
+                                links: Links::QuicNoFec,
+                                ..
+                            }
+                        )
+                    {
                         continue;
                     }
                     self.run("e6", sys, Some(w), load);

@@ -113,6 +113,7 @@ impl System {
                     Links::Quic => "",
                     Links::QuicCubic => ", QUIC Cubic",
                     Links::QuicBbr => ", QUIC BBR",
+                    Links::QuicNoFec => ", QUIC without FEC",
                     Links::Tcp => ", TCP links",
                 }
             ),
@@ -156,6 +157,9 @@ pub enum Links {
     QuicCubic,
     /// QUIC with BBR (`link.congestion: bbr`).
     QuicBbr,
+    /// QUIC with roam's defaults but no forward error correction (`link.fec: false`), to
+    /// show what repairs do on a lossy path.
+    QuicNoFec,
     /// TCP+TLS.
     Tcp,
 }
@@ -377,8 +381,9 @@ impl Lab {
         let scheme = if tcp { "tcp://" } else { "" };
         // None: the shipped default, no option given.
         let congestion = match links {
-            Links::QuicBbr => Some("bbr"),
-            Links::QuicCubic => Some("cubic"),
+            Links::QuicBbr => Some("congestion: bbr"),
+            Links::QuicCubic => Some("congestion: cubic"),
+            Links::QuicNoFec => Some("fec: false"),
             Links::Quic | Links::Tcp => None,
         };
         let pki = self.pki.to_string_lossy().to_string();
@@ -395,8 +400,11 @@ impl Lab {
             .iter()
             .map(|s| s.to_string())
             .collect();
-            if let Some(c) = congestion {
-                args.extend(["--congestion".into(), c.into()]);
+            match links {
+                Links::QuicBbr => args.extend(["--congestion".into(), "bbr".into()]),
+                Links::QuicCubic => args.extend(["--congestion".into(), "cubic".into()]),
+                Links::QuicNoFec => args.push("--no-fec".into()),
+                Links::Quic | Links::Tcp => {}
             }
             args.extend(["--listen".into(), format!("127.0.0.1:{port}")]);
             if tcp {
@@ -567,7 +575,7 @@ impl Lab {
         &self,
         id: &str,
         domain: u32,
-        (encrypt, congestion): (bool, Option<&str>),
+        (encrypt, link): (bool, Option<&str>),
         export: &str,
         import: &str,
     ) -> String {
@@ -580,7 +588,7 @@ impl Lab {
              imports:\n  - {}\n    realm: lab\n",
             self.pki.display(),
             self.realm.display(),
-            congestion.map_or(String::new(), |c| format!("link: {{congestion: {c}}}\n")),
+            link.map_or(String::new(), |l| format!("link: {{{l}}}\n")),
             entry(export),
             entry(import),
         )

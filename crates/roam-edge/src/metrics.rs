@@ -354,6 +354,14 @@ pub struct QuicPath {
     /// that did not report it.
     #[serde(default)]
     pub mtu: u16,
+    /// Forward error correction: repair datagrams sent and received, and pieces of large
+    /// messages rebuilt from them (0 in snapshots of versions without it).
+    #[serde(default)]
+    pub repairs_sent: u64,
+    #[serde(default)]
+    pub repairs_received: u64,
+    #[serde(default)]
+    pub shards_rebuilt: u64,
 }
 
 impl From<&roam_net::link::PathStats> for QuicPath {
@@ -365,6 +373,9 @@ impl From<&roam_net::link::PathStats> for QuicPath {
             lost_packets: p.lost_packets,
             congestion_events: p.congestion_events,
             mtu: p.mtu,
+            repairs_sent: p.repairs_sent,
+            repairs_received: p.repairs_received,
+            shards_rebuilt: p.shards_rebuilt,
         }
     }
 }

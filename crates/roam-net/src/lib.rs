@@ -17,6 +17,7 @@ pub mod client;
 pub mod congestion;
 pub mod dialer;
 pub mod envelope_queue;
+pub mod fec;
 pub mod flight;
 pub mod framing;
 pub mod lane;

@@ -59,6 +59,9 @@ pub struct LinkConfig {
     /// acknowledgements ([`LinkConfig::ack_every`]) a small window also cuts each burst
     /// into rounds that wait for the delayed acknowledgement between them.
     pub initial_window_bytes: u64,
+    /// Whether a QUIC link that sees loss sends repair datagrams beside its large messages
+    /// (forward error correction, [`crate::fec`]): on by default; a clean path sends none.
+    pub fec: bool,
     /// Longest a connection may take from its first packet to an authenticated Hello. A
     /// router closes connections still unauthenticated by then; a dialer gives up and retries.
     pub handshake_timeout: Duration,
@@ -142,6 +145,7 @@ impl Default for LinkConfig {
             ack_every: 0,
             max_ack_delay: Duration::from_millis(1),
             initial_window_bytes: 256 << 10,
+            fec: true,
             handshake_timeout: crate::admission::AdmissionLimits::default().handshake_timeout,
             max_unauthenticated: crate::admission::AdmissionLimits::default().total,
             max_unauthenticated_per_source: crate::admission::AdmissionLimits::default().per_source,
@@ -315,6 +319,11 @@ pub struct LinkStats {
     pub stalls: AtomicU64,
     /// Age of the data arriving on this link (its envelopes' send time to reading it here).
     pub data_age: crate::latency::LatencyHistogram,
+    /// Forward error correction (QUIC links, [`crate::fec`]): repair datagrams sent and
+    /// received, and the lost pieces of messages rebuilt from them.
+    pub repairs_out: AtomicU64,
+    pub repairs_in: AtomicU64,
+    pub shards_rebuilt: AtomicU64,
 }
 
 impl LinkStats {
@@ -342,6 +351,19 @@ impl LinkStats {
         if let Frame::Data { envelope, .. } = frame {
             self.data_age.record_envelope(envelope);
         }
+    }
+
+    pub fn count_repair_out(&self, bytes: usize) {
+        self.repairs_out.fetch_add(1, Ordering::Relaxed);
+        self.bytes_out.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    pub fn count_repair_in(&self) {
+        self.repairs_in.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn count_rebuilt(&self, shards: u64) {
+        self.shards_rebuilt.fetch_add(shards, Ordering::Relaxed);
     }
 
     pub fn count_out(&self, bytes: usize) {
@@ -443,6 +465,10 @@ pub struct PathStats {
     pub congestion_events: u64,
     /// The largest UDP payload the path carries, as the connection's MTU discovery found it.
     pub mtu: u16,
+    /// Repair datagrams sent and received, and message pieces rebuilt from them.
+    pub repairs_sent: u64,
+    pub repairs_received: u64,
+    pub shards_rebuilt: u64,
 }
 
 /// A cheap, cloneable handle that queues frames on a link. Never blocks.

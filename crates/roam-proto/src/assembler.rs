@@ -63,6 +63,12 @@ impl FrameAssembler {
         Ok(())
     }
 
+    /// The bytes of the frame being read, as far as they came: its length prefix, then its
+    /// body. Forward error correction rebuilds a frame's lost bytes from these and the rest.
+    pub fn unfinished(&self) -> (&[u8], &[u8]) {
+        (&self.prefix[..self.prefix_len], &self.body)
+    }
+
     /// True between frames: a stream that ends here ended cleanly.
     pub fn is_between_frames(&self) -> bool {
         self.prefix_len == 0

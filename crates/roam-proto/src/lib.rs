@@ -14,6 +14,7 @@
 //! - [`envelope`]: the envelope header, and [`seal`]: sealing, opening, replay protection.
 //! - [`frame`]: frames exchanged on links between routers and clients, and [`assembler`]:
 //!   cutting a stream that arrives in pieces into them.
+//! - [`repair`]: forward error correction datagrams for large frames on lossy links.
 //! - [`meta`]: topic announcements (type, QoS, streams) exporters seal on a topic's metadata
 //!   name.
 //!
@@ -27,6 +28,7 @@ pub mod frame;
 pub mod meta;
 pub mod name;
 pub mod realm;
+pub mod repair;
 pub mod replay;
 pub mod seal;
 

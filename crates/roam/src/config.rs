@@ -27,6 +27,7 @@
 //!   ack_every_packets: 0       # ask QUIC peers to acknowledge every Nth packet (0: QUIC's own,
 //!   max_ack_delay_ms: 1        # every 2nd) or this long after the first one unacknowledged
 //!   initial_window_bytes: 262144  # QUIC congestion window before the path is measured
+//!   fec: true                # QUIC links that see loss send repairs beside large messages
 //!   handshake_timeout_ms: 10000        # unauthenticated connections are closed after this
 //!   max_unauthenticated: 256           # connections in their handshake at once, in total
 //!   max_unauthenticated_per_source: 16 # ... and from one address (an IPv6 /64)
@@ -79,6 +80,7 @@ pub struct LinkFile {
     pub ack_every_packets: Option<u32>,
     pub max_ack_delay_ms: Option<u64>,
     pub initial_window_bytes: Option<u64>,
+    pub fec: Option<bool>,
     pub handshake_timeout_ms: Option<u64>,
     pub max_unauthenticated: Option<usize>,
     pub max_unauthenticated_per_source: Option<usize>,
@@ -281,6 +283,9 @@ impl LinkFile {
         }
         if let Some(b) = self.initial_window_bytes {
             c.initial_window_bytes = b;
+        }
+        if let Some(on) = self.fec {
+            c.fec = on;
         }
         if let Some(name) = &self.congestion {
             c.congestion = name.parse().map_err(|message| LinkFieldError {
@@ -578,5 +583,15 @@ mod tests {
                 .congestion,
             Congestion::Tolerant
         );
+    }
+
+    #[test]
+    fn forward_error_correction_is_on_unless_the_file_turns_it_off() {
+        let on = RouterFile::default().link.apply(LinkConfig::default());
+        assert!(on.unwrap().fec);
+        let f: RouterFile = parse("id: r1\nlink:\n  fec: false\n", "r.yaml").unwrap();
+        assert!(!f.link.apply(LinkConfig::default()).unwrap().fec);
+        let e = parse::<RouterFile>("id: r1\nlink:\n  fec: sometimes\n", "r.yaml").unwrap_err();
+        assert!(e.contains("line 3") && e.contains("fec"), "{e}");
     }
 }

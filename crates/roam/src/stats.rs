@@ -31,14 +31,24 @@ pub fn summary_field(a: &Ages) -> String {
 }
 
 /// A QUIC link's path estimates as one log field: `rtt_us 70210 cwnd 1048576 sent_packets
-/// 9000 lost_packets 12 congestion_events 3 mtu 1452`; `-` for TCP links (the kernel keeps
-/// those).
+/// 9000 lost_packets 12 congestion_events 3 mtu 1452`, then `repairs_sent 40 repairs_received
+/// 38 shards_rebuilt 12` once the link has used forward error correction; `-` for TCP links
+/// (the kernel keeps those).
 pub fn path_field(p: Option<&QuicPath>) -> String {
     match p {
-        Some(p) => format!(
-            "rtt_us {} cwnd {} sent_packets {} lost_packets {} congestion_events {} mtu {}",
-            p.rtt_us, p.cwnd, p.sent_packets, p.lost_packets, p.congestion_events, p.mtu
-        ),
+        Some(p) => {
+            let mut f = format!(
+                "rtt_us {} cwnd {} sent_packets {} lost_packets {} congestion_events {} mtu {}",
+                p.rtt_us, p.cwnd, p.sent_packets, p.lost_packets, p.congestion_events, p.mtu
+            );
+            if p.repairs_sent + p.repairs_received > 0 {
+                f += &format!(
+                    " repairs_sent {} repairs_received {} shards_rebuilt {}",
+                    p.repairs_sent, p.repairs_received, p.shards_rebuilt
+                );
+            }
+            f
+        }
         None => "-".into(),
     }
 }
@@ -308,6 +318,7 @@ mod tests {
             lost_packets: 0,
             congestion_events: 0,
             mtu: 1452,
+            ..Default::default()
         };
         let report = RouterReport {
             routing: roam_routing::Stats {
@@ -445,10 +456,21 @@ mod tests {
             lost_packets: 12,
             congestion_events: 3,
             mtu: 6500,
+            ..Default::default()
         };
         assert_eq!(
             path_field(Some(&p)),
             "rtt_us 70210 cwnd 1048576 sent_packets 9000 lost_packets 12 congestion_events 3 mtu 6500"
+        );
+        let fec = QuicPath {
+            repairs_sent: 40,
+            repairs_received: 38,
+            shards_rebuilt: 12,
+            ..p
+        };
+        assert_eq!(
+            path_field(Some(&fec)),
+            "rtt_us 70210 cwnd 1048576 sent_packets 9000 lost_packets 12 congestion_events 3 mtu 6500 repairs_sent 40 repairs_received 38 shards_rebuilt 12"
         );
         assert_eq!(path_field(None), "-");
     }

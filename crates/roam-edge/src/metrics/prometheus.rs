@@ -456,6 +456,8 @@ fn encode_links(enc: &mut DescriptorEncoder, links: &[Link]) -> Fmt {
     let (mut rtt, mut cwnd, mut sent, mut lost, mut cong) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut mtu = Vec::new();
+    let mut repairs = Vec::new();
+    let mut rebuilt = Vec::new();
     for (i, l) in links.iter().enumerate() {
         up.push((base(i), if l.closed { 0.0 } else { 1.0 }));
         frames.push((with(i, "direction", "in"), l.frames_in));
@@ -477,6 +479,9 @@ fn encode_links(enc: &mut DescriptorEncoder, links: &[Link]) -> Fmt {
             lost.push((base(i), p.lost_packets));
             cong.push((base(i), p.congestion_events));
             mtu.push((base(i), p.mtu as f64));
+            repairs.push((with(i, "direction", "out"), p.repairs_sent));
+            repairs.push((with(i, "direction", "in"), p.repairs_received));
+            rebuilt.push((base(i), p.shards_rebuilt));
         }
     }
     gauges(
@@ -563,6 +568,18 @@ fn encode_links(enc: &mut DescriptorEncoder, links: &[Link]) -> Fmt {
         "link_congestion_events",
         "Times the QUIC congestion controller shrank the window.",
         &cong,
+    )?;
+    counters(
+        enc,
+        "link_repairs",
+        "Forward error correction datagrams of the QUIC link, by direction (sent only on a lossy path).",
+        &repairs,
+    )?;
+    counters(
+        enc,
+        "link_rebuilt_shards",
+        "Lost pieces of large messages the link rebuilt from repairs instead of waiting for QUIC's retransmission.",
+        &rebuilt,
     )
 }
 

@@ -74,6 +74,9 @@ fn report() -> RouterReport {
                     lost_packets: 12,
                     congestion_events: 3,
                     mtu: 6500,
+                    repairs_sent: 4,
+                    repairs_received: 5,
+                    shards_rebuilt: 2,
                 }),
             ),
             link(2, "r3", "tcp+tls", None),
@@ -169,6 +172,7 @@ fn a_router_report_becomes_routing_links_and_admission() {
     );
     assert_eq!(quic.drops.by_cause(), [("full", 3), ("stale", 4)]);
     assert_eq!(quic.path.as_ref().unwrap().lost_packets, 12);
+    assert_eq!(quic.path.as_ref().unwrap().shards_rebuilt, 2);
     let ages = &quic.data_age;
     assert_eq!(
         (ages.count, ages.sum_us, ages.min_us, ages.max_us),

@@ -7,6 +7,7 @@
 //!   lane drops its oldest message first.
 
 mod endpoint;
+mod repair_inbox;
 mod socket_drops;
 mod streams;
 mod timer;
@@ -23,6 +24,7 @@ use roam_proto::frame::data_header;
 use roam_proto::{Frame, Name};
 use tracing::debug;
 
+use crate::fec::LossEstimate;
 use crate::framing::read_frame;
 use crate::lane::{Lane, Policy, Pushed};
 use crate::link::{
@@ -30,6 +32,7 @@ use crate::link::{
     LinkStats, LocalInfo, Outgoing, PathStats, Transport,
 };
 use crate::tls;
+use repair_inbox::RepairInbox;
 use streams::{accept_streams, close_when_drained, read_datagrams, read_stream, write_lane};
 
 /// Dials a router and runs the Hello exchange.
@@ -110,6 +113,9 @@ pub async fn establish(
         lanes: Mutex::new(HashMap::new()),
         cfg: cfg.clone(),
         stats: LinkStats::default(),
+        repairs: RepairInbox::default(),
+        loss: Mutex::new(LossEstimate::default()),
+        held_past_gaps: std::sync::atomic::AtomicUsize::new(0),
     });
     let w = tokio::spawn(write_lane(t.clone(), control, t.control.clone()));
     t.track(w);
@@ -145,9 +151,24 @@ struct QuicTransport {
     lanes: Mutex<HashMap<Name, Arc<Lane<Outgoing>>>>,
     cfg: LinkConfig,
     stats: LinkStats,
+    /// Repairs received, waiting for their streams' readers.
+    repairs: RepairInbox,
+    /// The loss rate that sizes the repairs sent.
+    loss: Mutex<LossEstimate>,
+    /// Bytes all readers hold past gaps in their streams (see [`QuicTransport::gap_limit`]).
+    held_past_gaps: std::sync::atomic::AtomicUsize,
 }
 
 impl QuicTransport {
+    /// Most bytes a link holds past gaps in its streams, over all of them. Read out of order
+    /// (once repairs come), a stream's flow-control credit grows with what arrives past a
+    /// lost packet; a peer that never sends the missing bytes would otherwise grow this
+    /// without end. An honest peer retransmits within a few round trips; past this the link
+    /// is closed.
+    fn gap_limit(&self) -> usize {
+        self.cfg.window_bytes.saturating_mul(4)
+    }
+
     fn lane_for(self: &Arc<Self>, name: Name, best_effort: bool) -> Arc<Lane<Outgoing>> {
         let mut lanes = match self.lanes.lock() {
             Ok(l) => l,
@@ -288,6 +309,7 @@ impl Transport for ArcTransport {
     }
 
     fn path(&self) -> Option<PathStats> {
+        use std::sync::atomic::Ordering::Relaxed;
         let s = self.0.conn.stats();
         Some(PathStats {
             rtt_us: s.path.rtt.as_micros() as u64,
@@ -296,6 +318,9 @@ impl Transport for ArcTransport {
             lost_packets: s.path.lost_packets,
             congestion_events: s.path.congestion_events,
             mtu: s.path.current_mtu,
+            repairs_sent: self.0.stats.repairs_out.load(Relaxed),
+            repairs_received: self.0.stats.repairs_in.load(Relaxed),
+            shards_rebuilt: self.0.stats.shards_rebuilt.load(Relaxed),
         })
     }
 

@@ -6,10 +6,11 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use roam_proto::frame::{data_header, DATA_HEADER_LEN};
-use roam_proto::FrameAssembler;
+use roam_proto::RouterId;
 use tracing::{debug, warn};
 
 use super::QuicTransport;
+use crate::fec::{self, GapError, GapReader};
 use crate::lane::{Lane, Weighted};
 use crate::link::{Inbound, LinkId, Outgoing};
 
@@ -31,6 +32,9 @@ pub(super) async fn write_lane(
 ) {
     let mut chunks: Vec<Bytes> = Vec::with_capacity(2 * WRITE_BATCH_FRAMES);
     let mut batch: Vec<Outgoing> = Vec::with_capacity(WRITE_BATCH_FRAMES);
+    // Where the next frame starts on the stream, for repairs that name it.
+    let stream = u64::from(s.id());
+    let mut offset = 0u64;
     // quinn opens every stream at priority 0, bulk's.
     let mut priority = Priority::Bulk;
     while let Some(first) = lane.pop().await {
@@ -44,6 +48,12 @@ pub(super) async fn write_lane(
         }
         let frames = batch.len();
         let largest = batch.iter().map(Weighted::size).max().unwrap_or(0);
+        let protect = if t.cfg.fec && largest >= fec::FEC_MIN_FRAME {
+            large_frames(&batch, offset)
+        } else {
+            Vec::new()
+        };
+        offset += bytes as u64;
         coalesce(&mut batch, &mut chunks);
         let wanted = Priority::of(largest);
         if wanted != priority {
@@ -57,12 +67,80 @@ pub(super) async fn write_lane(
         }
         chunks.clear();
         t.stats.count_out_many(frames, bytes);
+        if !protect.is_empty() {
+            send_repairs(&t, stream, protect);
+        }
     }
     // Closed: everything queued has been written. Wait until the peer acknowledged it, so a
     // program that exits right after publishing loses nothing.
     if s.finish().is_ok() {
         let _ = s.stopped().await;
     }
+}
+
+/// The data frames of a batch large enough for repairs, with their stream offsets (the batch
+/// goes on the stream from `offset`, frame after frame).
+fn large_frames(batch: &[Outgoing], mut offset: u64) -> Vec<(u64, RouterId, Bytes)> {
+    let mut large = Vec::new();
+    for item in batch {
+        if let Outgoing::Data { origin, envelope } = item {
+            if item.size() >= fec::FEC_MIN_FRAME {
+                large.push((offset, *origin, envelope.clone()));
+            }
+        }
+        offset += item.size() as u64;
+    }
+    large
+}
+
+/// Sends repair datagrams for large frames just written on `stream`, as many as the link's
+/// recent loss calls for (none on a clean path). The coding runs off the runtime's threads:
+/// a 13 MB image takes milliseconds, which a proxy's one worker must not spend.
+fn send_repairs(t: &Arc<QuicTransport>, stream: u64, frames: Vec<(u64, RouterId, Bytes)>) {
+    let loss = {
+        let path = t.conn.stats().path;
+        let mut estimate = match t.loss.lock() {
+            Ok(e) => e,
+            Err(p) => p.into_inner(),
+        };
+        estimate.update(path.sent_packets, path.lost_packets)
+    };
+    let Some(max) = t.conn.max_datagram_size() else {
+        return;
+    };
+    let shard_len = fec::shard_len_for(max);
+    if shard_len == 0 || fec::recoveries_for(1, loss) == 0 {
+        return;
+    }
+    let t = t.clone();
+    tokio::spawn(async move {
+        let coded = tokio::task::spawn_blocking(move || {
+            let mut datagrams = Vec::new();
+            for (start, origin, envelope) in frames {
+                let header = data_header(origin, envelope.len());
+                let len = header.len() + envelope.len();
+                let originals = roam_proto::repair::RepairHeader::originals_for(len, shard_len);
+                let n = fec::recoveries_for(originals, loss);
+                datagrams.extend(fec::encode(
+                    stream,
+                    start,
+                    &[&header, &envelope],
+                    shard_len,
+                    n,
+                ));
+            }
+            datagrams
+        })
+        .await;
+        for d in coded.unwrap_or_default() {
+            t.stats.count_repair_out(d.len());
+            // quinn drops the oldest queued datagram when its buffer is full: a repair is a
+            // shortcut, the stream's retransmission still comes.
+            if t.conn.send_datagram(d).is_err() {
+                break;
+            }
+        }
+    });
 }
 
 /// Appends a batch of frames to `chunks` as the buffers of one stream write: frames up to
@@ -134,37 +212,87 @@ impl Priority {
 const READ_CHUNKS: usize = 32;
 
 /// Reads frames until the stream ends; true when the peer finished it cleanly.
+///
+/// In order, in batches of chunks, until a repair comes for the stream; from then on out of
+/// order (QUIC hands out what arrived past a lost packet), so that repairs can fill the hole
+/// before the retransmission does.
 pub(super) async fn read_stream(
     t: Arc<QuicTransport>,
     mut rx: quinn::RecvStream,
     link: LinkId,
     inbound: Inbound,
 ) -> bool {
+    let stream = u64::from(rx.id());
+    let repairs = t.repairs.register(stream);
+    let clean = read_frames(&t, &mut rx, stream, &repairs, link, &inbound).await;
+    t.repairs.unregister(stream);
+    clean
+}
+
+async fn read_frames(
+    t: &Arc<QuicTransport>,
+    rx: &mut quinn::RecvStream,
+    stream: u64,
+    repairs: &tokio::sync::Notify,
+    link: LinkId,
+    inbound: &Inbound,
+) -> bool {
     // quinn hands out the received packets' bytes as they are (no copy); the assembler copies
     // each frame once into a buffer of its size, with no intermediate read buffer.
     let mut chunks: [Bytes; READ_CHUNKS] = Default::default();
-    let mut assembler = FrameAssembler::new(t.cfg.max_frame);
+    let mut gaps = GapReader::new(t.cfg.max_frame, t.gap_limit());
+    let mut held = HeldPastGaps::new(t);
+    let mut ordered = true;
+    let mut rebuilt = 0;
     let mut frames = Vec::with_capacity(READ_CHUNKS);
     loop {
-        let n = match rx.read_chunks(&mut chunks).await {
-            Ok(Some(n)) => n,
-            Ok(None) if assembler.is_between_frames() => return true,
-            Ok(None) => {
-                debug!("stream ended inside a frame");
-                return false;
-            }
-            Err(e) => {
-                debug!("stream ended: {e}");
-                return false;
-            }
-        };
         let mut bad = None;
-        for chunk in &mut chunks[..n] {
-            if bad.is_none() {
-                bad = assembler.push(chunk, &mut frames).err();
+        let ended = tokio::select! {
+            biased;
+            _ = repairs.notified() => {
+                // Out of order from now on: quinn allows no ordered read after that.
+                ordered = false;
+                for (h, shard) in t.repairs.take(stream) {
+                    gaps.repair(h, shard);
+                }
+                None
             }
-            // Release the packets now, not when their slots are next filled.
-            *chunk = Bytes::new();
+            read = read_some(rx, &mut chunks, ordered) => match read {
+                Ok(Some(Got::InOrder(n))) => {
+                    for chunk in &mut chunks[..n] {
+                        if bad.is_none() {
+                            bad = gaps.push_next(chunk, &mut frames).err();
+                        }
+                        // Release the packets now, not when their slots are next filled.
+                        *chunk = Bytes::new();
+                    }
+                    None
+                }
+                Ok(Some(Got::At(chunk))) => {
+                    bad = gaps.chunk(chunk.offset, chunk.bytes, &mut frames).err();
+                    None
+                }
+                Ok(None) => Some(Ok(())),
+                Err(e) => Some(Err(e)),
+            },
+        };
+        // Decoding takes milliseconds per megabyte: not on the runtime's thread, which a
+        // proxy's other topics share.
+        while bad.is_none() {
+            let Some(job) = gaps.next_rebuild() else {
+                break;
+            };
+            match tokio::task::spawn_blocking(move || job.run()).await {
+                Ok(rebuilt) => bad = gaps.apply(rebuilt, &mut frames).err(),
+                Err(_) => break,
+            }
+        }
+        if bad.is_none() {
+            bad = held.update(gaps.held()).err();
+        }
+        if gaps.rebuilt_shards() != rebuilt {
+            t.stats.count_rebuilt(gaps.rebuilt_shards() - rebuilt);
+            rebuilt = gaps.rebuilt_shards();
         }
         // The frames before a bad one are delivered: the peer sent them whole. One clock read
         // dates the batch.
@@ -176,10 +304,91 @@ pub(super) async fn read_stream(
             }
         }
         if let Some(e) = bad {
-            warn!("closing link: peer sent a bad frame: {e}");
+            warn!("closing link: {e}");
             t.conn.close(2u32.into(), b"bad frame");
             return false;
         }
+        match ended {
+            None => {}
+            Some(Ok(())) if gaps.is_between_frames() => return true,
+            Some(Ok(())) => {
+                debug!("stream ended inside a frame");
+                return false;
+            }
+            Some(Err(e)) => {
+                debug!("stream ended: {e}");
+                return false;
+            }
+        }
+    }
+}
+
+/// What one read of a stream gave.
+enum Got {
+    /// The stream's next `n` chunks, in order, in the read buffer.
+    InOrder(usize),
+    /// One chunk from wherever it lies in the stream.
+    At(quinn::Chunk),
+}
+
+async fn read_some(
+    rx: &mut quinn::RecvStream,
+    chunks: &mut [Bytes; READ_CHUNKS],
+    ordered: bool,
+) -> Result<Option<Got>, quinn::ReadError> {
+    if ordered {
+        Ok(rx.read_chunks(chunks).await?.map(Got::InOrder))
+    } else {
+        Ok(rx.read_chunk(usize::MAX, false).await?.map(Got::At))
+    }
+}
+
+/// A reader's share of the link's bytes held past gaps, kept in the link's total: one peer
+/// may not make a link hold more than [`QuicTransport::gap_limit`] over all its streams.
+struct HeldPastGaps<'a> {
+    t: &'a QuicTransport,
+    mine: usize,
+}
+
+impl<'a> HeldPastGaps<'a> {
+    fn new(t: &'a QuicTransport) -> Self {
+        HeldPastGaps { t, mine: 0 }
+    }
+
+    fn update(&mut self, now: usize) -> Result<(), GapError> {
+        use std::sync::atomic::Ordering;
+        if now == self.mine {
+            return Ok(());
+        }
+        let total = if now > self.mine {
+            self.t
+                .held_past_gaps
+                .fetch_add(now - self.mine, Ordering::AcqRel)
+                + now
+                - self.mine
+        } else {
+            self.t
+                .held_past_gaps
+                .fetch_sub(self.mine - now, Ordering::AcqRel)
+                - (self.mine - now)
+        };
+        self.mine = now;
+        let limit = self.t.gap_limit();
+        if total > limit {
+            return Err(GapError::TooFarAhead {
+                bytes: total,
+                limit,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Drop for HeldPastGaps<'_> {
+    fn drop(&mut self) {
+        self.t
+            .held_past_gaps
+            .fetch_sub(self.mine, std::sync::atomic::Ordering::AcqRel);
     }
 }
 
@@ -216,6 +425,16 @@ pub(super) async fn accept_streams(t: Arc<QuicTransport>, link: LinkId, inbound:
 pub(super) async fn read_datagrams(t: Arc<QuicTransport>, link: LinkId, inbound: Inbound) {
     while let Ok(d) = t.conn.read_datagram().await {
         t.stats.count_in(d.len());
+        if roam_proto::repair::is_repair(&d) {
+            match roam_proto::repair::RepairHeader::decode(&d) {
+                Ok((h, shard)) => {
+                    t.stats.count_repair_in();
+                    t.repairs.put(h, shard);
+                }
+                Err(e) => debug!("dropping a bad repair: {e}"),
+            }
+            continue;
+        }
         match roam_proto::frame::decode_all(d, t.cfg.max_frame) {
             Ok(frames) => {
                 for f in frames {

@@ -18,6 +18,8 @@ pub use local::LocalId;
 #[cfg(test)]
 mod congestion_tests;
 #[cfg(test)]
+mod fec_tests;
+#[cfg(test)]
 mod link_queue_tests;
 #[cfg(test)]
 mod local_stall_tests;

@@ -53,6 +53,10 @@ pub struct RouterArgs {
     /// new_reno, or bbr (quinn's experimental BBR: not fair to other traffic).
     #[arg(long, value_name = "NAME")]
     pub congestion: Option<String>,
+    /// Send no repair datagrams beside large messages on lossy QUIC links (forward error
+    /// correction is on by default and costs nothing on a clean path) [link.fec].
+    #[arg(long)]
+    pub no_fec: bool,
     /// Log the router's counters and, per link, traffic and the age of arriving data every
     /// this many seconds (0: only at shutdown) [default: 30; log target roam::stats].
     #[arg(long, value_name = "SECS")]
@@ -129,6 +133,9 @@ pub async fn run(a: RouterArgs) -> CmdResult {
     }
     if let Some(c) = a.congestion {
         link_file.congestion = Some(c);
+    }
+    if a.no_fec {
+        link_file.fec = Some(false);
     }
     if let Some(ms) = a.handshake_timeout_ms {
         link_file.handshake_timeout_ms = Some(ms);

@@ -93,6 +93,9 @@ fn snapshot(topics: Vec<Topic>) -> Snapshot {
             lost_packets: 1,
             congestion_events: 0,
             mtu: 1452,
+            repairs_sent: 3,
+            repairs_received: 2,
+            shards_rebuilt: 1,
         }),
         data_age: ages(),
     }];
@@ -146,6 +149,14 @@ fn counters_gauges_and_families_follow_the_conventions() {
     assert_eq!(v(r#"roam_link_stalls_total{peer="cloud",link="3"}"#), 9.0);
     assert_eq!(v(r#"roam_link_stalled_topics{peer="cloud",link="3"}"#), 1.0);
     assert_eq!(v(r#"roam_link_up{peer="cloud",link="3"}"#), 1.0);
+    assert_eq!(
+        v(r#"roam_link_repairs_total{peer="cloud",link="3",direction="out"}"#),
+        3.0
+    );
+    assert_eq!(
+        v(r#"roam_link_rebuilt_shards_total{peer="cloud",link="3"}"#),
+        1.0
+    );
     assert_eq!(v("roam_process_cpu_seconds_total"), 2.5);
     assert_eq!(v("roam_process_resident_memory_bytes"), (10 << 20) as f64);
     assert_eq!(v("roam_udp_receive_drops_total"), 3.0);

@@ -1,0 +1,123 @@
+//! Forward error correction end to end: two routers whose QUIC link crosses a relay that
+//! delays every datagram and loses some of the large ones; large messages arrive whole, and
+//! the receiving link rebuilt lost pieces from repairs (or, with `fec` off, got none).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use roam_proto::{Name, RealmSecret, Sealer};
+use tokio::net::UdpSocket;
+
+use super::test_support::{router, Dir};
+use crate::latency::now_us;
+use crate::link::{LinkConfig, PathStats};
+use crate::pki;
+
+/// Relays datagrams between the dialing router and `server`, each `delay` late; of the
+/// datagrams towards the server larger than 1,000 bytes, after the first 50, drops one in
+/// `one_in` (a fixed pattern, so the test sees the same loss every run). Returns the address
+/// to dial; the relay stops with the returned task.
+async fn lossy_relay(
+    server: SocketAddr,
+    delay: Duration,
+    one_in: u64,
+) -> (SocketAddr, tokio::task::JoinHandle<()>) {
+    let sock = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+    let addr = sock.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        let mut client: Option<SocketAddr> = None;
+        let mut large = 0u64;
+        let mut buf = vec![0u8; 65536];
+        while let Ok((n, from)) = sock.recv_from(&mut buf).await {
+            let to = if from == server {
+                match client {
+                    Some(c) => c,
+                    None => continue,
+                }
+            } else {
+                client = Some(from);
+                if n > 1000 {
+                    large += 1;
+                    if large > 50 && large.is_multiple_of(one_in) {
+                        continue;
+                    }
+                }
+                server
+            };
+            let d = buf[..n].to_vec();
+            let s = sock.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                let _ = s.send_to(&d, to).await;
+            });
+        }
+    });
+    (addr, task)
+}
+
+/// Sends `count` messages of 1 MiB over a lossy relayed link configured with `link`; returns
+/// the sending and the receiving link's path reports.
+async fn one_mib_messages_over_loss(
+    what: &str,
+    link: LinkConfig,
+    count: usize,
+) -> (PathStats, PathStats) {
+    let dir = Dir(std::env::temp_dir().join(format!("roam-fec-{what}-{}", std::process::id())));
+    pki::init_ca(&dir.0).unwrap();
+    let sub_router = router(&dir, "sub", None, link.clone()).await;
+    let (relay, relay_task) =
+        lossy_relay(sub_router.quic_addr.unwrap(), Duration::from_millis(15), 25).await;
+    let pub_router = router(&dir, "pub", Some(relay), link).await;
+    let name = Name([5; 32]);
+    let mut rx = sub_router.subscribe(name, 64).await.rx;
+    let mut demand = pub_router.publish(name).await.demand;
+    tokio::time::timeout(Duration::from_secs(20), demand.wait_for(|w| *w))
+        .await
+        .expect("no demand")
+        .unwrap();
+    let mut sealer = Sealer::new(&RealmSecret::from_bytes([3; 32]), name, false, None).unwrap();
+    for i in 0..count {
+        let payload: Vec<u8> = (0..1usize << 20).map(|b| (b * 7 + i) as u8).collect();
+        let env = sealer.seal_to_vec(&payload, now_us()).unwrap();
+        pub_router.send(name, Bytes::from(env.clone())).await;
+        let got = tokio::time::timeout(Duration::from_secs(30), rx.recv())
+            .await
+            .unwrap_or_else(|_| panic!("{what}: message {i} did not arrive"))
+            .unwrap();
+        assert!(got[..] == env[..], "{what}: message {i} changed on the way");
+    }
+    let sent = pub_router.report().await.unwrap().links[0].path.unwrap();
+    let received = sub_router.report().await.unwrap().links[0].path.unwrap();
+    pub_router.shutdown().await;
+    sub_router.shutdown().await;
+    relay_task.abort();
+    (sent, received)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_pieces_of_large_messages_are_rebuilt_from_repairs() {
+    let (sent, received) = one_mib_messages_over_loss("on", LinkConfig::default(), 12).await;
+    assert!(sent.lost_packets > 0, "the relay lost packets: {sent:?}");
+    assert!(
+        sent.repairs_sent > 0,
+        "the lossy link sent repairs: {sent:?}"
+    );
+    assert!(received.repairs_received > 0, "{received:?}");
+    assert!(
+        received.shards_rebuilt > 0,
+        "lost pieces were rebuilt before their retransmission: {received:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_without_fec_sends_no_repairs_and_still_delivers() {
+    let link = LinkConfig {
+        fec: false,
+        ..LinkConfig::default()
+    };
+    let (sent, received) = one_mib_messages_over_loss("off", link, 4).await;
+    assert!(sent.lost_packets > 0, "{sent:?}");
+    assert_eq!((sent.repairs_sent, received.shards_rebuilt), (0, 0));
+}
