@@ -45,6 +45,9 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 pub enum Cc {
     /// roam's default: Cubic that tells random loss from congestion.
     Tolerant,
+    /// The same without forward error correction (`link.fec: false`): what the repairs of
+    /// a lossy link cost its goodput.
+    TolerantNoFec,
     Cubic,
     Bbr,
 }
@@ -53,6 +56,7 @@ impl Cc {
     pub fn name(self) -> &'static str {
         match self {
             Cc::Tolerant => "tolerant",
+            Cc::TolerantNoFec => "tolerant-nofec",
             Cc::Cubic => "cubic",
             Cc::Bbr => "bbr",
         }
@@ -60,6 +64,7 @@ impl Cc {
     pub fn label(self) -> &'static str {
         match self {
             Cc::Tolerant => "tolerant Cubic",
+            Cc::TolerantNoFec => "tolerant Cubic without FEC",
             Cc::Cubic => "Cubic",
             Cc::Bbr => "BBR",
         }
@@ -70,6 +75,7 @@ impl Cc {
     pub fn link_yaml(self) -> String {
         match self {
             Cc::Tolerant => "{congestion: tolerant}".into(),
+            Cc::TolerantNoFec => "{congestion: tolerant, fec: false}".into(),
             Cc::Cubic => {
                 "{congestion: cubic, ack_every_packets: 0, initial_window_bytes: 12000}".into()
             }
@@ -115,7 +121,12 @@ const PAIRS: [&[Cc]; 5] = [
     &[Cc::Bbr, Cc::Cubic],
     &[Cc::Bbr, Cc::Bbr],
 ];
-const SINGLES: [&[Cc]; 3] = [&[Cc::Cubic], &[Cc::Tolerant], &[Cc::Bbr]];
+const SINGLES: [&[Cc]; 4] = [
+    &[Cc::Cubic],
+    &[Cc::Tolerant],
+    &[Cc::TolerantNoFec],
+    &[Cc::Bbr],
+];
 /// The regimes (index into [`REGIMES`]) with single-flow reference runs: 1 BDP, with and
 /// without random loss.
 const ALONE: [usize; 2] = [0, 3];
@@ -186,11 +197,15 @@ pub fn run_all(lab: &Lab, warmup: u64, window: u64) -> Vec<FairnessRun> {
         } else {
             &[]
         };
-        // ROAM_LAB_E11_WITH=NAME: only the runs with that controller (when trying one out).
+        // ROAM_LAB_E11_WITH=NAME[,NAME]: only the runs with one of those controllers (when
+        // trying one out).
         let with = std::env::var("ROAM_LAB_E11_WITH").ok();
         let wanted = |flows: &&&[Cc]| {
-            with.as_deref()
-                .is_none_or(|w| flows.iter().any(|c| c.name() == w))
+            with.as_deref().is_none_or(|w| {
+                flows
+                    .iter()
+                    .any(|c| w.split(',').any(|name| c.name() == name))
+            })
         };
         for flows in singles.iter().chain(PAIRS.iter()).filter(wanted) {
             let names: Vec<&str> = flows.iter().map(|c| c.label()).collect();

@@ -111,6 +111,7 @@ fn label(cc: &str) -> String {
     match cc {
         "bbr" => "BBR".into(),
         "cubic" => "Cubic".into(),
+        "tolerant-nofec" => "tolerant without FEC".into(),
         other => other.into(),
     }
 }

@@ -48,7 +48,10 @@ pub(super) async fn write_lane(
         }
         let frames = batch.len();
         let largest = batch.iter().map(Weighted::size).max().unwrap_or(0);
-        let protect = if t.cfg.fec && largest >= fec::FEC_MIN_FRAME {
+        // Repairs only while the link keeps up (nothing else waits in the lane): where
+        // messages queue for it, the link is the bottleneck, the repairs would take capacity
+        // the waiting messages need, and a message's wait is the queue, not a lost packet.
+        let protect = if t.cfg.fec && largest >= fec::FEC_MIN_FRAME && lane.queued_bytes() == 0 {
             large_frames(&batch, offset)
         } else {
             Vec::new()
