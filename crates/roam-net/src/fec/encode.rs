@@ -13,12 +13,17 @@ const MIN_LOSS: f64 = 0.002;
 /// too much for repairs sent up front to be worth their bandwidth.
 const MAX_SHARE: f64 = 0.25;
 
+/// Whether a link losing this share of its packets sends repairs at all.
+pub fn worth_repairing(loss: f64) -> bool {
+    // NaN compares false: no repairs.
+    loss >= MIN_LOSS
+}
+
 /// How many recovery shards protect `originals` shards at loss rate `loss`: a lost packet
 /// usually straddles two shards (packets and shards are not aligned), so twice the expected
 /// lost packets, plus three standard deviations and one; 0 on a clean path.
 pub fn recoveries_for(originals: usize, loss: f64) -> usize {
-    // NaN compares false: no repairs.
-    if loss.is_nan() || loss < MIN_LOSS || originals == 0 {
+    if !worth_repairing(loss) || originals == 0 {
         return 0;
     }
     let expected = 2.0 * loss.min(1.0) * originals as f64;

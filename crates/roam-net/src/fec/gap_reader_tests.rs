@@ -71,6 +71,15 @@ fn packets(wire: &[u8], size: usize) -> Vec<(u64, Bytes)> {
         .collect()
 }
 
+/// Every packet but those numbered in `lost` reaches `r`, in order.
+fn arrive_except(r: &mut GapReader, pkts: &[(u64, Bytes)], lost: &[usize], out: &mut Vec<Frame>) {
+    for (i, (off, b)) in pkts.iter().enumerate() {
+        if !lost.contains(&i) {
+            r.chunk_now(*off, b.clone(), out).unwrap();
+        }
+    }
+}
+
 fn reader() -> GapReader {
     GapReader::new(1 << 20, 1 << 20)
 }
@@ -108,11 +117,7 @@ fn lost_packets_are_rebuilt_without_their_retransmission() {
     let lost = [3usize, 10, 30];
     let mut r = reader();
     let mut out = Vec::new();
-    for (i, (off, b)) in pkts.iter().enumerate() {
-        if !lost.contains(&i) {
-            r.chunk_now(*off, b.clone(), &mut out).unwrap();
-        }
-    }
+    arrive_except(&mut r, &pkts, &lost, &mut out);
     assert!(
         out == frames[..1],
         "the large frame waits for its holes: {} frames out",
@@ -147,11 +152,7 @@ fn repairs_that_arrive_first_rebuild_when_the_last_packet_does() {
     }
     // In order up to a hole at packet 5; the tail packet of the large frame lost too.
     let tail = (big.end as usize - 1) / 1300;
-    for (i, (off, b)) in pkts.iter().enumerate() {
-        if i != 5 && i != tail {
-            r.chunk_now(*off, b.clone(), &mut out).unwrap();
-        }
-    }
+    arrive_except(&mut r, &pkts, &[5, tail], &mut out);
     // The tail packet also carried the start of the last frame: that part is not rebuilt.
     assert!(out == frames[..2], "{} frames out", out.len());
     r.chunk_now(pkts[tail].0, pkts[tail].1.clone(), &mut out)
@@ -189,11 +190,7 @@ fn too_few_repairs_wait_for_the_retransmission() {
     for (h, s) in repairs(&wire, &big, 3) {
         r.repair_now(h, s, &mut out).unwrap();
     }
-    for (i, (off, b)) in pkts.iter().enumerate() {
-        if !lost.contains(&i) {
-            r.chunk_now(*off, b.clone(), &mut out).unwrap();
-        }
-    }
+    arrive_except(&mut r, &pkts, &lost, &mut out);
     assert!(out == frames[..1], "{} frames out", out.len());
     for i in lost {
         r.chunk_now(pkts[i].0, pkts[i].1.clone(), &mut out).unwrap();

@@ -16,7 +16,7 @@
 mod encode;
 mod gap_reader;
 
-pub use encode::{encode, recoveries_for, shard_len_for, FEC_MIN_FRAME};
+pub use encode::{encode, recoveries_for, shard_len_for, worth_repairing, FEC_MIN_FRAME};
 pub use gap_reader::{GapError, GapReader, Rebuild, Rebuilt};
 
 /// Packets a loss estimate waits for before it takes a new sample: enough that one loss is

@@ -112,7 +112,7 @@ fn send_repairs(t: &Arc<QuicTransport>, stream: u64, frames: Vec<(u64, RouterId,
         return;
     };
     let shard_len = fec::shard_len_for(max);
-    if shard_len == 0 || fec::recoveries_for(1, loss) == 0 {
+    if shard_len == 0 || !fec::worth_repairing(loss) {
         return;
     }
     let t = t.clone();

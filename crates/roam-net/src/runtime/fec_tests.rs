@@ -10,10 +10,9 @@ use bytes::Bytes;
 use roam_proto::{Name, RealmSecret, Sealer};
 use tokio::net::UdpSocket;
 
-use super::test_support::{router, Dir};
+use super::test_support::{pub_sub_via, Dir, PubSub};
 use crate::latency::now_us;
 use crate::link::{LinkConfig, PathStats};
-use crate::pki;
 
 /// Relays datagrams between the dialing router and `server`, each `delay` late; of the
 /// datagrams towards the server larger than 1,000 bytes, after the first 50, drops one in
@@ -65,18 +64,19 @@ async fn one_mib_messages_over_loss(
     count: usize,
 ) -> (PathStats, PathStats) {
     let dir = Dir(std::env::temp_dir().join(format!("roam-fec-{what}-{}", std::process::id())));
-    pki::init_ca(&dir.0).unwrap();
-    let sub_router = router(&dir, "sub", None, link.clone()).await;
-    let (relay, relay_task) =
-        lossy_relay(sub_router.quic_addr.unwrap(), Duration::from_millis(15), 25).await;
-    let pub_router = router(&dir, "pub", Some(relay), link).await;
     let name = Name([5; 32]);
-    let mut rx = sub_router.subscribe(name, 64).await.rx;
-    let mut demand = pub_router.publish(name).await.demand;
-    tokio::time::timeout(Duration::from_secs(20), demand.wait_for(|w| *w))
-        .await
-        .expect("no demand")
-        .unwrap();
+    let mut relay_task = None;
+    let slot = &mut relay_task;
+    let PubSub {
+        sub_router,
+        pub_router,
+        mut rx,
+    } = pub_sub_via(&dir, name, 64, link, move |sub| async move {
+        let (relay, task) = lossy_relay(sub, Duration::from_millis(15), 25).await;
+        *slot = Some(task);
+        relay
+    })
+    .await;
     let mut sealer = Sealer::new(&RealmSecret::from_bytes([3; 32]), name, false, None).unwrap();
     for i in 0..count {
         let payload: Vec<u8> = (0..1usize << 20).map(|b| (b * 7 + i) as u8).collect();
@@ -92,7 +92,9 @@ async fn one_mib_messages_over_loss(
     let received = sub_router.report().await.unwrap().links[0].path.unwrap();
     pub_router.shutdown().await;
     sub_router.shutdown().await;
-    relay_task.abort();
+    if let Some(task) = relay_task {
+        task.abort();
+    }
     (sent, received)
 }
 

@@ -52,9 +52,26 @@ pub struct PubSub {
 }
 
 pub async fn pub_sub(dir: &Dir, name: roam_proto::Name, depth: usize, link: LinkConfig) -> PubSub {
+    pub_sub_via(dir, name, depth, link, |addr| async move { addr }).await
+}
+
+/// [`pub_sub`] where the publishing router dials the address `via` gives for the
+/// subscribing router's (a relay in between, say).
+pub async fn pub_sub_via<F, Fut>(
+    dir: &Dir,
+    name: roam_proto::Name,
+    depth: usize,
+    link: LinkConfig,
+    via: F,
+) -> PubSub
+where
+    F: FnOnce(SocketAddr) -> Fut,
+    Fut: std::future::Future<Output = SocketAddr>,
+{
     pki::init_ca(&dir.0).unwrap();
     let sub_router = router(dir, "sub", None, link.clone()).await;
-    let pub_router = router(dir, "pub", sub_router.quic_addr, link).await;
+    let dial = via(sub_router.quic_addr.expect("the router listens on QUIC")).await;
+    let pub_router = router(dir, "pub", Some(dial), link).await;
     let rx = sub_router.subscribe(name, depth).await.rx;
     let mut demand = pub_router.publish(name).await.demand;
     tokio::time::timeout(Duration::from_secs(10), demand.wait_for(|w| *w))
