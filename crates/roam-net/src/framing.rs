@@ -20,6 +20,15 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
     r: &mut R,
     limit: usize,
 ) -> Result<Option<Frame>, ReadError> {
+    Ok(read_frame_counted(r, limit).await?.map(|(frame, _)| frame))
+}
+
+/// [`read_frame`], with the bytes the frame took on the wire (prefix included): where the
+/// next frame starts.
+pub async fn read_frame_counted<R: AsyncRead + Unpin>(
+    r: &mut R,
+    limit: usize,
+) -> Result<Option<(Frame, usize)>, ReadError> {
     let mut prefix = [0u8; LEN_PREFIX];
     match r.read_exact(&mut prefix[..1]).await {
         Ok(_) => {}
@@ -30,7 +39,7 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
     let len = frame_len(prefix, limit)?;
     let mut body = BytesMut::zeroed(len);
     r.read_exact(&mut body).await?;
-    Ok(Some(Frame::decode(body.freeze())?))
+    Ok(Some((Frame::decode(body.freeze())?, LEN_PREFIX + len)))
 }
 
 /// Writes one frame. Data envelopes are written from their own buffer, not copied into a frame.

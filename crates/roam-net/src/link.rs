@@ -59,7 +59,7 @@ pub struct LinkConfig {
     /// acknowledgements ([`LinkConfig::ack_every`]) a small window also cuts each burst
     /// into rounds that wait for the delayed acknowledgement between them.
     pub initial_window_bytes: u64,
-    /// Whether a QUIC link that sees loss sends repair datagrams beside its large messages
+    /// Whether a QUIC link that sees loss sends repair datagrams beside its messages
     /// (forward error correction, [`crate::fec`]): on by default; a clean path sends none.
     pub fec: bool,
     /// Longest a connection may take from its first packet to an authenticated Hello. A

@@ -27,7 +27,7 @@
 //!   ack_every_packets: 0       # ask QUIC peers to acknowledge every Nth packet (0: QUIC's own,
 //!   max_ack_delay_ms: 1        # every 2nd) or this long after the first one unacknowledged
 //!   initial_window_bytes: 262144  # QUIC congestion window before the path is measured
-//!   fec: true                # QUIC links that see loss send repairs beside large messages
+//!   fec: true                # QUIC links that see loss send repairs beside their messages
 //!   handshake_timeout_ms: 10000        # unauthenticated connections are closed after this
 //!   max_unauthenticated: 256           # connections in their handshake at once, in total
 //!   max_unauthenticated_per_source: 16 # ... and from one address (an IPv6 /64)

@@ -81,7 +81,7 @@ fn arrive_except(r: &mut GapReader, pkts: &[(u64, Bytes)], lost: &[usize], out: 
 }
 
 fn reader() -> GapReader {
-    GapReader::new(1 << 20, 1 << 20)
+    GapReader::new(0, 1 << 20, 1 << 20)
 }
 
 #[test]
@@ -259,7 +259,7 @@ fn random_loss_and_order_always_give_the_frames_once() {
 #[test]
 fn a_peer_that_never_fills_a_hole_hits_the_limit() {
     let (_, wire, _) = stream();
-    let mut r = GapReader::new(1 << 20, 10_000);
+    let mut r = GapReader::new(0, 1 << 20, 10_000);
     let mut out = Vec::new();
     let mut result = Ok(());
     for (off, b) in packets(&wire, 1000).into_iter().skip(1) {
@@ -308,7 +308,7 @@ fn arbitrary_chunks_and_repairs_never_panic_and_stay_bounded() {
         seed
     };
     for _ in 0..300 {
-        let mut r = GapReader::new(1 << 16, 1 << 18);
+        let mut r = GapReader::new(0, 1 << 16, 1 << 18);
         let mut out = Vec::new();
         for _ in 0..60 {
             let result = if next() % 2 == 0 {
@@ -339,4 +339,141 @@ fn arbitrary_chunks_and_repairs_never_panic_and_stay_bounded() {
             }
         }
     }
+}
+
+/// Ten small frames written at once (one stream write, sent again as copies).
+fn small_write() -> (Vec<Frame>, Vec<u8>) {
+    let frames: Vec<Frame> = (0..10u64)
+        .map(|i| Frame::Data {
+            origin: i,
+            envelope: Bytes::from(vec![i as u8 ^ 0x5a; 150 + i as usize * 37]),
+        })
+        .collect();
+    let wire = frames
+        .iter()
+        .map(|f| f.encode().to_vec())
+        .collect::<Vec<_>>()
+        .concat();
+    (frames, wire)
+}
+
+fn copies_of(wire: &[u8], start: u64, shard: usize) -> Vec<(RepairHeader, Bytes)> {
+    crate::fec::copies(9, start, &[wire], shard)
+        .iter()
+        .map(|d| RepairHeader::decode(d).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_hole_in_a_write_of_small_frames_is_filled_from_its_copies() {
+    let (frames, wire) = small_write();
+    assert!(wire.len() > 4 * 500, "{}", wire.len());
+    let pkts = packets(&wire, 500);
+    // Packet 3 is lost; the frames before it come out at once, those after it wait.
+    for copies_first in [false, true] {
+        let mut r = reader();
+        let mut out = Vec::new();
+        let copies = copies_of(&wire, 0, 400);
+        if copies_first {
+            // What a copy stands in for arrived already: only the hole is rebuilt.
+            for (h, s) in copies.iter().cloned() {
+                r.repair(h, s);
+            }
+        }
+        for (i, (off, b)) in pkts.iter().enumerate() {
+            if i != 3 {
+                r.chunk(*off, b.clone(), &mut out).unwrap();
+            }
+        }
+        if !copies_first {
+            assert!(out.len() < frames.len(), "held past the hole");
+            for (h, s) in copies {
+                r.repair(h, s);
+            }
+        }
+        r.rebuild_now(&mut out).unwrap();
+        assert!(out == frames, "{} of {} frames", out.len(), frames.len());
+        assert_eq!(
+            r.rebuilt_shards(),
+            2,
+            "the two cuts the lost packet touched"
+        );
+        assert!(r.is_between_frames());
+        assert_eq!(r.held, 0);
+    }
+}
+
+#[test]
+fn a_lone_small_frame_comes_from_its_copy_when_its_packet_is_lost() {
+    // The tail case: one small message, its only packet lost, nothing after it on the stream.
+    let frame = Frame::Data {
+        origin: 7,
+        envelope: Bytes::from_static(b"cmd_vel: linear 0.5 angular -0.1"),
+    };
+    let wire = frame.encode().to_vec();
+    let shard = crate::fec::shard_len_for(wire.len(), 1200);
+    assert!(shard < 100, "a small frame's copy is small: {shard}");
+    let copies = copies_of(&wire, 0, shard);
+    assert_eq!(copies.len(), 1);
+    let mut r = reader();
+    let mut out = Vec::new();
+    let (h, s) = copies[0].clone();
+    r.repair(h, s);
+    let job = r
+        .next_rebuild()
+        .expect("a copy alone rebuilds a one-shard frame");
+    assert!(job.is_copy());
+    r.apply(job.run(), &mut out).unwrap();
+    assert!(out == vec![frame], "{out:?}");
+    // The retransmission comes later and is dropped as a duplicate.
+    r.chunk_now(0, Bytes::from(wire), &mut out).unwrap();
+    assert_eq!(out.len(), 1);
+    assert!(r.is_between_frames());
+    assert_eq!(r.held, 0);
+}
+
+#[test]
+fn small_coded_groups_are_ignored() {
+    // Decoding costs the same for 4 bytes as for 16 KiB: a peer may not ask for it per
+    // handful of bytes.
+    let (_, wire) = small_write();
+    let mut r = reader();
+    for (h, s) in write_coded(&wire, 400, 2) {
+        r.repair(h, s);
+    }
+    assert!(!r.has_repairs());
+    assert_eq!(r.held, 0);
+}
+
+fn write_coded(wire: &[u8], shard: usize, n: usize) -> Vec<(RepairHeader, Bytes)> {
+    encode(9, 0, &[wire], shard, n)
+        .iter()
+        .map(|d| RepairHeader::decode(d).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_stream_read_from_past_its_start_takes_offsets_from_there() {
+    // The control stream: its Hello (here 37 bytes) was read before the reader began.
+    let (frames, wire) = small_write();
+    let hello = 37u64;
+    let pkts: Vec<(u64, Bytes)> = packets(&wire, 500)
+        .into_iter()
+        .map(|(off, b)| (off + hello, b))
+        .collect();
+    let mut r = GapReader::new(hello, 1 << 20, 1 << 20);
+    let mut out = Vec::new();
+    for (h, s) in copies_of(&wire, hello, 400) {
+        r.repair(h, s);
+    }
+    for (i, (off, b)) in pkts.iter().enumerate() {
+        if i != 2 {
+            r.chunk(*off, b.clone(), &mut out).unwrap();
+        }
+    }
+    r.rebuild_now(&mut out).unwrap();
+    assert!(out == frames, "{} of {} frames", out.len(), frames.len());
+    assert_eq!(r.delivered(), hello + wire.len() as u64);
+    assert!(r.is_between_frames());
+    assert_eq!(r.held, 0);
 }

@@ -24,8 +24,8 @@ use roam_proto::frame::data_header;
 use roam_proto::{Frame, Name};
 use tracing::debug;
 
-use crate::fec::LossEstimate;
-use crate::framing::read_frame;
+use crate::fec::{self, LossEstimate};
+use crate::framing::read_frame_counted;
 use crate::lane::{Lane, Policy, Pushed};
 use crate::link::{
     check_hello, is_best_effort, Established, Inbound, LinkConfig, LinkError, LinkId, LinkSender,
@@ -80,8 +80,9 @@ pub async fn establish(
         .open_uni()
         .await
         .map_err(|e| LinkError::Connect(e.to_string()))?;
+    let my_hello = me.hello().encode();
     control
-        .write_all(&me.hello().encode())
+        .write_all(&my_hello)
         .await
         .map_err(|e| LinkError::Connect(e.to_string()))?;
     let hello = async {
@@ -89,7 +90,7 @@ pub async fn establish(
             .accept_uni()
             .await
             .map_err(|e| LinkError::Connect(e.to_string()))?;
-        let hello = read_frame(&mut rx, 4096)
+        let hello = read_frame_counted(&mut rx, 4096)
             .await
             .map_err(|e| LinkError::Hello(e.to_string()))?;
         Ok::<_, LinkError>((rx, hello))
@@ -97,6 +98,11 @@ pub async fn establish(
     let (control_rx, hello) = tokio::time::timeout(cfg.hello_timeout, hello)
         .await
         .map_err(|_| LinkError::Hello("no Hello within the timeout".into()))??;
+    // Both control streams go on after the Hellos: repairs name stream offsets.
+    let (hello, hello_len) = match hello {
+        Some((frame, len)) => (Some(frame), len as u64),
+        None => (None, 0),
+    };
     let peer = match check_hello(&cert, hello) {
         Ok(p) => p,
         Err(e) => {
@@ -114,18 +120,29 @@ pub async fn establish(
         cfg: cfg.clone(),
         stats: LinkStats::default(),
         repairs: RepairInbox::default(),
-        loss: Mutex::new(LossEstimate::default()),
+        path: Mutex::new(PathCache::default()),
         held_past_gaps: std::sync::atomic::AtomicUsize::new(0),
     });
-    let w = tokio::spawn(write_lane(t.clone(), control, t.control.clone()));
+    let w = tokio::spawn(write_lane(
+        t.clone(),
+        control,
+        t.control.clone(),
+        my_hello.len() as u64,
+    ));
     t.track(w);
     let reader = t.clone();
     let start = Box::new(move || {
         let control_reader = reader.clone();
         let control_inbound = inbound.clone();
         tokio::spawn(async move {
-            let clean =
-                read_stream(control_reader.clone(), control_rx, link, control_inbound).await;
+            let clean = read_stream(
+                control_reader.clone(),
+                control_rx,
+                hello_len,
+                link,
+                control_inbound,
+            )
+            .await;
             if clean {
                 close_when_drained(control_reader).await;
             }
@@ -153,13 +170,74 @@ struct QuicTransport {
     stats: LinkStats,
     /// Repairs received, waiting for their streams' readers.
     repairs: RepairInbox,
-    /// The loss rate that sizes the repairs sent.
-    loss: Mutex<LossEstimate>,
+    /// The loss rate that sizes the repairs sent, and the room left for them.
+    path: Mutex<PathCache>,
     /// Bytes all readers hold past gaps in their streams (see [`QuicTransport::gap_limit`]).
     held_past_gaps: std::sync::atomic::AtomicUsize,
 }
 
+/// How often a link's view of its path takes in the connection's counters: reading them
+/// locks the connection, and lane writers ask before every write.
+const PATH_REFRESH: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// What a link's repairs go by, refreshed every [`PATH_REFRESH`].
+#[derive(Debug, Clone, Copy, Default)]
+struct RepairView {
+    /// The share of its packets the link lost lately.
+    loss: f64,
+    /// Whether it has room to send small messages twice.
+    copies: bool,
+}
+
+struct PathCache {
+    estimate: LossEstimate,
+    /// The estimate's clock.
+    since: std::time::Instant,
+    read_at: Option<std::time::Instant>,
+    /// UDP bytes sent by then.
+    tx_bytes: u64,
+    view: RepairView,
+}
+
+impl Default for PathCache {
+    fn default() -> Self {
+        PathCache {
+            estimate: LossEstimate::default(),
+            since: std::time::Instant::now(),
+            read_at: None,
+            tx_bytes: 0,
+            view: RepairView::default(),
+        }
+    }
+}
+
 impl QuicTransport {
+    fn repair_view(&self) -> RepairView {
+        let mut cache = match self.path.lock() {
+            Ok(c) => c,
+            Err(p) => p.into_inner(),
+        };
+        let now = std::time::Instant::now();
+        let last = cache.read_at;
+        if last.is_none_or(|at| now.duration_since(at) >= PATH_REFRESH) {
+            let stats = self.conn.stats();
+            let ms = now.duration_since(cache.since).as_millis() as u64;
+            let loss = cache
+                .estimate
+                .update(stats.path.sent_packets, stats.path.lost_packets, ms);
+            // No rate before a second reading: no copies.
+            let copies = last.is_some_and(|at| {
+                let secs = now.duration_since(at).as_secs_f64();
+                let sent = stats.udp_tx.bytes.saturating_sub(cache.tx_bytes) as f64;
+                fec::room_for_copies(sent / secs, stats.path.cwnd, stats.path.rtt.as_secs_f64())
+            });
+            cache.view = RepairView { loss, copies };
+            cache.tx_bytes = stats.udp_tx.bytes;
+            cache.read_at = Some(now);
+        }
+        cache.view
+    }
+
     /// Most bytes a link holds past gaps in its streams, over all of them. Read out of order
     /// (once repairs come), a stream's flow-control credit grows with what arrives past a
     /// lost packet; a peer that never sends the missing bytes would otherwise grow this
@@ -199,7 +277,7 @@ impl QuicTransport {
         let l = lane.clone();
         let w = tokio::spawn(async move {
             match t.conn.open_uni().await {
-                Ok(s) => write_lane(t, s, l).await,
+                Ok(s) => write_lane(t, s, l, 0).await,
                 Err(e) => debug!("cannot open a lane: {e}"),
             }
         });

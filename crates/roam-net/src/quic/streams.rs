@@ -25,16 +25,18 @@ const WRITE_BATCH_BYTES: usize = 256 << 10;
 /// thousands of tiny buffers.
 const COALESCE_MAX: usize = 16 << 10;
 
+/// Writes `lane`'s frames on `s` from stream offset `offset` (past what was written on it
+/// before, such as the control stream's Hello).
 pub(super) async fn write_lane(
     t: Arc<QuicTransport>,
     mut s: quinn::SendStream,
     lane: Arc<Lane<Outgoing>>,
+    mut offset: u64,
 ) {
     let mut chunks: Vec<Bytes> = Vec::with_capacity(2 * WRITE_BATCH_FRAMES);
     let mut batch: Vec<Outgoing> = Vec::with_capacity(WRITE_BATCH_FRAMES);
-    // Where the next frame starts on the stream, for repairs that name it.
+    // `offset`: where the next frame starts on the stream, for repairs that name it.
     let stream = u64::from(s.id());
-    let mut offset = 0u64;
     // quinn opens every stream at priority 0, bulk's.
     let mut priority = Priority::Bulk;
     while let Some(first) = lane.pop().await {
@@ -51,13 +53,25 @@ pub(super) async fn write_lane(
         // Repairs only while the link keeps up (nothing else waits in the lane): where
         // messages queue for it, the link is the bottleneck, the repairs would take capacity
         // the waiting messages need, and a message's wait is the queue, not a lost packet.
-        let protect = if t.cfg.fec && largest >= fec::FEC_MIN_FRAME && lane.queued_bytes() == 0 {
+        let view = if t.cfg.fec {
+            t.repair_view()
+        } else {
+            Default::default()
+        };
+        let loss = view.loss;
+        let repairing = fec::worth_repairing(loss) && lane.queued_bytes() == 0;
+        let large = if repairing && largest >= fec::ALONE_MIN {
             large_frames(&batch, offset)
         } else {
             Vec::new()
         };
+        let start = offset;
         offset += bytes as u64;
         coalesce(&mut batch, &mut chunks);
+        // A write of small frames is protected as a whole; its pieces are shared, not copied.
+        let written =
+            (repairing && view.copies && largest < fec::ALONE_MIN && bytes <= fec::BATCH_MAX)
+                .then(|| chunks.clone());
         let wanted = Priority::of(largest);
         if wanted != priority {
             priority = wanted;
@@ -70,8 +84,11 @@ pub(super) async fn write_lane(
         }
         chunks.clear();
         t.stats.count_out_many(frames, bytes);
-        if !protect.is_empty() {
-            send_repairs(&t, stream, protect);
+        if !large.is_empty() {
+            send_large_repairs(&t, stream, large, loss);
+        }
+        if let Some(pieces) = written {
+            send_write_copies(&t, stream, start, &pieces);
         }
     }
     // Closed: everything queued has been written. Wait until the peer acknowledged it, so a
@@ -87,7 +104,7 @@ fn large_frames(batch: &[Outgoing], mut offset: u64) -> Vec<(u64, RouterId, Byte
     let mut large = Vec::new();
     for item in batch {
         if let Outgoing::Data { origin, envelope } = item {
-            if item.size() >= fec::FEC_MIN_FRAME {
+            if item.size() >= fec::ALONE_MIN {
                 large.push((offset, *origin, envelope.clone()));
             }
         }
@@ -96,54 +113,75 @@ fn large_frames(batch: &[Outgoing], mut offset: u64) -> Vec<(u64, RouterId, Byte
     large
 }
 
-/// Sends repair datagrams for large frames just written on `stream`, as many as the link's
-/// recent loss calls for (none on a clean path). The coding runs off the runtime's threads:
-/// a 13 MB image takes milliseconds, which a proxy's one worker must not spend.
-fn send_repairs(t: &Arc<QuicTransport>, stream: u64, frames: Vec<(u64, RouterId, Bytes)>) {
-    let loss = {
-        let path = t.conn.stats().path;
-        let mut estimate = match t.loss.lock() {
-            Ok(e) => e,
-            Err(p) => p.into_inner(),
-        };
-        estimate.update(path.sent_packets, path.lost_packets)
-    };
+/// The repair datagrams of the bytes `pieces` (one after the other) written at `start` on
+/// `stream`, as many as loss rate `loss` calls for.
+fn repairs_of(
+    stream: u64,
+    start: u64,
+    pieces: &[&[u8]],
+    max_datagram: usize,
+    loss: f64,
+) -> Vec<Bytes> {
+    let len = pieces.iter().map(|p| p.len()).sum();
+    let shard_len = fec::shard_len_for(len, max_datagram);
+    if shard_len == 0 {
+        return Vec::new();
+    }
+    let originals = roam_proto::repair::RepairHeader::originals_for(len, shard_len);
+    let n = fec::recoveries_for(originals, loss);
+    fec::encode(stream, start, pieces, shard_len, n)
+}
+
+/// Sends repair datagrams for large frames just written on `stream`. The coding runs off the
+/// runtime's threads: a 13 MB image takes milliseconds, which a proxy's one worker must not
+/// spend.
+fn send_large_repairs(
+    t: &Arc<QuicTransport>,
+    stream: u64,
+    frames: Vec<(u64, RouterId, Bytes)>,
+    loss: f64,
+) {
     let Some(max) = t.conn.max_datagram_size() else {
         return;
     };
-    let shard_len = fec::shard_len_for(max);
-    if shard_len == 0 || !fec::worth_repairing(loss) {
-        return;
-    }
     let t = t.clone();
     tokio::spawn(async move {
         let coded = tokio::task::spawn_blocking(move || {
             let mut datagrams = Vec::new();
             for (start, origin, envelope) in frames {
                 let header = data_header(origin, envelope.len());
-                let len = header.len() + envelope.len();
-                let originals = roam_proto::repair::RepairHeader::originals_for(len, shard_len);
-                let n = fec::recoveries_for(originals, loss);
-                datagrams.extend(fec::encode(
-                    stream,
-                    start,
-                    &[&header, &envelope],
-                    shard_len,
-                    n,
-                ));
+                datagrams.extend(repairs_of(stream, start, &[&header, &envelope], max, loss));
             }
             datagrams
         })
         .await;
-        for d in coded.unwrap_or_default() {
-            t.stats.count_repair_out(d.len());
-            // quinn drops the oldest queued datagram when its buffer is full: a repair is a
-            // shortcut, the stream's retransmission still comes.
-            if t.conn.send_datagram(d).is_err() {
-                break;
-            }
-        }
+        send_datagrams(&t, coded.unwrap_or_default());
     });
+}
+
+/// Sends copies of a write of small frames just made at `start` on `stream`, as repair
+/// datagrams: at most [`fec::BATCH_MAX`] bytes, copied here.
+fn send_write_copies(t: &QuicTransport, stream: u64, start: u64, pieces: &[Bytes]) {
+    let Some(max) = t.conn.max_datagram_size() else {
+        return;
+    };
+    let len = pieces.iter().map(Bytes::len).sum();
+    let slices: Vec<&[u8]> = pieces.iter().map(|p| &p[..]).collect();
+    send_datagrams(
+        t,
+        fec::copies(stream, start, &slices, fec::shard_len_for(len, max)),
+    );
+}
+
+fn send_datagrams(t: &QuicTransport, datagrams: Vec<Bytes>) {
+    for d in datagrams {
+        t.stats.count_repair_out(d.len());
+        // quinn drops the oldest queued datagram when its buffer is full: a repair is a
+        // shortcut, the stream's retransmission still comes.
+        if t.conn.send_datagram(d).is_err() {
+            break;
+        }
+    }
 }
 
 /// Appends a batch of frames to `chunks` as the buffers of one stream write: frames up to
@@ -214,7 +252,8 @@ impl Priority {
 /// Most chunks taken out of quinn per read: one lock of the connection for a burst of packets.
 const READ_CHUNKS: usize = 32;
 
-/// Reads frames until the stream ends; true when the peer finished it cleanly.
+/// Reads frames from stream offset `start` (past what was read before, such as the control
+/// stream's Hello) until the stream ends; true when the peer finished it cleanly.
 ///
 /// In order, in batches of chunks, until a repair comes for the stream; from then on out of
 /// order (QUIC hands out what arrived past a lost packet), so that repairs can fill the hole
@@ -222,12 +261,14 @@ const READ_CHUNKS: usize = 32;
 pub(super) async fn read_stream(
     t: Arc<QuicTransport>,
     mut rx: quinn::RecvStream,
+    start: u64,
     link: LinkId,
     inbound: Inbound,
 ) -> bool {
     let stream = u64::from(rx.id());
     let repairs = t.repairs.register(stream);
-    let clean = read_frames(&t, &mut rx, stream, &repairs, link, &inbound).await;
+    let gaps = GapReader::new(start, t.cfg.max_frame, t.gap_limit());
+    let clean = read_frames(&t, &mut rx, stream, gaps, &repairs, link, &inbound).await;
     t.repairs.unregister(stream);
     clean
 }
@@ -236,6 +277,7 @@ async fn read_frames(
     t: &Arc<QuicTransport>,
     rx: &mut quinn::RecvStream,
     stream: u64,
+    mut gaps: GapReader,
     repairs: &tokio::sync::Notify,
     link: LinkId,
     inbound: &Inbound,
@@ -243,7 +285,6 @@ async fn read_frames(
     // quinn hands out the received packets' bytes as they are (no copy); the assembler copies
     // each frame once into a buffer of its size, with no intermediate read buffer.
     let mut chunks: [Bytes; READ_CHUNKS] = Default::default();
-    let mut gaps = GapReader::new(t.cfg.max_frame, t.gap_limit());
     let mut held = HeldPastGaps::new(t);
     let mut ordered = true;
     let mut rebuilt = 0;
@@ -279,16 +320,21 @@ async fn read_frames(
                 Err(e) => Some(Err(e)),
             },
         };
-        // Decoding takes milliseconds per megabyte: not on the runtime's thread, which a
-        // proxy's other topics share.
+        // Decoding takes ~0.3 ms and milliseconds per megabyte: not on the runtime's thread,
+        // which a proxy's other topics share; a copy (a small write's repair) is taken here.
         while bad.is_none() {
             let Some(job) = gaps.next_rebuild() else {
                 break;
             };
-            match tokio::task::spawn_blocking(move || job.run()).await {
-                Ok(rebuilt) => bad = gaps.apply(rebuilt, &mut frames).err(),
-                Err(_) => break,
-            }
+            let rebuilt = if job.is_copy() {
+                job.run()
+            } else {
+                match tokio::task::spawn_blocking(move || job.run()).await {
+                    Ok(rebuilt) => rebuilt,
+                    Err(_) => break,
+                }
+            };
+            bad = gaps.apply(rebuilt, &mut frames).err();
         }
         if bad.is_none() {
             bad = held.update(gaps.held()).err();
@@ -419,7 +465,7 @@ pub(super) async fn accept_streams(t: Arc<QuicTransport>, link: LinkId, inbound:
         let t2 = t.clone();
         let inbound = inbound.clone();
         tokio::spawn(async move {
-            read_stream(t2.clone(), rx, link, inbound).await;
+            read_stream(t2.clone(), rx, 0, link, inbound).await;
             t2.readers.fetch_sub(1, Ordering::AcqRel);
         });
     }

@@ -53,8 +53,9 @@ pub struct RouterArgs {
     /// new_reno, or bbr (quinn's experimental BBR: not fair to other traffic).
     #[arg(long, value_name = "NAME")]
     pub congestion: Option<String>,
-    /// Send no repair datagrams beside large messages on lossy QUIC links (forward error
-    /// correction is on by default and costs nothing on a clean path) [link.fec].
+    /// Send no repair datagrams on lossy QUIC links (Reed-Solomon shards beside large messages,
+    /// copies of small ones; forward error correction is on by default and costs nothing on a
+    /// clean path) [link.fec].
     #[arg(long)]
     pub no_fec: bool,
     /// Log the router's counters and, per link, traffic and the age of arriving data every
