@@ -68,7 +68,8 @@ pub(super) async fn write_lane(
         let start = offset;
         offset += bytes as u64;
         coalesce(&mut batch, &mut chunks);
-        // A write of small frames is protected as a whole; its pieces are shared, not copied.
+        // A write of small frames goes again as copies while the path has room for them;
+        // until they are made, its pieces are shared, not copied.
         let written =
             (repairing && view.copies && largest < fec::ALONE_MIN && bytes <= fec::BATCH_MAX)
                 .then(|| chunks.clone());
