@@ -5,7 +5,10 @@
 # settings, on loopback. Prints the round trip (median, p99) and, with a mode, what perf saw
 # in the two middle processes. Not part of CI; needs `perf` (Debian: linux-perf).
 #
-#   bench/profile-echo.sh [roam|zenoh|native] [SIZE] [COUNT] [MODE]
+#   bench/profile-echo.sh [roam|router|zenoh|native] [SIZE] [COUNT] [MODE]
+#                                           router: proxy - `roam router` - proxy, both proxies
+#                                           dialing the router (E1's "1 router" row)
+#   LINKS=tcp bench/profile-echo.sh router  the same over TCP links (E1's "TCP links" row)
 #   LOAD=stream bench/profile-echo.sh ...   E2's load instead: COUNT std_msgs/String messages of
 #                                           SIZE characters, reliable keep-all, as fast as the
 #                                           source can write; prints the sink's rate
@@ -69,7 +72,7 @@ $5
 EOF
 }
 
-middle=()
+middle=(); labels=()
 case "$system" in
 roam)
     "$bin/roam" pki init --dir "$out/pki" >/dev/null
@@ -77,19 +80,32 @@ roam)
     "$bin/roam" realm new lab --out "$out/lab.realm" >/dev/null
     proxy_yaml proxy-b 62 "$topic/echo" "$topic" "listen: 127.0.0.1:32281" >"$out/proxy-b.yaml"
     proxy_yaml proxy-a 61 "$topic" "$topic/echo" "upstream: [127.0.0.1:32281]" >"$out/proxy-a.yaml"
-    "$bin/roam" proxy -c "$out/proxy-b.yaml" >"$out/proxy-b.log" 2>&1 & pids+=($!); middle+=($!)
+    "$bin/roam" proxy -c "$out/proxy-b.yaml" >"$out/proxy-b.log" 2>&1 & pids+=($!); middle+=($!); labels+=(proxy-b)
     wait_line "$out/proxy-b.log" listening
-    "$bin/roam" proxy -c "$out/proxy-a.yaml" >"$out/proxy-a.log" 2>&1 & pids+=($!); middle+=($!)
+    "$bin/roam" proxy -c "$out/proxy-a.yaml" >"$out/proxy-a.log" 2>&1 & pids+=($!); middle+=($!); labels+=(proxy-a)
+    domains=(61 62) ;;
+router)
+    scheme=; [[ "${LINKS:-quic}" == tcp ]] && scheme=tcp://
+    "$bin/roam" pki init --dir "$out/pki" >/dev/null
+    for id in proxy-a proxy-b r1; do "$bin/roam" pki issue $id --dir "$out/pki" --role router >/dev/null; done
+    "$bin/roam" realm new lab --out "$out/lab.realm" >/dev/null
+    "$bin/roam" router --id r1 --pki "$out/pki" --status-interval 0 --listen 127.0.0.1:32283 \
+        ${scheme:+--listen-tcp 127.0.0.1:32283} >"$out/router.log" 2>&1 & pids+=($!); middle+=($!); labels+=(router)
+    wait_line "$out/router.log" listening
+    proxy_yaml proxy-b 62 "$topic/echo" "$topic" "upstream: [${scheme}127.0.0.1:32283]" >"$out/proxy-b.yaml"
+    proxy_yaml proxy-a 61 "$topic" "$topic/echo" "upstream: [${scheme}127.0.0.1:32283]" >"$out/proxy-a.yaml"
+    "$bin/roam" proxy -c "$out/proxy-b.yaml" >"$out/proxy-b.log" 2>&1 & pids+=($!); middle+=($!); labels+=(proxy-b)
+    "$bin/roam" proxy -c "$out/proxy-a.yaml" >"$out/proxy-a.log" 2>&1 & pids+=($!); middle+=($!); labels+=(proxy-a)
     domains=(61 62) ;;
 zenoh)
     [[ -x "$zenoh" ]] || { echo "no Zenoh bridge at $zenoh (bench/zenoh-bridge/build.sh)" >&2; exit 1; }
-    "$zenoh" --domain 62 --listen tcp/127.0.0.1:32282 >"$out/zenoh-b.log" 2>&1 & pids+=($!); middle+=($!)
+    "$zenoh" --domain 62 --listen tcp/127.0.0.1:32282 >"$out/zenoh-b.log" 2>&1 & pids+=($!); middle+=($!); labels+=(zenoh-b)
     wait_line "$out/zenoh-b.log" ready
-    "$zenoh" --domain 61 --connect tcp/127.0.0.1:32282 >"$out/zenoh-a.log" 2>&1 & pids+=($!); middle+=($!)
+    "$zenoh" --domain 61 --connect tcp/127.0.0.1:32282 >"$out/zenoh-a.log" 2>&1 & pids+=($!); middle+=($!); labels+=(zenoh-a)
     wait_line "$out/zenoh-a.log" ready
     domains=(61 62) ;;
 native) domains=(63 63) ;;
-*) echo "system: roam, zenoh or native" >&2; exit 2 ;;
+*) echo "system: roam, router, zenoh or native" >&2; exit 2 ;;
 esac
 
 "$bin/roam-loadgen" sink --domain "${domains[1]}" --topic $topic "${gen[@]}" \
@@ -113,6 +129,10 @@ sched) (sleep 1; perf record -a -e raw_syscalls:sys_enter,raw_syscalls:sys_exit,
         -o "$out/sched.data" -- sleep 0.2 >"$out/perf.log" 2>&1) & profiler=$! ;;
 *) echo "mode: stat, record or sched" >&2; exit 2 ;;
 esac
+# Which process each thread belongs to (perf stat --per-thread names threads only).
+for i in "${!middle[@]}"; do
+    for t in /proc/"${middle[$i]}"/task/*; do echo "${t##*/} ${labels[$i]}"; done
+done >"$out/tids.txt"
 "${source_cmd[@]}" source --domain "${domains[0]}" --topic $topic "${gen[@]}" \
     --count "$count" >"$out/source.json" 2>"$out/source.err"
 [[ "$load" == echo ]] || wait "$sink" || true
@@ -137,8 +157,9 @@ else:
 EOF
 case "$mode" in
 stat)
-    python3 - "$out/stat.txt" "$count" "$load" "$out/source.stat" "$out/sink.stat" <<'EOF'
+    python3 - "$out/stat.txt" "$count" "$load" "$out/source.stat" "$out/sink.stat" "$out/tids.txt" <<'EOF'
 import re, sys
+owner = dict(l.split() for l in open(sys.argv[6]) if l.strip())
 def task_ms(path):
     for line in open(path):
         m = re.match(r"\s*([\d.,]+)\s+msec\s+task-clock", line)
@@ -149,19 +170,19 @@ per = {}
 for line in open(sys.argv[1]):
     m = re.match(r"\s*(\S+)-(\d+)\s+([\d.,]+)\s+(?:msec\s+)?(context-switches|raw_syscalls:sys_enter|task-clock)", line)
     if m:
-        ev = per.setdefault(m.group(1), {})
+        ev = per.setdefault(f"{owner.get(m.group(2), '?')}/{m.group(1)}", {})
         ev[m.group(4)] = ev.get(m.group(4), 0.0) + float(m.group(3).replace(",", ""))
 n = int(sys.argv[2])
 total = {}
-print(f"per {'round trip' if sys.argv[3] == 'echo' else 'message'}, both middle processes together, by thread name:")
+print(f"per {'round trip' if sys.argv[3] == 'echo' else 'message'}, the middle processes, by process/thread name:")
 for name, v in sorted(per.items(), key=lambda kv: -kv[1].get("task-clock", 0)):
     for k, x in v.items():
         total[k] = total.get(k, 0.0) + x
     if v.get("task-clock", 0) < 1:
         continue
-    print(f"  {name:16} {v.get('context-switches', 0) / n:5.2f} switches {v.get('raw_syscalls:sys_enter', 0) / n:5.1f} syscalls {v.get('task-clock', 0) * 1000 / n:6.1f} us CPU")
+    print(f"  {name:32} {v.get('context-switches', 0) / n:5.2f} switches {v.get('raw_syscalls:sys_enter', 0) / n:5.1f} syscalls {v.get('task-clock', 0) * 1000 / n:6.1f} us CPU")
 if per:
-    print(f"  {'all threads':16} {total.get('context-switches', 0) / n:5.2f} switches {total.get('raw_syscalls:sys_enter', 0) / n:5.1f} syscalls {total.get('task-clock', 0) * 1000 / n:6.1f} us CPU")
+    print(f"  {'all threads':32} {total.get('context-switches', 0) / n:5.2f} switches {total.get('raw_syscalls:sys_enter', 0) / n:5.1f} syscalls {total.get('task-clock', 0) * 1000 / n:6.1f} us CPU")
 src, snk = task_ms(sys.argv[4]) * 1000 / n, task_ms(sys.argv[5]) * 1000 / n
 mid = total.get("task-clock", 0) * 1000 / n
 print(f"the ends: source {src:.1f} us, sink {snk:.1f} us CPU; with the middle {src + snk + mid:.1f} us per message")

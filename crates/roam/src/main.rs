@@ -21,10 +21,7 @@ fn main() -> std::process::ExitCode {
         )
         .init();
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
-    if let (Some(n), None) = (
-        cli.worker_threads(),
-        std::env::var_os("TOKIO_WORKER_THREADS"),
-    ) {
+    if let Some(n) = cli.worker_threads(std::env::var_os("TOKIO_WORKER_THREADS").as_deref()) {
         runtime.worker_threads(n);
     }
     // A worker about to sleep gives its free memory back, so a process that goes quiet

@@ -500,3 +500,30 @@ fn no_demo_child_outlives_the_demo() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The runtime's worker threads of a running process.
+fn runtime_workers(pid: u32) -> usize {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the process's threads");
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| name.trim() == "tokio-rt-worker")
+        .count()
+}
+
+#[test]
+fn a_router_runs_one_worker_thread_unless_told_more() {
+    let net = Net::new("cli-workers");
+    let (mut one, _) = net.router("r1", "127.0.0.1:0", &[]);
+    // Under an environment that sets the variable (CI runners may), the default is its.
+    if std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
+        assert_eq!(runtime_workers(one.pid()), 1, "{}", one.logs());
+    }
+    let (mut three, _) = net.router_with("r3", "127.0.0.1:0", &[], &["--worker-threads", "3"]);
+    wait_until(Duration::from_secs(10), "three workers", || {
+        runtime_workers(three.pid()) == 3
+    });
+    one.kill();
+    three.kill();
+    let e = roam_fails(&["router", "--worker-threads", "0"]);
+    assert!(e.contains("--worker-threads"), "{e}");
+}

@@ -81,19 +81,30 @@ pub enum Command {
 }
 
 impl Cli {
-    /// How many async worker threads the command's runtime should have, where it knows
-    /// better than one per core (`TOKIO_WORKER_THREADS` overrides either).
+    /// How many async worker threads to start, given `TOKIO_WORKER_THREADS` (`env`): the
+    /// command's `--worker-threads` first, then the variable (None: tokio reads it), then the
+    /// command's own default, where it knows better than one per core.
     ///
-    /// A proxy runs on one: its work per message is a chain of short hand-offs (DDS thread,
-    /// routing, QUIC, stream reader, import) and, spread over two workers, each hand-off can
-    /// wake a sleeping thread; on one, most become a queue push. In the lab an 8 KiB echo
-    /// through two proxies took a median 309 µs against 390 µs with a worker per core (6
-    /// rounds each, 2 cores), and 1000-byte samples flowed as fast. Sealing stays on the DDS
-    /// threads. A proxy whose `gateway:` serves many clients may want more.
-    pub fn worker_threads(&self) -> Option<usize> {
-        match self.command {
-            Command::Proxy(_) => Some(1),
-            _ => None,
+    /// A proxy and a router run on one by default. Their work per message is a chain of
+    /// short hand-offs between tasks (QUIC endpoint and connection drivers, stream reader,
+    /// routing, lane writer); tokio runs at most three of a chain in a row on one worker and
+    /// then wakes a sleeping worker for the next, so with two, every message forwarded cost a
+    /// futex wake and a switch to the other worker, which on a small machine shares the core.
+    /// In the lab an 8 KiB echo through two proxies took a median 309 µs against 390 µs with a
+    /// worker per core, and an 8 B echo through a router 202-246 µs against 255-284 µs with
+    /// the router's CPU per round trip 50-67 against 93-105 µs; 1000-byte samples flowed as
+    /// fast either way. A router's routing runs on one task whatever the count; more workers
+    /// spread only its links' QUIC work, for a router with many busy links on many cores.
+    pub fn worker_threads(&self, env: Option<&std::ffi::OsStr>) -> Option<usize> {
+        let (flag, default) = match &self.command {
+            Command::Proxy(a) => (a.worker_threads.map(usize::from), Some(1)),
+            Command::Router(a) => (a.worker_threads.map(usize::from), Some(1)),
+            _ => (None, None),
+        };
+        match (flag, env) {
+            (Some(n), _) => Some(n),
+            (None, Some(_)) => None,
+            (None, None) => default,
         }
     }
 }
@@ -238,5 +249,37 @@ pub async fn run(cli: Cli) -> CmdResult {
         Command::Mqtt(a) => mqtt::run(a).await,
         Command::Demo(a) => demo::run(a).await,
         Command::ChildOf(a) => child::run(a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::Parser;
+    use std::ffi::OsStr;
+
+    fn threads(args: &[&str], env: Option<&str>) -> Option<usize> {
+        let cli = Cli::try_parse_from(args).expect("arguments parse");
+        cli.worker_threads(env.map(OsStr::new))
+    }
+
+    #[test]
+    fn proxies_and_routers_run_on_one_worker_unless_told() {
+        assert_eq!(threads(&["roam", "router"], None), Some(1));
+        assert_eq!(threads(&["roam", "proxy", "-c", "p.yaml"], None), Some(1));
+        // The variable is tokio's to read; the flag wins over it.
+        assert_eq!(threads(&["roam", "router"], Some("4")), None);
+        let flag = ["roam", "router", "--worker-threads", "3"];
+        assert_eq!(threads(&flag, Some("4")), Some(3));
+        let flag = ["roam", "proxy", "-c", "p.yaml", "--worker-threads", "2"];
+        assert_eq!(threads(&flag, None), Some(2));
+        // Other commands keep a worker per core.
+        assert_eq!(threads(&["roam", "pki", "init", "--dir", "d"], None), None);
+    }
+
+    #[test]
+    fn zero_worker_threads_is_refused() {
+        let err = Cli::try_parse_from(["roam", "router", "--worker-threads", "0"]);
+        assert!(err.is_err());
     }
 }
