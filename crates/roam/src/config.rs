@@ -13,6 +13,7 @@
 //! status_interval_s: 30      # log per-link counters this often (0: never)
 //! metrics_file: /run/roam/edge-1.json  # keep the latest metrics snapshot here (JSON)
 //! metrics_listen: 127.0.0.1:9464       # serve GET /metrics to Prometheus (no TLS: keep it local)
+//! worker_threads: 1          # async worker threads (default 1; docs/operations.md "Threads")
 //! link:
 //!   idle_timeout_ms: 10000   # a silent peer is declared dead after this
 //!   keepalive_ms: 1000
@@ -60,6 +61,8 @@ pub struct RouterFile {
     pub metrics_file: Option<PathBuf>,
     /// Where to serve `GET /metrics` for Prometheus (`--metrics-listen`).
     pub metrics_listen: Option<String>,
+    /// Async worker threads (`--worker-threads`; see [`worker_threads_in`]).
+    pub worker_threads: Option<u16>,
     #[serde(default)]
     pub link: LinkFile,
 }
@@ -338,6 +341,7 @@ impl RouterFile {
             roam_net::pki::validate_name(id)
                 .map_err(|e| doc.err(&FieldPath::new("id"), e.to_string()))?;
         }
+        check_worker_threads(self.worker_threads, doc)?;
         for (field, addr) in [
             ("listen", &self.listen),
             ("listen_tcp", &self.listen_tcp),
@@ -363,6 +367,37 @@ impl RouterFile {
             .map(|_| ())
             .map_err(|e| e.located(doc))
     }
+}
+
+/// Most async worker threads a file may ask for.
+pub const MAX_WORKER_THREADS: u16 = 1024;
+
+/// Refuses a `worker_threads:` of 0 or past [`MAX_WORKER_THREADS`].
+pub fn check_worker_threads(n: Option<u16>, doc: &Doc) -> Result<(), ConfigError> {
+    match n {
+        Some(n) if n == 0 || n > MAX_WORKER_THREADS => Err(doc.err(
+            &FieldPath::new("worker_threads"),
+            format!("{n} async worker threads; give 1 to {MAX_WORKER_THREADS} (default 1)"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The `worker_threads:` of a router's or proxy's file, read before the async runtime
+/// starts (the runtime runs the loader). None where the file cannot be read, has no such key
+/// or an unusable one: the command's own loading then says what is wrong, at its line.
+pub fn worker_threads_in(path: &Path) -> Option<usize> {
+    #[derive(Deserialize)]
+    struct Threads {
+        worker_threads: Option<u16>,
+    }
+    let text = std::fs::read_to_string(path).ok()?;
+    let n = serde_yaml_ng::from_str::<Threads>(&text)
+        .ok()?
+        .worker_threads?;
+    (1..=MAX_WORKER_THREADS)
+        .contains(&n)
+        .then_some(usize::from(n))
 }
 
 /// Parses YAML text, naming `origin` (usually the file path) in errors.
@@ -416,6 +451,42 @@ mod tests {
         assert_eq!(f.connect.len(), 1);
         let l = f.link.apply(LinkConfig::default()).unwrap();
         assert_eq!(l.idle_timeout, Duration::from_secs(3));
+    }
+
+    #[test]
+    fn worker_threads_are_checked_and_read_before_the_runtime() {
+        let text = "id: r1\nworker_threads: 0\n";
+        let doc = Doc::new(text, "r.yaml");
+        let f: RouterFile = doc.parse().unwrap();
+        let e = f.check(&doc).unwrap_err().to_string();
+        assert!(
+            e.starts_with("r.yaml: line 2: worker_threads: 0 async"),
+            "{e}"
+        );
+        let dir = std::env::temp_dir().join(format!("roam-threads-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = |name: &str, text: &str| {
+            let p = dir.join(name);
+            std::fs::write(&p, text).unwrap();
+            p
+        };
+        // Other keys are for the loader; only this one is read early.
+        let two = file(
+            "two.yaml",
+            "id: r1\nlink: {fec: false}\nworker_threads: 2\n",
+        );
+        assert_eq!(worker_threads_in(&two), Some(2));
+        assert_eq!(worker_threads_in(&file("none.yaml", "id: r1\n")), None);
+        assert_eq!(
+            worker_threads_in(&file("zero.yaml", "worker_threads: 0\n")),
+            None
+        );
+        assert_eq!(
+            worker_threads_in(&file("bad.yaml", "worker_threads: [\n")),
+            None
+        );
+        assert_eq!(worker_threads_in(&dir.join("missing.yaml")), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -511,7 +511,7 @@ fn runtime_workers(pid: u32) -> usize {
 }
 
 #[test]
-fn a_router_runs_one_worker_thread_unless_told_more() {
+fn a_router_runs_one_worker_thread_unless_told_more_by_flag_or_file() {
     let net = Net::new("cli-workers");
     let (mut one, _) = net.router("r1", "127.0.0.1:0", &[]);
     // Under an environment that sets the variable (CI runners may), the default is its.
@@ -522,8 +522,18 @@ fn a_router_runs_one_worker_thread_unless_told_more() {
     wait_until(Duration::from_secs(10), "three workers", || {
         runtime_workers(three.pid()) == 3
     });
+    // The file's key, where no flag is given.
+    let file = std::env::temp_dir().join(format!("roam-cli-workers-{}.yaml", std::process::id()));
+    std::fs::write(&file, "worker_threads: 2\n").unwrap();
+    let path = file.to_str().unwrap();
+    let (mut two, _) = net.router_with("r2", "127.0.0.1:0", &[], &["-c", path]);
+    wait_until(Duration::from_secs(10), "two workers", || {
+        runtime_workers(two.pid()) == 2
+    });
     one.kill();
     three.kill();
+    two.kill();
+    std::fs::remove_file(&file).unwrap();
     let e = roam_fails(&["router", "--worker-threads", "0"]);
     assert!(e.contains("--worker-threads"), "{e}");
 }

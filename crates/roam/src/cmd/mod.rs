@@ -82,8 +82,9 @@ pub enum Command {
 
 impl Cli {
     /// How many async worker threads to start, given `TOKIO_WORKER_THREADS` (`env`): the
-    /// command's `--worker-threads` first, then the variable (None: tokio reads it), then the
-    /// command's own default, where it knows better than one per core.
+    /// command's `--worker-threads` first, then its file's `worker_threads:`, then the
+    /// variable (None: tokio reads it), then the command's own default, where it knows better
+    /// than one per core.
     ///
     /// A proxy and a router run on one by default. Their work per message is a chain of
     /// short hand-offs between tasks (QUIC endpoint and connection drivers, stream reader,
@@ -96,12 +97,23 @@ impl Cli {
     /// fast either way. A router's routing runs on one task whatever the count; more workers
     /// spread only its links' QUIC work, for a router with many busy links on many cores.
     pub fn worker_threads(&self, env: Option<&std::ffi::OsStr>) -> Option<usize> {
-        let (flag, default) = match &self.command {
-            Command::Proxy(a) => (a.worker_threads.map(usize::from), Some(1)),
-            Command::Router(a) => (a.worker_threads.map(usize::from), Some(1)),
+        let file = |path: Option<&std::path::Path>| path.and_then(crate::config::worker_threads_in);
+        let (asked, default) = match &self.command {
+            Command::Proxy(a) => (
+                a.worker_threads
+                    .map(usize::from)
+                    .or_else(|| file(Some(&a.config))),
+                Some(1),
+            ),
+            Command::Router(a) => (
+                a.worker_threads
+                    .map(usize::from)
+                    .or_else(|| file(a.config.as_deref())),
+                Some(1),
+            ),
             _ => (None, None),
         };
-        match (flag, env) {
+        match (asked, env) {
             (Some(n), _) => Some(n),
             (None, Some(_)) => None,
             (None, None) => default,
@@ -275,6 +287,21 @@ mod tests {
         assert_eq!(threads(&flag, None), Some(2));
         // Other commands keep a worker per core.
         assert_eq!(threads(&["roam", "pki", "init", "--dir", "d"], None), None);
+    }
+
+    #[test]
+    fn a_file_asks_for_workers_below_the_flag_and_above_the_variable() {
+        let dir = std::env::temp_dir().join(format!("roam-cli-threads-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("scratch directory");
+        let file = dir.join("r.yaml");
+        std::fs::write(&file, "id: r1\nworker_threads: 4\n").expect("write the file");
+        let f = file.to_str().expect("a UTF-8 path");
+        assert_eq!(threads(&["roam", "router", "-c", f], None), Some(4));
+        assert_eq!(threads(&["roam", "router", "-c", f], Some("2")), Some(4));
+        assert_eq!(threads(&["roam", "proxy", "-c", f], None), Some(4));
+        let flag = ["roam", "router", "-c", f, "--worker-threads", "3"];
+        assert_eq!(threads(&flag, None), Some(3));
+        std::fs::remove_dir_all(&dir).expect("remove the scratch directory");
     }
 
     #[test]

@@ -43,6 +43,8 @@
 //!                                # replaced at start, every status interval and at exit
 //! metrics_listen: 127.0.0.1:9464 # optional: serve GET /metrics to Prometheus (no TLS:
 //!                                # keep it on loopback or a trusted network)
+//! worker_threads: 1              # async worker threads (default 1; docs/operations.md
+//!                                # "Threads"); --worker-threads overrides it
 //! rules: /etc/roam/robot-7.rules # optional: Filter/Monitor/Display rules on what the
 //!                                # proxy exports and imports (docs/rules.md); SIGHUP
 //!                                # reloads them
@@ -129,6 +131,9 @@ pub struct ProxyFile {
     pub metrics_file: Option<PathBuf>,
     /// Where to serve `GET /metrics` for Prometheus.
     pub metrics_listen: Option<String>,
+    /// Async worker threads (`--worker-threads`; read before the runtime starts, by
+    /// `crate::config::worker_threads_in`).
+    pub worker_threads: Option<u16>,
     /// Directories of ROS 2 interface definitions besides AMENT_PREFIX_PATH: a package
     /// (holding msg/, srv/, action/), an install prefix, or a folder of packages.
     #[serde(default)]
@@ -434,6 +439,7 @@ impl ProxyConfig {
         let f: ProxyFile = doc.parse()?;
         let field = FieldPath::new;
         roam_net::pki::validate_name(&f.id).map_err(|e| doc.err(&field("id"), e.to_string()))?;
+        crate::config::check_worker_threads(f.worker_threads, doc)?;
         for (i, u) in f.upstream.iter().enumerate() {
             check_peer(u).map_err(|e| doc.err(&field("upstream").index(i), e.to_string()))?;
         }

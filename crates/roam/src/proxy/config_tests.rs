@@ -743,3 +743,16 @@ imports:
         "{e}"
     );
 }
+
+#[test]
+fn worker_threads_are_one_to_1024() {
+    let ok = ProxyConfig::parse(&format!("{GOOD}worker_threads: 2\n"), "r.yaml");
+    assert!(ok.is_ok(), "{:?}", ok.err());
+    let e = err(&format!("{GOOD}worker_threads: 0\n"));
+    assert!(
+        e.starts_with("r.yaml: line 19: worker_threads: 0 async worker threads; give 1 to 1024"),
+        "{e}"
+    );
+    let e = err(&format!("{GOOD}worker_threads: many\n"));
+    assert!(e.contains("line 19") && e.contains("worker_threads"), "{e}");
+}
