@@ -307,7 +307,6 @@ fn a_flood_of_stalled_handshakes_neither_exhausts_the_router_nor_locks_peers_out
         .and_then(|l| l.strip_prefix("listening tcp ").map(str::to_string))
         .expect("tcp address");
     let pid = router.pid();
-    let baseline = open_fds(pid);
 
     // QUIC first, on a quiet router: attempts that never answer the server's flight are
     // admitted (one per address; the others must prove their address first, and cannot)
@@ -319,6 +318,9 @@ fn a_flood_of_stalled_handshakes_neither_exhausts_the_router_nor_locks_peers_out
         "half-open QUIC connections were not closed at the handshake timeout: {}",
         router.logs()
     );
+
+    // The router is up and has done some work: what it holds now is its own.
+    let baseline = open_fds(pid);
 
     // Then 1,000 stalled TCP connections, kept up as the router closes them.
     let fds = FdSampler::start(pid);

@@ -6,10 +6,11 @@
 use std::fmt;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, Notify};
 
 use super::{Admission, AdmissionLimits, AdmissionStats, Outcome, Refusal, Ticket};
 use crate::link::{Established, LinkError};
@@ -111,6 +112,12 @@ pub struct Gate {
     /// Per pending connection, the core keeps the means to end its handshake.
     core: Mutex<Admission<oneshot::Sender<Cut>>>,
     log: RateLimitedLog<Cause>,
+    /// Handshakes the core has let go (expired, evicted) whose tasks have not yet dropped
+    /// their connection. The core's count no longer holds them, but their sockets are still
+    /// open until their tasks run: an accept loop waits for these before it accepts more,
+    /// or a one-thread runtime could accept a burst before closing what it replaces.
+    closing: AtomicUsize,
+    all_closed: Notify,
 }
 
 impl Gate {
@@ -118,6 +125,8 @@ impl Gate {
         Arc::new(Self {
             core: Mutex::new(Admission::new(limits)),
             log: RateLimitedLog::new(LOG_INTERVAL),
+            closing: AtomicUsize::new(0),
+            all_closed: Notify::new(),
         })
     }
 
@@ -138,12 +147,12 @@ impl Gate {
             (expired, verdict, core.limits())
         };
         for (_, cut) in expired {
-            let _ = cut.send(Cut::TimedOut);
+            self.cut(cut, Cut::TimedOut);
         }
         match verdict {
             Ok(a) => {
                 if let Some((_, cut)) = a.evicted {
-                    let _ = cut.send(Cut::Evicted);
+                    self.cut(cut, Cut::Evicted);
                 }
                 Some(Pass {
                     gate: self.clone(),
@@ -153,6 +162,7 @@ impl Gate {
                     remote,
                     listener,
                     finished: false,
+                    was_cut: false,
                 })
             }
             Err(refusal) => {
@@ -173,6 +183,36 @@ impl Gate {
                 });
                 None
             }
+        }
+    }
+
+    /// Tells a pending handshake's task to end it, and counts its connection as closing
+    /// until the task has dropped it (see [`Pass`]'s `Drop`).
+    fn cut(&self, to: oneshot::Sender<Cut>, why: Cut) {
+        self.closing.fetch_add(1, Ordering::AcqRel);
+        if to.send(why).is_err() {
+            // Its pass is already gone, and with it the connection.
+            self.closed_one();
+        }
+    }
+
+    fn closed_one(&self) {
+        if self.closing.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.all_closed.notify_waiters();
+        }
+    }
+
+    /// Returns once every handshake the gate has cut has dropped its connection. An accept
+    /// loop awaits this before each accept, so the descriptors it holds stay within the
+    /// limits even when one thread runs both the loop and the handshakes it cuts.
+    pub async fn settled(&self) {
+        loop {
+            // Registered before the check, so a notification in between is not missed.
+            let notified = self.all_closed.notified();
+            if self.closing.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            notified.await;
         }
     }
 
@@ -237,6 +277,8 @@ pub struct Pass {
     remote: SocketAddr,
     listener: Listener,
     finished: bool,
+    /// The gate cut this handshake and the pass took the news (see [`Gate::cut`]).
+    was_cut: bool,
 }
 
 impl Pass {
@@ -252,8 +294,12 @@ impl Pass {
             r = handshake => Ok(r),
             _ = tokio::time::sleep_until(deadline) => Err(Cut::TimedOut),
             // The core drops the sender only after sending (evicted or expired).
-            c = &mut self.cut => Err(c.unwrap_or(Cut::TimedOut)),
+            c = &mut self.cut => {
+                self.was_cut = c.is_ok();
+                Err(c.unwrap_or(Cut::TimedOut))
+            }
         };
+        // `handshake`, and the connection it owns, is dropped by now.
         let (listener, remote) = (self.listener, self.remote);
         match ended {
             Ok(Ok(est)) => {
@@ -305,6 +351,11 @@ impl Pass {
 impl Drop for Pass {
     fn drop(&mut self) {
         self.finish(Outcome::Failed);
+        // Whoever owns this pass owns the connection too and drops it with or before the
+        // pass: a cut, taken in `run` or still waiting here, is closed now.
+        if self.was_cut || self.cut.try_recv().is_ok() {
+            self.gate.closed_one();
+        }
     }
 }
 
@@ -360,6 +411,80 @@ mod tests {
         assert!(ended.is_none());
         let s = g.stats();
         assert_eq!((s.evicted, s.pending, s.failed), (1, 2, 0));
+    }
+
+    /// Stands for a connection: records when its handshake future drops it.
+    struct Socket(Arc<std::sync::atomic::AtomicBool>);
+
+    impl Drop for Socket {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// A handshake that never ends, owning a "socket" that says when it is closed.
+    fn stalled() -> (
+        impl Future<Output = Result<Established, LinkError>>,
+        Arc<std::sync::atomic::AtomicBool>,
+    ) {
+        let closed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let socket = Socket(closed.clone());
+        let handshake = async move {
+            let _socket = socket;
+            pending().await
+        };
+        (handshake, closed)
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn an_accept_loop_waits_until_what_the_gate_cut_is_closed() {
+        // One thread, as a router runs by default: the cut handshakes' tasks only run when
+        // the accept loop lets them.
+        let g = gate(2, 2, 60_000);
+        let mut closed = Vec::new();
+        for _ in 0..2 {
+            let (handshake, c) = stalled();
+            let pass = g.admit(addr(1), Listener::Tcp).expect("admitted");
+            tokio::spawn(pass.run(handshake));
+            closed.push(c);
+        }
+        tokio::task::yield_now().await;
+        g.settled().await; // nothing cut yet: returns at once
+        let _newcomer = g
+            .admit(addr(2), Listener::Tcp)
+            .expect("admitted by eviction");
+        assert!(
+            !closed[0].load(Ordering::SeqCst),
+            "its task has not run yet"
+        );
+        g.settled().await;
+        assert!(
+            closed[0].load(Ordering::SeqCst),
+            "the evicted connection is closed"
+        );
+        assert!(!closed[1].load(Ordering::SeqCst));
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn expired_handshakes_count_as_closing_until_their_tasks_drop_them() {
+        let g = gate(8, 8, 20);
+        let (handshake, closed) = stalled();
+        let pass = g.admit(addr(1), Listener::Tcp).expect("admitted");
+        // The pass is still waiting to be run when the gate expires it: it owns its cut.
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        drop(g.admit(addr(2), Listener::Tcp).expect("admitted"));
+        assert_eq!(g.closing.load(Ordering::SeqCst), 1);
+        tokio::spawn(pass.run(handshake));
+        g.settled().await;
+        assert!(closed.load(Ordering::SeqCst));
+        // A cut whose pass is dropped without running is closed with it.
+        let unrun = g.admit(addr(3), Listener::Tcp).expect("admitted");
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        drop(g.admit(addr(4), Listener::Tcp));
+        assert_eq!(g.closing.load(Ordering::SeqCst), 1);
+        drop(unrun);
+        assert_eq!(g.closing.load(Ordering::SeqCst), 0);
+        g.settled().await;
     }
 
     #[tokio::test]

@@ -57,8 +57,12 @@ pub(super) async fn accept_tcp(s: Shared, listener: tokio::net::TcpListener) {
         Err(e) => return tracing::warn!("TCP listener disabled: {e}"),
     };
     loop {
+        // Handshakes the gate cut to make room close their sockets before more are accepted.
         let accepted = tokio::select! {
-            a = listener.accept() => a,
+            a = async {
+                s.gate.settled().await;
+                listener.accept().await
+            } => a,
             _ = s.stopping() => return,
         };
         let (sock, remote) = match accepted {
@@ -96,7 +100,10 @@ pub(super) async fn accept_mqtt(s: Shared, peer: crate::mqtt::MqttPeer) {
     let source = std::net::SocketAddr::from(([0, 0, 0, 0], 0));
     loop {
         let stream = tokio::select! {
-            t = listening.next() => t,
+            t = async {
+                s.gate.settled().await;
+                listening.next().await
+            } => t,
             _ = s.stopping() => return,
         };
         let Some(stream) = stream else { return };
