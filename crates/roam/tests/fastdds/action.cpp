@@ -691,8 +691,10 @@ int action_client(const Args& a)
                     answered_at = Clock::now();
                     err("result " + std::to_string(r.status()) + " arrived");
                 });
+        // The status topic, the cancel reply and the result reply are separate topics, so
+        // they may arrive in any order: wait (5 s at most) for all that is expected.
         if (result.answered &&
-                (goal_status == answer.status() ||
+                ((goal_status == answer.status() && (cancel.sent.empty() || cancel.answered)) ||
                  Clock::now() - answered_at > std::chrono::seconds(5)))
         {
             out("result " + std::to_string(answer.status()) + " " +
