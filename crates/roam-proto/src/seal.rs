@@ -14,7 +14,6 @@
 //! (name, session) in a bounded LRU.
 
 use std::collections::HashMap;
-use std::num::NonZeroUsize;
 
 use lru::LruCache;
 use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM};
@@ -374,10 +373,12 @@ pub struct Opener {
 
 impl Opener {
     pub fn new(realm: &RealmSecret, config: OpenerConfig) -> Self {
-        let cap = NonZeroUsize::new(config.max_sessions.max(1)).unwrap_or(NonZeroUsize::MIN);
         Self {
             prk: realm_prk(realm),
-            sessions: LruCache::new(cap),
+            // Bounded by `max_sessions` in `open_inner`, not by `LruCache::new`, which
+            // allocates a table for all of them at once: ~140 KB per opener at 4,096, and a
+            // proxy has one per imported topic while most topics have a single session.
+            sessions: LruCache::unbounded(),
             config,
             stats: OpenStats::default(),
         }
@@ -446,6 +447,9 @@ impl Opener {
             window: ReplayWindow::default(),
         };
         let signer = open_checked(&mut state, &self.config, &header, envelope, sealed_end, out)?;
+        if self.sessions.len() >= self.config.max_sessions.max(1) {
+            self.sessions.pop_lru();
+        }
         self.sessions.put(id, state);
         Ok(Opened { header, signer })
     }

@@ -114,6 +114,34 @@ fn forgeries_do_not_evict_sessions() {
 }
 
 #[test]
+fn at_most_max_sessions_are_remembered_and_the_least_recently_used_goes() {
+    let mut o = Opener::new(
+        &realm(1),
+        OpenerConfig {
+            max_sessions: 2,
+            ..Default::default()
+        },
+    );
+    let mut sealers: Vec<Sealer> = (0..3)
+        .map(|session| Sealer::with_session(&realm(1), name(), session, false, None))
+        .collect();
+    let first: Vec<Vec<u8>> = sealers
+        .iter_mut()
+        .map(|s| s.seal_to_vec(b"x", 0).unwrap())
+        .collect();
+    let mut out = Vec::new();
+    o.open(&first[0], 0, &mut out).unwrap();
+    o.open(&first[1], 0, &mut out).unwrap();
+    let again = sealers[0].seal_to_vec(b"y", 0).unwrap();
+    o.open(&again, 0, &mut out).unwrap(); // session 0 is now the most recent
+    o.open(&first[2], 0, &mut out).unwrap(); // a third: session 1 is forgotten
+    assert_eq!(o.open(&first[0], 0, &mut out), Err(OpenError::Replayed(1)));
+    assert_eq!(o.open(&first[2], 0, &mut out), Err(OpenError::Replayed(1)));
+    // Forgotten: its replay window starts again (what the bound costs).
+    assert!(o.open(&first[1], 0, &mut out).is_ok());
+}
+
+#[test]
 fn signed_mode_names_the_member() {
     let alice = Arc::new(SigningIdentity::from_seed(&[1; 32]));
     let mallory = Arc::new(SigningIdentity::from_seed(&[2; 32]));
