@@ -23,8 +23,11 @@ pub const ANNOUNCE_PERIOD: Duration = Duration::from_secs(2);
 
 /// A change to what a topic's announcement lists.
 pub(crate) enum Change {
-    AddStream(StreamAnnouncement),
-    RemoveStream { session: u64 },
+    /// Boxed: a channel's first block holds 32 changes, and there is an announcer per topic.
+    AddStream(Box<StreamAnnouncement>),
+    RemoveStream {
+        session: u64,
+    },
     Definition(TypeDefinition),
 }
 
@@ -106,7 +109,7 @@ fn apply(
 ) {
     match c {
         Change::AddStream(s) => {
-            streams.insert(s.session, s);
+            streams.insert(s.session, *s);
         }
         Change::RemoveStream { session } => {
             streams.remove(&session);

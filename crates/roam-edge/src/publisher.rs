@@ -131,7 +131,7 @@ impl Edge {
                     text: text.clone(),
                 }));
             }
-            announcer.change(Change::AddStream(StreamAnnouncement {
+            announcer.change(Change::AddStream(Box::new(StreamAnnouncement {
                 id: spec.id.unwrap_or(session),
                 session,
                 dds_type: spec.dds_type,
@@ -139,7 +139,7 @@ impl Edge {
                 qos: spec.qos,
                 xtypes: spec.xtypes,
                 type_hash: spec.type_hash,
-            }));
+            })));
         }
         let port = self.inner.port.clone();
         let publication = port.publish(name).await;

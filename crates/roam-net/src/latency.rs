@@ -8,6 +8,7 @@
 //! forged one cannot do more than skew this histogram (the buckets are bounded).
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Values below this are counted exactly (1 µs buckets).
@@ -51,9 +52,11 @@ fn bucket_range(i: usize) -> (u64, u64) {
     (low, low + width)
 }
 
-/// Ages in microseconds, recorded concurrently. 4.6 KB, whatever it counts.
+/// Ages in microseconds, recorded concurrently. 4.6 KB once it has counted anything,
+/// whatever it counts; nothing before (a proxy keeps two per topic it carries, and an
+/// exported topic never records into one of them).
 pub struct LatencyHistogram {
-    buckets: Box<[AtomicU64]>,
+    buckets: OnceLock<Box<[AtomicU64]>>,
     sum: AtomicU64,
     min: AtomicU64,
     max: AtomicU64,
@@ -62,7 +65,7 @@ pub struct LatencyHistogram {
 impl Default for LatencyHistogram {
     fn default() -> Self {
         Self {
-            buckets: (0..BUCKETS).map(|_| AtomicU64::new(0)).collect(),
+            buckets: OnceLock::new(),
             sum: AtomicU64::new(0),
             min: AtomicU64::new(u64::MAX),
             max: AtomicU64::new(0),
@@ -80,7 +83,10 @@ impl std::fmt::Debug for LatencyHistogram {
 
 impl LatencyHistogram {
     pub fn record(&self, us: u64) {
-        self.buckets[bucket_of(us)].fetch_add(1, Ordering::Relaxed);
+        let buckets = self
+            .buckets
+            .get_or_init(|| (0..BUCKETS).map(|_| AtomicU64::new(0)).collect());
+        buckets[bucket_of(us)].fetch_add(1, Ordering::Relaxed);
         self.sum.fetch_add(us, Ordering::Relaxed);
         self.min.fetch_min(us, Ordering::Relaxed);
         self.max.fetch_max(us, Ordering::Relaxed);
@@ -109,8 +115,10 @@ impl LatencyHistogram {
     /// A plain copy of the counts: the non-empty buckets, the total and the extremes. Cheap
     /// (one relaxed load per bucket), so a status report can take it at any time.
     pub fn snapshot(&self) -> LatencySnapshot {
-        let buckets: Vec<Bucket> = self
-            .buckets
+        let Some(counts) = self.buckets.get() else {
+            return LatencySnapshot::default();
+        };
+        let buckets: Vec<Bucket> = counts
             .iter()
             .enumerate()
             .filter_map(|(i, b)| {
@@ -268,6 +276,17 @@ mod tests {
             }
         }
         assert_eq!(bucket_of(u64::MAX), BUCKETS - 1);
+    }
+
+    #[test]
+    fn a_histogram_takes_its_buckets_only_when_it_first_counts() {
+        let h = LatencyHistogram::default();
+        assert_eq!(h.snapshot(), LatencySnapshot::default());
+        assert!(h.buckets.get().is_none());
+        h.record(250);
+        assert_eq!(h.buckets.get().map(|b| b.len()), Some(BUCKETS));
+        let s = h.snapshot();
+        assert_eq!((s.count, s.min_us, s.max_us), (1, 250, 250));
     }
 
     #[test]

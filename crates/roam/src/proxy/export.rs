@@ -40,7 +40,8 @@ const PENDING_WAIT: Duration = Duration::from_secs(2);
 /// A change of the local publications on the exported topic.
 #[derive(Debug)]
 pub enum PublicationEvent {
-    Up(Endpoint),
+    /// Boxed: a channel's first block holds 32 events, and a proxy has a channel per topic.
+    Up(Box<Endpoint>),
     Down(Guid),
 }
 
@@ -128,7 +129,8 @@ struct Exporter {
     /// Whether anyone wants the data of each DDS type (its publishers share one name).
     demand: HashMap<String, watch::Receiver<bool>>,
     readers: HashMap<ReaderClass, ReaderSlot>,
-    internal: mpsc::UnboundedSender<Internal>,
+    /// Boxed for the reason [`PublicationEvent::Up`] is.
+    internal: mpsc::UnboundedSender<Box<Internal>>,
 }
 
 /// Runs the export of one topic until the proxy stops (the event channel closes).
@@ -169,7 +171,7 @@ pub async fn export(
                 let Some(ev) = ev else { break };
                 x.handle_event(ev);
             }
-            Some(msg) = internal_rx.recv() => x.handle_internal(msg),
+            Some(msg) = internal_rx.recv() => x.handle_internal(*msg),
             Ok(()) = rule_changes.changed() => {}
             _ = sleep_until(timeout) => {
                 x.plan.handle_timeout(Instant::now());
@@ -204,7 +206,7 @@ impl Exporter {
             PublicationEvent::Up(ep) => {
                 self.plan
                     .publication_up(ep.guid, &ep.type_name, !ep.keyless(), ep.qos);
-                self.endpoints.insert(ep.guid, ep);
+                self.endpoints.insert(ep.guid, *ep);
             }
             PublicationEvent::Down(guid) => {
                 self.plan.publication_down(Instant::now(), &guid);
@@ -389,7 +391,7 @@ impl Exporter {
         let tx = self.internal.clone();
         tokio::spawn(async move {
             while rx.changed().await.is_ok() {
-                if tx.send(Internal::Demand).is_err() {
+                if tx.send(Box::new(Internal::Demand)).is_err() {
                     return;
                 }
             }
@@ -425,16 +427,16 @@ impl Exporter {
                 let p = self.participant.clone();
                 tokio::task::spawn_blocking(move || {
                     let r = TypeDescriptor::resolve(&p, &info, TYPE_LOOKUP_TIMEOUT);
-                    let _ = tx.send(Internal::Resolved(ty, r.map(Arc::new)));
+                    let _ = tx.send(Box::new(Internal::Resolved(ty, r.map(Arc::new))));
                 });
             }
             None => {
-                let _ = tx.send(Internal::Resolved(
+                let _ = tx.send(Box::new(Internal::Resolved(
                     ty,
                     Err(DdsError::InvalidArgument(
                         "the publisher announces no XTypes type information".into(),
                     )),
-                ));
+                )));
             }
         }
     }
@@ -498,7 +500,7 @@ impl Exporter {
                 // thread, and the callback may block on back-pressure: off the async runtime.
                 tokio::task::spawn_blocking(move || {
                     let made = Reader::new(&p, &topic, &q, on_sample);
-                    let _ = tx.send(Internal::ReaderMade(class, made));
+                    let _ = tx.send(Box::new(Internal::ReaderMade(class, made)));
                 });
             } else if !wanted && slot.reader.take().is_some() {
                 info!(topic = %self.leg.dds_topic, "no remote subscriber left: reader closed");

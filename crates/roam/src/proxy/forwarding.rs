@@ -417,7 +417,7 @@ impl Forwarding {
             self.exports.insert(topic.clone(), tx);
         }
         self.exported.insert(ep.guid, topic.clone());
-        let _ = self.exports[&topic].send(PublicationEvent::Up(ep));
+        let _ = self.exports[&topic].send(PublicationEvent::Up(Box::new(ep)));
     }
 
     /// The writers an exported service topic leaves to [`FastServices`].
