@@ -72,6 +72,8 @@ pub struct FlowsRun {
     pub link_lost_packets: Option<f64>,
     /// Where each flow's time went inside roam's proxies (none for other systems).
     pub stages: Vec<super::stages::Stage>,
+    /// The age of what each roam process received over each link (none for other systems).
+    pub link_ages: Vec<super::stages::LinkAge>,
     /// On a wide-area path: what the relay forwarded and dropped.
     pub relay: Option<super::drops::RelayDrops>,
     /// Datagrams the kernel dropped for a full receive buffer on the link sockets (QUIC, the
@@ -308,6 +310,7 @@ pub fn run(
             None
         }
     });
+    out.link_ages = super::stages::links(&hops);
     let lost: Vec<f64> = hops
         .iter()
         .filter_map(|h| h.path.get("lost_packets").copied())

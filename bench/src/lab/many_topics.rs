@@ -41,6 +41,12 @@ pub struct ManyTopicsRun {
     pub cpu_percent_per_100_topics: Vec<(String, f64)>,
     /// Where the time went inside roam's proxies (none for other systems).
     pub stages: Vec<super::stages::Stage>,
+    /// The age of what each roam process received over each link (none for other systems).
+    pub link_ages: Vec<super::stages::LinkAge>,
+    /// QUIC packets roam's links declared lost, summed (none for other systems).
+    pub link_lost_packets: Option<f64>,
+    /// Datagrams the kernel dropped for a full receive buffer on each process's link socket.
+    pub socket_drops: std::collections::BTreeMap<String, u64>,
     pub error: Option<String>,
 }
 
@@ -101,6 +107,9 @@ pub fn run(lab: &Lab, system: System, topics: usize, seconds: f64) -> ManyTopics
         cpu_us_per_message: Vec::new(),
         cpu_percent_per_100_topics: Vec::new(),
         stages: Vec::new(),
+        link_ages: Vec::new(),
+        link_lost_packets: None,
+        socket_drops: Default::default(),
         error: None,
     };
     match flows::run(lab, system, None, &[spec], PATH_TIMEOUT) {
@@ -108,6 +117,9 @@ pub fn run(lab: &Lab, system: System, topics: usize, seconds: f64) -> ManyTopics
             r.window_s = f.window_s;
             r.usage = std::mem::take(&mut f.usage);
             r.stages = std::mem::take(&mut f.stages);
+            r.link_ages = std::mem::take(&mut f.link_ages);
+            r.link_lost_packets = f.link_lost_packets;
+            r.socket_drops = std::mem::take(&mut f.socket_drops);
             r.flow = f.flows.pop();
             // Messages delivered a second while the source sent: the sink's rate.
             let per_s = r

@@ -29,11 +29,13 @@ fn stages(runs: &[ManyTopicsRun], s: &mut String) {
          source timestamp, into the exporting proxy A (its DDS reader's callback), opened in the importing \
          proxy B (after the link) and written to DDS by B: each topic's p50 / p99, median over the topics, \
          and the worst topic's p99. They cover the proxies' whole run (discovery, warm-up and settling \
-         included) and come from histograms with coarse buckets.\n"
+         included) and come from histograms with coarse buckets. Between A and B, the age (since A sealed \
+         it) of all data as a router took it in from A and as B took it in from its link: p50 / p99.\n"
     );
     let _ = writeln!(
         s,
-        "| system | topics | into proxy A | opened in B | written by B |\n|---|---|---|---|---|"
+        "| system | topics | into proxy A | at the router | at B's link | opened in B | written by B |\n\
+         |---|---|---|---|---|---|---|"
     );
     for r in roam {
         let cell = |process: &str, age: &str| {
@@ -49,15 +51,44 @@ fn stages(runs: &[ManyTopicsRun], s: &mut String) {
                     )
                 })
         };
+        let link = |process: &str, peer: &str| {
+            r.link_ages
+                .iter()
+                .find(|l| l.process == process && l.peer == peer)
+                .map_or("—".into(), |l| {
+                    format!("{} / {}", us(Some(l.p50_us)), us(Some(l.p99_us)))
+                })
+        };
+        let routed = r.link_ages.iter().any(|l| l.process == "r1");
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} |",
             r.label,
             r.topics,
             cell("proxy-a", "dds_age_us"),
+            link("r1", "proxy-a"),
+            link("proxy-b", if routed { "r1" } else { "proxy-a" }),
             cell("proxy-b", "opened_age_us"),
             cell("proxy-b", "written_age_us"),
         );
+    }
+}
+
+/// QUIC losses, and the kernel's drops at full link sockets where there were any.
+fn link_lost(r: &ManyTopicsRun) -> String {
+    let Some(lost) = r.link_lost_packets else {
+        return "—".into();
+    };
+    let drops: Vec<String> = r
+        .socket_drops
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(p, n)| format!("{p} {n}"))
+        .collect();
+    if drops.is_empty() {
+        format!("{lost:.0}")
+    } else {
+        format!("{lost:.0} ({})", drops.join(", "))
     }
 }
 
@@ -76,13 +107,15 @@ pub fn markdown(runs: &[ManyTopicsRun], s: &mut String) {
          and peak memory over the measured part only (after every topic's path was up, so discovery and \
          route set-up are not in it): percent of one core, CPU time per delivered message, and percent of \
          a core per 100 topics at {HZ} Hz. `source-topics` and `sink-topics` are the load generators; the \
-         native row is what they cost alone.\n",
+         native row is what they cost alone. Link lost = QUIC packets roam's links declared lost (loopback); \
+         in brackets, when there were any, datagrams the kernel dropped for a full receive buffer on a \
+         process's link socket.\n",
         first.seconds
     );
     let _ = writeln!(
         s,
-        "| system | topics | delivered / sent | one-way p50 / p99 / max (n) | topics complete | source behind (max) |\n\
-         |---|---|---|---|---|---|"
+        "| system | topics | delivered / sent | one-way p50 / p99 / max (n) | topics complete | source behind (max) | link lost |\n\
+         |---|---|---|---|---|---|---|"
     );
     for r in runs {
         let sink = r.flow.as_ref().map(|f| &f.sink);
@@ -97,7 +130,7 @@ pub fn markdown(runs: &[ManyTopicsRun], s: &mut String) {
         };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} / {} / {} ({}) | {} of {} | {} |",
+            "| {} | {} | {} | {} / {} / {} ({}) | {} of {} | {} | {} |",
             r.label,
             r.topics,
             delivered,
@@ -110,6 +143,7 @@ pub fn markdown(runs: &[ManyTopicsRun], s: &mut String) {
             source
                 .and_then(|v| num(v, &["behind_ms_max"]))
                 .map_or("—".into(), |v| format!("{v:.0} ms")),
+            link_lost(r),
         );
     }
     s.push('\n');

@@ -72,6 +72,36 @@ pub fn of(hops: &[Hop], name: &str, prefix: &str) -> Vec<Stage> {
         .collect()
 }
 
+/// The age of the data one process received over one link (since it was sealed), over the
+/// whole run: where the time between the two proxies goes (at a router, or at proxy B).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LinkAge {
+    pub process: String,
+    pub peer: String,
+    pub samples: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+}
+
+/// The data ages of every link that received data.
+pub fn links(hops: &[Hop]) -> Vec<LinkAge> {
+    hops.iter()
+        .filter(|h| h.kind == "link")
+        .filter_map(|h| {
+            let a = h.ages.get("data_age_us").filter(|a| a.n > 0.0)?;
+            Some(LinkAge {
+                process: h.process.clone(),
+                peer: h.of.clone(),
+                samples: a.n,
+                p50_us: a.p50,
+                p99_us: a.p99,
+                max_us: a.max,
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::hops::Ages;
@@ -95,6 +125,38 @@ mod tests {
             .into(),
             path: BTreeMap::new(),
         }
+    }
+
+    #[test]
+    fn link_ages_of_the_links_that_received_data() {
+        let mut idle = hop("proxy-a", "link", "r1", "data_age_us", 0.0);
+        if let Some(a) = idle.ages.get_mut("data_age_us") {
+            a.n = 0.0;
+        }
+        let hops = vec![
+            hop("r1", "link", "proxy-a", "data_age_us", 800.0),
+            idle,
+            hop(
+                "proxy-b",
+                "import",
+                "rt/roam_lab/many/0",
+                "opened_age_us",
+                5.0,
+            ),
+        ];
+        let got = links(&hops);
+        assert_eq!(got.len(), 1);
+        let l = &got[0];
+        assert_eq!(
+            (
+                l.process.as_str(),
+                l.peer.as_str(),
+                l.p50_us,
+                l.p99_us,
+                l.max_us
+            ),
+            ("r1", "proxy-a", 400.0, 800.0, 1600.0)
+        );
     }
 
     #[test]
