@@ -97,26 +97,18 @@ impl Cli {
     /// fast either way. A router's routing runs on one task whatever the count; more workers
     /// spread only its links' QUIC work, for a router with many busy links on many cores.
     pub fn worker_threads(&self, env: Option<&std::ffi::OsStr>) -> Option<usize> {
-        let file = |path: Option<&std::path::Path>| path.and_then(crate::config::worker_threads_in);
-        let (asked, default) = match &self.command {
-            Command::Proxy(a) => (
-                a.worker_threads
-                    .map(usize::from)
-                    .or_else(|| file(Some(&a.config))),
-                Some(1),
-            ),
-            Command::Router(a) => (
-                a.worker_threads
-                    .map(usize::from)
-                    .or_else(|| file(a.config.as_deref())),
-                Some(1),
-            ),
-            _ => (None, None),
+        let (flag, file) = match &self.command {
+            Command::Proxy(a) => (a.worker_threads, Some(a.config.as_path())),
+            Command::Router(a) => (a.worker_threads, a.config.as_deref()),
+            _ => return None,
         };
+        let asked = flag
+            .map(usize::from)
+            .or_else(|| file.and_then(crate::config::worker_threads_in));
         match (asked, env) {
             (Some(n), _) => Some(n),
             (None, Some(_)) => None,
-            (None, None) => default,
+            (None, None) => Some(1),
         }
     }
 }

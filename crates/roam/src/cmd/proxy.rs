@@ -29,9 +29,9 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,
     /// Async worker threads [worker_threads in the file, else the TOKIO_WORKER_THREADS
-    /// variable if set, else 1]: one
-    /// keeps a message's hand-offs on one thread (the lowest latency); more spread the QUIC
-    /// work of many busy links over cores (docs/operations.md "Threads").
+    /// variable if set, else 1]: one keeps a message's hand-offs on one thread (the lowest
+    /// latency); more spread the QUIC work of many busy links over cores (docs/operations.md
+    /// "Threads").
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub worker_threads: Option<u16>,
 }
