@@ -7,6 +7,7 @@
 //!   lane drops its oldest message first.
 
 mod endpoint;
+mod link_socket;
 mod repair_inbox;
 mod socket_drops;
 mod streams;

@@ -41,7 +41,7 @@ fn wake_at(deadline: Instant, now: Instant, woke_early_for: Option<Instant>) -> 
     }
 }
 
-/// quinn's tokio runtime with [`EarlyTimer`]s.
+/// quinn's tokio runtime with [`EarlyTimer`]s and [`LinkSocket`](super::link_socket::LinkSocket)s.
 #[derive(Debug)]
 pub struct EarlyTimerRuntime(TokioRuntime);
 
@@ -61,7 +61,7 @@ impl Runtime for EarlyTimerRuntime {
     }
 
     fn wrap_udp_socket(&self, socket: std::net::UdpSocket) -> io::Result<Arc<dyn AsyncUdpSocket>> {
-        self.0.wrap_udp_socket(socket)
+        Ok(Arc::new(super::link_socket::LinkSocket::new(socket)?))
     }
 }
 
