@@ -29,6 +29,7 @@ pub mod config;
 pub mod convention;
 pub mod dds_config;
 pub mod directory;
+pub mod entries;
 pub mod export;
 pub mod export_plan;
 pub mod fast_services;
