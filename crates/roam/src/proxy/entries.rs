@@ -123,3 +123,12 @@ pub struct Mapping {
     /// Services: where local endpoints carry a call's identity (`auto` for others).
     pub convention: Setting,
 }
+
+/// A realm-side name in the proxy's namespace (`/robot7` + `/chatter` = `/robot7/chatter`).
+/// Raw DDS topics (`dds_topic:`) are not ROS names and keep theirs.
+pub(super) fn in_namespace(namespace: &str, what: What, name: String) -> String {
+    if what == What::DdsTopic || namespace == "/" {
+        return name;
+    }
+    format!("{namespace}{name}")
+}
