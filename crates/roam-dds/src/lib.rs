@@ -7,7 +7,8 @@
 //!
 //! - [`Participant`]: a DDS participant on a domain, optionally with its own CycloneDDS
 //!   configuration (the XML that `CYCLONEDDS_URI` would hold). [`loopback_config`] keeps a test on
-//!   `lo`.
+//!   `lo`. [`Participant::sibling`] gives a second participant of the same domain on a second
+//!   CycloneDDS domain instance, with receive threads of its own.
 //! - [`Writer`]: publishes raw CDR (4-byte encapsulation header included) on a *blob topic* of
 //!   any type name, keyless or keyed, with the [`Qos`] it is given.
 //! - [`Reader`]: delivers every sample on such a topic as raw CDR ([`Sample`]) to a callback.
@@ -92,6 +93,7 @@ mod qos;
 mod reader;
 pub mod ros_discovery_info;
 pub mod rpc;
+mod sibling;
 mod types;
 mod writer;
 

@@ -1,6 +1,6 @@
 use std::collections::HashMap;
 use std::ffi::CString;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use cyclors::{dds_entity_t, dds_guid_t, dds_instance_handle_t};
 
@@ -16,6 +16,17 @@ struct DomainEntry {
     handle: Option<dds_entity_t>,
     config: Option<String>,
     users: usize,
+}
+
+/// DDSI port mapping: the discovery multicast port 7400 + 250 * domain must fit in 16 bits
+/// (232 -> 65400; CycloneDDS refuses 233).
+const MAX_DOMAIN_ID: u32 = 232;
+
+/// `CYCLONEDDS_URI` when set and not blank.
+fn config_from_env() -> Option<String> {
+    std::env::var("CYCLONEDDS_URI")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
 }
 
 static DOMAINS: Mutex<Option<HashMap<u32, DomainEntry>>> = Mutex::new(None);
@@ -39,9 +50,7 @@ impl DomainRef {
         // dds_create_domain with a NULL configuration takes CycloneDDS's built-in defaults
         // (multicast on the default interface); only implicitly created domains read
         // CYCLONEDDS_URI. Read it here, so `None` means what a ROS 2 user expects.
-        let from_env = std::env::var("CYCLONEDDS_URI")
-            .ok()
-            .filter(|v| !v.trim().is_empty());
+        let from_env = config_from_env();
         let c_config = match config.or(from_env.as_deref()) {
             Some(c) => Some(
                 CString::new(c)
@@ -102,6 +111,11 @@ struct Inner {
     guid: Guid,
     instance_handle: dds_instance_handle_t,
     domain_id: u32,
+    /// The configuration the domain was asked for (or `CYCLONEDDS_URI`), for a sibling.
+    config: Option<String>,
+    /// The sibling ([`Participant::sibling`]), made on first use.
+    sibling: Mutex<Option<Participant>>,
+    sibling_guid: OnceLock<Guid>,
     // Dropped after `Drop::drop` deleted the participant.
     _domain: DomainRef,
 }
@@ -139,7 +153,7 @@ impl Participant {
     /// same domain shares the domain and must pass the same `config`
     /// ([`DdsError::DomainConfigConflict`] otherwise).
     pub fn new(domain_id: u32, config: Option<&str>) -> Result<Participant, DdsError> {
-        if domain_id > 232 {
+        if domain_id > MAX_DOMAIN_ID {
             // DDSI port mapping: the discovery multicast port 7400 + 250 * domain must fit in
             // 16 bits (232 -> 65400; CycloneDDS refuses 233); also excludes
             // DDS_DOMAIN_DEFAULT, whose meaning depends on the configuration.
@@ -163,6 +177,9 @@ impl Participant {
             guid: guid.v,
             instance_handle: ih,
             domain_id,
+            config: config.map(str::to_owned).or_else(config_from_env),
+            sibling: Mutex::new(None),
+            sibling_guid: OnceLock::new(),
             _domain: domain,
         };
         check("dds_get_guid", ret)?;
@@ -189,9 +206,56 @@ impl Participant {
         self.inner.domain_id
     }
 
-    /// True when `endpoint` belongs to this participant.
+    /// True when `endpoint` belongs to this participant or to its [sibling](Self::sibling).
     pub fn owns(&self, endpoint: &crate::Endpoint) -> bool {
         endpoint.participant_guid == self.inner.guid
+            || self.inner.sibling_guid.get() == Some(&endpoint.participant_guid)
+    }
+
+    /// A participant of the same DDS domain on a second CycloneDDS domain instance of this
+    /// process, with its own sockets and receive threads (made on the first call, then the
+    /// same one): a reader there whose callback waits does not hold this participant's
+    /// readers. It is a participant of its own on the network (another GUID prefix), with
+    /// this one's configuration (`crate::sibling`); [`owns`](Self::owns) counts its
+    /// endpoints as this participant's. Refused when that configuration has a section for
+    /// this domain id only (`<Domain id="N">`), which a second instance would not apply.
+    pub fn sibling(&self) -> Result<Participant, DdsError> {
+        let mut slot = self.inner.sibling.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = slot.as_ref() {
+            return Ok(s.clone());
+        }
+        let config = crate::sibling::sibling_config(
+            self.inner.config.as_deref(),
+            self.inner.domain_id,
+            |p| std::fs::read_to_string(p),
+        )
+        .map_err(|e| DdsError::InvalidArgument(format!("no second domain instance: {e}")))?;
+        let made = Participant::on_free_domain_id(self.inner.domain_id, &config)?;
+        let _ = self.inner.sibling_guid.set(made.guid());
+        *slot = Some(made.clone());
+        Ok(made)
+    }
+
+    /// A participant on the highest domain id this process does not use (an internal id:
+    /// `config` says which domain it joins on the network).
+    fn on_free_domain_id(taken: u32, config: &str) -> Result<Participant, DdsError> {
+        let mut last = None;
+        for id in (0..=MAX_DOMAIN_ID).rev().filter(|id| *id != taken) {
+            let used = DOMAINS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .is_some_and(|d| d.contains_key(&id));
+            if used {
+                continue;
+            }
+            match Participant::new(id, Some(config)) {
+                // Created implicitly elsewhere in this process since we looked: try another.
+                Err(e @ DdsError::DomainConfigConflict(_)) => last = Some(e),
+                other => return other,
+            }
+        }
+        Err(last.unwrap_or_else(|| DdsError::InvalidArgument("no free domain id".into())))
     }
 
     pub(crate) fn handle(&self) -> dds_entity_t {

@@ -256,3 +256,84 @@ fn a_writer_says_when_its_readers_come_and_go() {
     drop(writer);
     assert_eq!(reader_counts("rt/watched"), [1, 2, 1, 0]);
 }
+
+#[test]
+fn a_sibling_instance_reads_this_domain_and_counts_as_ours() {
+    let p = participant(103);
+    let s = p.sibling().expect("sibling");
+    assert_ne!(s.domain_id(), 103, "an internal domain id of its own");
+    assert_eq!(p.sibling().unwrap().guid(), s.guid(), "made once");
+    let topic = TopicInfo::keyless("rt/sibling", "std_msgs::msg::dds_::String_");
+    let (tx, rx) = channel();
+    let reader = Reader::new(&s, &topic, &Qos::default(), move |x| tx.send(x).unwrap()).unwrap();
+    let writer = Writer::new(&p, &topic, &Qos::default()).unwrap();
+    wait_for("match", T, || {
+        (writer.matched_readers().unwrap() >= 1).then_some(())
+    });
+    assert!(reader.matched_writers().unwrap() >= 1);
+    writer.write_cdr(&cdr_string("over the network")).unwrap();
+    let got = rx.recv_timeout(T).expect("sample");
+    assert_eq!(decode_cdr_string(&got.cdr).unwrap(), "over the network");
+    assert_eq!(got.writer_guid[..12], p.guid()[..12]);
+
+    // The main participant's discovery sees the sibling's reader, and owns() says it is ours.
+    let (dtx, drx) = channel();
+    let _d = Discovery::new(&p, move |ev| {
+        let _ = dtx.send(ev);
+    })
+    .unwrap();
+    let ep = wait_for("the sibling's reader", T, || {
+        drx.try_iter().find_map(|ev| match ev {
+            DiscoveryEvent::Subscription(ep) if ep.topic_name == "rt/sibling" => Some(ep),
+            _ => None,
+        })
+    });
+    assert_eq!(ep.participant_guid, s.guid());
+    assert!(
+        p.owns(&ep),
+        "the sibling's endpoints are the participant's own"
+    );
+}
+
+#[test]
+fn a_waiting_reader_on_the_sibling_does_not_hold_this_participants_readers() {
+    let p = participant(104);
+    let s = p.sibling().expect("sibling");
+    let bulk = TopicInfo::keyless("rt/bulk", "std_msgs::msg::dds_::String_");
+    let small = TopicInfo::keyless("rt/small", "std_msgs::msg::dds_::String_");
+    // The bulk reader's callback waits until the test opens the gate, as a full export
+    // backlog makes it wait (never for long: a failing test must not hang in dds_delete,
+    // which waits for the callback).
+    let (gate_tx, gate_rx) = channel::<()>();
+    let gate = std::sync::Mutex::new(gate_rx);
+    let (bulk_tx, bulk_rx) = channel();
+    let _bulk_reader = Reader::new(&s, &bulk, &Qos::default(), move |x| {
+        let _ = gate.lock().unwrap().recv_timeout(2 * T);
+        let _ = bulk_tx.send(x);
+    })
+    .unwrap();
+    let (small_tx, small_rx) = channel();
+    let _small_reader = Reader::new(&p, &small, &Qos::default(), move |x| {
+        small_tx.send(x).unwrap()
+    })
+    .unwrap();
+    let bulk_writer = Writer::new(&p, &bulk, &Qos::default()).unwrap();
+    let small_writer = Writer::new(&p, &small, &Qos::default()).unwrap();
+    wait_for("match", T, || {
+        (bulk_writer.matched_readers().unwrap() >= 1
+            && small_writer.matched_readers().unwrap() >= 1)
+            .then_some(())
+    });
+    bulk_writer.write_cdr(&cdr_string("bulk")).unwrap();
+    small_writer.write_cdr(&cdr_string("small")).unwrap();
+    let got = small_rx
+        .recv_timeout(T)
+        .expect("the small sample, while the bulk reader waits");
+    assert_eq!(decode_cdr_string(&got.cdr).unwrap(), "small");
+    assert!(bulk_rx.try_recv().is_err(), "the bulk reader still waits");
+    gate_tx.send(()).unwrap();
+    let got = bulk_rx
+        .recv_timeout(T)
+        .expect("the bulk sample once let through");
+    assert_eq!(decode_cdr_string(&got.cdr).unwrap(), "bulk");
+}

@@ -230,3 +230,43 @@ fn wait_log_or_panic(p: &Proc, needle: &str, other: &Proc) {
         other.logs()
     );
 }
+
+#[test]
+fn a_bulk_type_is_read_by_the_proxys_second_participant_and_still_crosses() {
+    // `dds.bulk_types` names std_msgs/String here, so the exporting proxy reads /t on its
+    // second DDS participant (its own CycloneDDS domain instance); the samples cross as
+    // before.
+    let net = Net::new("qos-bulk-intake");
+    let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
+    let robot = net.proxy_with(
+        "robot",
+        69,
+        "bulk_types: [std_msgs/msg/String]",
+        &addr,
+        "status_interval_s: 1\nexports:\n  - topic: /t\n    realm: test\n",
+    );
+    let base = net.proxy(
+        "base",
+        70,
+        &addr,
+        "status_interval_s: 1\nimports:\n  - topic: /t\n    realm: test\n",
+    );
+    let _talker = python(
+        "talker",
+        "talker.py",
+        &["69", "rt/t", "bulk", "--period", "0.05"],
+    );
+    let listener = python("listener", "listener.py", &["70", "rt/t"]);
+    let got = lines(&listener, "data: bulk", 20, T);
+    assert_eq!(got.len(), 20, "{}\n{}", robot.logs(), base.logs());
+    wait_log_or_panic(
+        &robot,
+        "bulk topics are read by a second DDS participant",
+        &base,
+    );
+    let logs = robot.logs();
+    assert!(
+        !logs.contains("bulk topics share the proxy's DDS participant"),
+        "{logs}"
+    );
+}

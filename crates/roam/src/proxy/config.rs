@@ -177,6 +177,11 @@ pub struct DdsFile {
     /// The UDP receive buffer the proxy's participant asks for (bytes; the kernel caps it at
     /// net.core.rmem_max). Part of the configuration roam writes from `interfaces`/`peers`.
     pub receive_buffer_bytes: Option<u64>,
+    /// ROS message types whose exported topics a second DDS participant of the proxy reads
+    /// (its own CycloneDDS domain instance and receive threads), so a heavy stream waiting
+    /// for its link never holds the other topics ([`super::intake`]). Unset: images, point
+    /// clouds and occupancy grids; `[]`: none.
+    pub bulk_types: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -603,6 +608,14 @@ fn check_dds(d: &DdsFile, doc: &Doc) -> Result<(), ConfigError> {
                     "unknown distribution {d:?} (expected one of {})",
                     KNOWN.join(", ")
                 ),
+            ));
+        }
+    }
+    for (i, t) in d.bulk_types.iter().flatten().enumerate() {
+        if let Err(e) = roam_msg::TypeName::parse(t) {
+            return Err(doc.err(
+                &at("bulk_types").index(i),
+                format!("{t:?} is not a ROS message type ({e}); write it as pkg/msg/Type, e.g. sensor_msgs/msg/Image"),
             ));
         }
     }

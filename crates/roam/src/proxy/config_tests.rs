@@ -188,6 +188,23 @@ fn values_that_cannot_work_are_refused_at_their_line() {
         "{e}"
     );
     ProxyConfig::parse(&GOOD.replace("domain: 3", "domain: 232"), "r.yaml").unwrap();
+    let bulk = |list: &str| {
+        GOOD.replace(
+            "peers: [127.0.0.1]}",
+            &format!("peers: [127.0.0.1], bulk_types: {list}}}"),
+        )
+    };
+    let e = err(&bulk("[sensor_msgs/msg/Image, 'camera image']"));
+    assert!(
+        e.starts_with(
+            "r.yaml: line 4: dds.bulk_types[1]: \"camera image\" is not a ROS message type"
+        ),
+        "{e}"
+    );
+    let c = ProxyConfig::parse(&bulk("[my_msgs/Scan3d]"), "r.yaml").unwrap();
+    assert_eq!(c.dds.bulk_types, Some(vec!["my_msgs/Scan3d".to_string()]));
+    let c = ProxyConfig::parse(&bulk("[]"), "r.yaml").unwrap();
+    assert_eq!(c.dds.bulk_types, Some(vec![]));
     let e = err(&GOOD.replace("quic://127.0.0.1:7447", "quic://127.0.0.1"));
     assert!(
         e.starts_with(

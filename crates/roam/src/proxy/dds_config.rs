@@ -129,6 +129,7 @@ mod tests {
             config_xml: None,
             ros_distro: None,
             receive_buffer_bytes: None,
+            bulk_types: None,
         };
         let x = xml(&d).unwrap();
         let buffer =

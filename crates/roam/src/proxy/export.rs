@@ -26,6 +26,7 @@ use tokio::sync::{mpsc, watch};
 use tracing::{info, warn};
 
 use super::export_plan::{ExportPlan, ReaderClass, Route, Routes, StreamKey};
+use super::intake::Intake;
 use super::nodes::NodeNames;
 use super::rules::{ros_type, ProxyRules};
 
@@ -117,6 +118,7 @@ struct Exporter {
     topic: TopicRef,
     edge: Edge,
     participant: Participant,
+    intake: Arc<Intake>,
     plan: ExportPlan,
     endpoints: HashMap<Guid, Endpoint>,
     types: HashMap<String, TypeState>,
@@ -137,6 +139,7 @@ struct Exporter {
 pub async fn export(
     edge: Edge,
     participant: Participant,
+    intake: Arc<Intake>,
     leg: ExportLeg,
     mut events: mpsc::UnboundedReceiver<PublicationEvent>,
 ) {
@@ -153,6 +156,7 @@ pub async fn export(
         leg,
         edge,
         participant,
+        intake,
         plan: ExportPlan::default(),
         endpoints: HashMap::new(),
         types: HashMap::new(),
@@ -491,14 +495,16 @@ impl Exporter {
                     _ => TopicInfo::keyless(&self.leg.dds_topic, &class.dds_type),
                 };
                 let on_sample = sample_handler(slot.table.clone());
-                let (p, q, tx) = (
-                    self.participant.clone(),
+                let (intake, q, tx) = (
+                    self.intake.clone(),
                     class.reader_qos(),
                     self.internal.clone(),
                 );
                 // The constructor may deliver a transient-local writer's history on this
-                // thread, and the callback may block on back-pressure: off the async runtime.
+                // thread, and the callback may block on back-pressure; the first bulk topic
+                // creates a DDS domain instance: off the async runtime.
                 tokio::task::spawn_blocking(move || {
+                    let p = intake.participant_for(&class.dds_type);
                     let made = Reader::new(&p, &topic, &q, on_sample);
                     let _ = tx.send(Box::new(Internal::ReaderMade(class, made)));
                 });

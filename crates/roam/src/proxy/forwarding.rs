@@ -87,6 +87,8 @@ pub struct Context {
     pub cfg: Arc<ProxyConfig>,
     pub edge: Edge,
     pub participant: Participant,
+    /// Which participant reads each exported topic (bulk types on a second one).
+    pub intake: Arc<super::intake::Intake>,
     pub realms: BTreeMap<String, Arc<Realm>>,
     pub definitions: Arc<DefinitionSource>,
     pub rules: Arc<ProxyRules>,
@@ -413,7 +415,13 @@ impl Forwarding {
                 nodes: cx.nodes.clone(),
                 skip: self.skip(&topic),
             };
-            tokio::spawn(export(cx.edge.clone(), cx.participant.clone(), leg, rx));
+            tokio::spawn(export(
+                cx.edge.clone(),
+                cx.participant.clone(),
+                cx.intake.clone(),
+                leg,
+                rx,
+            ));
             self.exports.insert(topic.clone(), tx);
         }
         self.exported.insert(ep.guid, topic.clone());

@@ -35,6 +35,7 @@ pub mod export_plan;
 pub mod fast_services;
 pub mod forwarding;
 pub mod import;
+pub mod intake;
 pub mod lookup;
 pub mod nodes;
 pub mod patterns;

@@ -168,6 +168,10 @@ pub async fn run(
             cfg: cfg.clone(),
             edge: edge.clone(),
             participant: participant.clone(),
+            intake: Arc::new(super::intake::Intake::new(
+                participant.clone(),
+                cfg.dds.bulk_types.as_deref(),
+            )),
             realms: realms.clone(),
             definitions: definitions.clone(),
             rules: rules.clone(),
