@@ -269,4 +269,13 @@ fn a_bulk_type_is_read_by_the_proxys_second_participant_and_still_crosses() {
         !logs.contains("bulk topics share the proxy's DDS participant"),
         "{logs}"
     );
+    // ROS 2 tools find a reader's node through its own participant: the second one announces
+    // its reader as a node of its own.
+    let tools = python("ros2-tools", "discovery_info.py", &["69"]);
+    let want = "node / roam_proxy_robot_bulk readers 1 writers 0";
+    assert!(
+        wait_line(&tools, want, T).is_some(),
+        "no announcement of the bulk reader\n{}",
+        robot.logs()
+    );
 }

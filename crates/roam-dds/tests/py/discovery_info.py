@@ -36,7 +36,9 @@ class ParticipantEntitiesInfo_(IdlStruct, typename="rmw_dds_common::msg::dds_::P
 exit_on_sigterm()
 dp = DomainParticipant(int(sys.argv[1]))
 topic = Topic(dp, "ros_discovery_info", ParticipantEntitiesInfo_)
-reader = DataReader(dp, topic, qos=qos(transient_local=True, depth=1))
+# Every participant announces on this one keyless topic: a late reader gets each one's last
+# sample at once, which a depth of 1 would let replace each other.
+reader = DataReader(dp, topic, qos=qos(transient_local=True, depth=100))
 print("ready", flush=True)
 while True:
     for s in reader.take(N=100):

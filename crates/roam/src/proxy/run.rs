@@ -288,8 +288,17 @@ async fn announce_directory(
 }
 
 /// Announces the proxy as a ROS 2 node in `ros_discovery_info`, listing the readers and
-/// writers its participant owns, so `ros2 node list` and `ros2 topic info -v` show it.
-struct NodeAnnouncer(ros_discovery_info::NodeAnnouncer);
+/// writers its participant owns, so `ros2 node list` and `ros2 topic info -v` show it. The
+/// readers of its second participant (bulk topics, [`super::intake`]) are a node of their own,
+/// `roam_proxy_NAME_bulk`, announced by that participant: rmw finds an endpoint's node through
+/// the endpoint's own participant.
+struct NodeAnnouncer {
+    main: ros_discovery_info::NodeAnnouncer,
+    /// Made when the second participant's first endpoint appears.
+    bulk: Option<ros_discovery_info::NodeAnnouncer>,
+    name: String,
+    gid: ros_discovery_info::GidSize,
+}
 
 impl NodeAnnouncer {
     fn new(participant: &Participant, cfg: &ProxyConfig) -> Result<Self, String> {
@@ -298,10 +307,16 @@ impl NodeAnnouncer {
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
             .collect();
+        let name = format!("roam_proxy_{name}");
         let gid = ros_discovery_info::GidSize::for_distro(cfg.dds.ros_distro.as_deref());
-        ros_discovery_info::NodeAnnouncer::new(participant, "/", &format!("roam_proxy_{name}"), gid)
-            .map(Self)
-            .map_err(|e| format!("DDS ros_discovery_info: {e}"))
+        let main = ros_discovery_info::NodeAnnouncer::new(participant, "/", &name, gid)
+            .map_err(|e| format!("DDS ros_discovery_info: {e}"))?;
+        Ok(NodeAnnouncer {
+            main,
+            bulk: None,
+            name,
+            gid,
+        })
     }
 
     /// Tracks our own ROS endpoints (the RustDDS participant's too); republishes when they
@@ -313,10 +328,35 @@ impl NodeAnnouncer {
             return;
         }
         let writer = matches!(ev, DiscoveryEvent::Publication(_));
+        let on_sibling = participant.owns(ep) && ep.participant_guid != participant.guid();
         // A reliable write may wait briefly for local readers: keep it off the async workers.
-        let res = tokio::task::block_in_place(|| self.0.set_endpoint(ep.guid, writer, ep.alive));
+        let res = tokio::task::block_in_place(|| {
+            let announcer = if on_sibling {
+                self.bulk_announcer(participant)?
+            } else {
+                &mut self.main
+            };
+            announcer.set_endpoint(ep.guid, writer, ep.alive)
+        });
         if let Err(e) = res {
             warn!("cannot announce the proxy in ros_discovery_info: {e}");
+        }
+    }
+
+    /// The second participant's announcer, made on first use (the participant exists: one of
+    /// its endpoints was seen).
+    fn bulk_announcer(
+        &mut self,
+        participant: &Participant,
+    ) -> Result<&mut ros_discovery_info::NodeAnnouncer, roam_dds::DdsError> {
+        match self.bulk {
+            Some(ref mut made) => Ok(made),
+            None => {
+                let sibling = participant.sibling()?;
+                let name = format!("{}_bulk", self.name);
+                let made = ros_discovery_info::NodeAnnouncer::new(&sibling, "/", &name, self.gid)?;
+                Ok(self.bulk.insert(made))
+            }
         }
     }
 }
