@@ -24,10 +24,11 @@ fn keyless_samples_arrive_byte_exact() {
     let (tx, rx) = channel();
     let reader = Reader::new(&p, &topic, &Qos::default(), move |s| tx.send(s).unwrap()).unwrap();
     let writer = Writer::new(&p, &topic, &Qos::default()).unwrap();
+    // Each side learns of the other on its own discovery traffic: wait for both.
     wait_for("match", T, || {
-        (writer.matched_readers().unwrap() >= 1).then_some(())
+        (writer.matched_readers().unwrap() >= 1 && reader.matched_writers().unwrap() >= 1)
+            .then_some(())
     });
-    assert!(reader.matched_writers().unwrap() >= 1);
 
     let sent: Vec<Vec<u8>> = (0..20).map(|i| cdr_string(&format!("hello {i}"))).collect();
     for s in &sent {
@@ -267,10 +268,11 @@ fn a_sibling_instance_reads_this_domain_and_counts_as_ours() {
     let (tx, rx) = channel();
     let reader = Reader::new(&s, &topic, &Qos::default(), move |x| tx.send(x).unwrap()).unwrap();
     let writer = Writer::new(&p, &topic, &Qos::default()).unwrap();
+    // Each side learns of the other on its own discovery traffic: wait for both.
     wait_for("match", T, || {
-        (writer.matched_readers().unwrap() >= 1).then_some(())
+        (writer.matched_readers().unwrap() >= 1 && reader.matched_writers().unwrap() >= 1)
+            .then_some(())
     });
-    assert!(reader.matched_writers().unwrap() >= 1);
     writer.write_cdr(&cdr_string("over the network")).unwrap();
     let got = rx.recv_timeout(T).expect("sample");
     assert_eq!(decode_cdr_string(&got.cdr).unwrap(), "over the network");
