@@ -152,7 +152,7 @@ pub fn markdown(runs: &[HolRun], s: &mut String) {
          so fewer images are delivered by design. Rows *images by a second proxy* run two roam proxies \
          on side A, each with its own link to B: one exports only the images, the other every other \
          topic (`deny:` the images), so the images have their own DDS participant and receive thread \
-         (docs/operations.md, a heavy keep-all stream in its own proxy); in the *pair* rows side B \
+         (what isolated them before a proxy read bulk types on a second participant of its own; docs/operations.md, \"Bulk topics\"); in the *pair* rows side B \
          is split the same way, one proxy importing only the images.\n",
         first.small.count,
         IMAGE_BYTES / 1_000_000
