@@ -21,6 +21,7 @@ use roam_proto::meta::TopicAnnouncement;
 use roam_proto::{EnvelopeHeader, Name, Opener, PayloadKind};
 use tracing::warn;
 
+use crate::backlog::SEAL_ELSEWHERE;
 use crate::edge::{Edge, TopicRef};
 use crate::names::meta_descriptor;
 use crate::port::{Port, PortSubscription};
@@ -107,6 +108,17 @@ enum Step {
     Data(Bytes),
     Timer,
     Closed,
+}
+
+/// Whether an envelope of `len` bytes is opened with the runtime worker's other tasks handed
+/// to another thread (`block_in_place`), as large payloads are sealed off the workers
+/// ([`SEAL_ELSEWHERE`]): opening a 13 MB image takes milliseconds, and every other topic this
+/// worker carries (a proxy runs one) would wait behind it. Only a multi-threaded runtime can
+/// hand its tasks over; on another, the envelope is opened in place.
+fn open_elsewhere(len: usize) -> bool {
+    len >= SEAL_ELSEWHERE
+        && tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
 }
 
 /// A topic of a realm, read.
@@ -359,7 +371,11 @@ impl Subscriber {
 
     fn handle_data(&mut self, env: &[u8], payload: &mut Vec<u8>) -> Option<Event> {
         let now = now_us();
-        let opened = match self.opener.open(env, now, payload) {
+        let opened = match open_elsewhere(env.len()) {
+            true => tokio::task::block_in_place(|| self.opener.open(env, now, payload)),
+            false => self.opener.open(env, now, payload),
+        };
+        let opened = match opened {
             Ok(o) => o,
             Err(e) => {
                 TopicStats::count(&self.stats.refused);
