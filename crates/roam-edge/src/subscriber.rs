@@ -454,3 +454,32 @@ impl Drop for Subscriber {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{open_elsewhere, SEAL_ELSEWHERE};
+
+    #[test]
+    fn only_large_envelopes_on_a_multi_threaded_runtime_are_opened_elsewhere() {
+        // Outside any runtime there is no worker to hand over.
+        assert!(!open_elsewhere(SEAL_ELSEWHERE));
+        let multi = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .build()
+            .unwrap();
+        multi.block_on(async {
+            let decided = tokio::spawn(async {
+                (
+                    open_elsewhere(SEAL_ELSEWHERE - 1),
+                    open_elsewhere(SEAL_ELSEWHERE),
+                )
+            });
+            assert_eq!(decided.await.unwrap(), (false, true));
+        });
+        // block_in_place would panic on a current-thread runtime: the envelope is opened in place.
+        let current = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        current.block_on(async { assert!(!open_elsewhere(SEAL_ELSEWHERE << 4)) });
+    }
+}

@@ -166,6 +166,39 @@ async fn large_payloads_sealed_off_the_thread_arrive_whole_and_in_order_with_sma
     );
 }
 
+/// A current-thread runtime has no worker to hand over while a large envelope is opened:
+/// the subscriber opens it in place (a multi-threaded one hands its other tasks to another
+/// thread meanwhile, the test above).
+#[tokio::test(flavor = "current_thread")]
+async fn large_envelopes_open_in_place_on_a_current_thread_runtime() {
+    let dir = pki_dir("backlog-current-thread");
+    let r = router(&dir, "r").await;
+    let edge = Edge::new(Port::Router(r.clone()), "proc");
+    let images = TopicRef::new(realm(), "/image");
+    let mut sub = edge.subscriber(&images, SubscriberOptions::default()).await;
+    let p = edge.publisher(&images, keep_all()).await.unwrap();
+    until_demand(&[&p], &mut [&mut sub]).await;
+    let big: Vec<u8> = (0..roam_edge::backlog::SEAL_ELSEWHERE * 2)
+        .map(|k| (k % 251) as u8)
+        .collect();
+    let (publisher, sent) = (p.clone(), big.clone());
+    tokio::task::spawn_blocking(move || {
+        publisher
+            .publish_blocking(PayloadKind::Data, Bytes::from(sent))
+            .unwrap();
+        publisher
+            .publish_blocking(PayloadKind::Data, Bytes::from_static(b"after"))
+            .unwrap();
+    })
+    .await
+    .unwrap();
+    assert!(
+        next_payload(&mut sub).await == big,
+        "the large payload differs"
+    );
+    assert_eq!(next_payload(&mut sub).await, b"after");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_keep_last_topic_pushed_back_on_drops_its_oldest_and_never_holds_the_thread() {
     let dir = pki_dir("backlog-keep-last");
