@@ -126,15 +126,28 @@ async fn a_paused_topic_waits_in_its_backlog_while_another_flows_from_the_same_t
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn large_payloads_sealed_off_the_thread_arrive_whole_and_in_order_with_small_ones() {
-    let dir = pki_dir("backlog-large");
-    let r = router(&dir, "r").await;
+/// A router, and a keep-all topic's subscriber and publisher on it, past the publisher's
+/// first demand (keep the router's handle for the test's length).
+async fn one_keep_all_topic(
+    dir: &support::Dir,
+) -> (
+    roam_net::runtime::RouterHandle,
+    roam_edge::Subscriber,
+    roam_edge::Publisher,
+) {
+    let r = router(dir, "r").await;
     let edge = Edge::new(Port::Router(r.clone()), "proc");
     let images = TopicRef::new(realm(), "/image");
     let mut sub = edge.subscriber(&images, SubscriberOptions::default()).await;
     let p = edge.publisher(&images, keep_all()).await.unwrap();
     until_demand(&[&p], &mut [&mut sub]).await;
+    (r, sub, p)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_payloads_sealed_off_the_thread_arrive_whole_and_in_order_with_small_ones() {
+    let dir = pki_dir("backlog-large");
+    let (_r, mut sub, p) = one_keep_all_topic(&dir).await;
     let big = roam_edge::backlog::SEAL_ELSEWHERE;
     // Large, small, large, small...: the large ones go through the drainer, and the small
     // ones behind them must wait for it rather than overtake.
@@ -172,12 +185,7 @@ async fn large_payloads_sealed_off_the_thread_arrive_whole_and_in_order_with_sma
 #[tokio::test(flavor = "current_thread")]
 async fn large_envelopes_open_in_place_on_a_current_thread_runtime() {
     let dir = pki_dir("backlog-current-thread");
-    let r = router(&dir, "r").await;
-    let edge = Edge::new(Port::Router(r.clone()), "proc");
-    let images = TopicRef::new(realm(), "/image");
-    let mut sub = edge.subscriber(&images, SubscriberOptions::default()).await;
-    let p = edge.publisher(&images, keep_all()).await.unwrap();
-    until_demand(&[&p], &mut [&mut sub]).await;
+    let (_r, mut sub, p) = one_keep_all_topic(&dir).await;
     let big: Vec<u8> = (0..roam_edge::backlog::SEAL_ELSEWHERE * 2)
         .map(|k| (k % 251) as u8)
         .collect();

@@ -16,6 +16,9 @@
 //!   ros_distro: jazzy            # humble: 24-byte GIDs in ros_discovery_info and no type
 //!                                # hashes on import writers (later: 16 bytes, hashes)
 //!   receive_buffer_bytes: 8388608  # UDP receive buffer for large messages (default 8 MiB)
+//!   bulk_types: [sensor_msgs/msg/Image]  # read by a second DDS participant, so they never
+//!                                # hold other topics (default: images, point clouds, maps;
+//!                                # [] for none; docs/operations.md "Bulk topics")
 //! realms:
 //!   warehouse: /etc/roam/warehouse.realm
 //! exports:                       # local topics that leave this network
