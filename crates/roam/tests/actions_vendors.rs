@@ -350,6 +350,21 @@ fn rust_client(domain: u16, order: i32, cancel_after: usize) -> Peer {
         }
         let Some(goal_id) = accepted else { return };
         say(lines, "accepted".into());
+        // Each change of this goal's status, as one line.
+        let read_status = |last: &mut Option<GoalStatusEnum>| {
+            while let Ok(Some(a)) = client.receive_status() {
+                for s in a
+                    .status_list
+                    .iter()
+                    .filter(|s| s.goal_info.goal_id == goal_id)
+                {
+                    if *last != Some(s.status) {
+                        *last = Some(s.status);
+                        say(lines, format!("status {}", s.status as i8));
+                    }
+                }
+            }
+        };
         let (mut feedbacks, mut last_status, mut cancel) = (0, None, Cancel::NotYet);
         let mut result_req = client.request_result(goal_id).ok();
         let mut result_asked = Instant::now();
@@ -358,18 +373,7 @@ fn rust_client(domain: u16, order: i32, cancel_after: usize) -> Peer {
                 feedbacks += 1;
                 say(lines, format!("feedback {}", joined(&f.sequence)));
             }
-            while let Ok(Some(a)) = client.receive_status() {
-                for s in a
-                    .status_list
-                    .iter()
-                    .filter(|s| s.goal_info.goal_id == goal_id)
-                {
-                    if last_status != Some(s.status) {
-                        last_status = Some(s.status);
-                        say(lines, format!("status {}", s.status as i8));
-                    }
-                }
-            }
+            read_status(&mut last_status);
             if cancel_after > 0 && feedbacks >= cancel_after && cancel == Cancel::NotYet {
                 if let Ok(req) = client.cancel_goal(goal_id) {
                     cancel = Cancel::Asked(req);
@@ -384,6 +388,14 @@ fn rust_client(domain: u16, order: i32, cancel_after: usize) -> Peer {
             }
             if let Some(r) = result_req {
                 if let Ok(Some((status, result))) = client.receive_result(r) {
+                    // The status topic and the result are separate streams: the status
+                    // that ends the goal may come after the result. Wait for it, within
+                    // a deadline.
+                    let end = Instant::now() + Duration::from_secs(10);
+                    while last_status != Some(status) && Instant::now() < end {
+                        read_status(&mut last_status);
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
                     say(
                         lines,
                         format!("result {} {}", status as i8, joined(&result.sequence)),

@@ -300,8 +300,12 @@ def client(ep, guid, order, cancel_after):
             print(f"cancel {reply.return_code} {len(reply.goals_canceling)}", flush=True)
         for r in taken(ep.result[1]):
             if r.guid == guid and r.seq == result_seq:
-                time.sleep(0.2)  # the status update that came with the result
-                watch()
+                # The status topic and the result are separate streams: the status that
+                # ends the goal may come after the result. Wait for it, within a deadline.
+                end = time.monotonic() + 10.0
+                while last_status != r.status and time.monotonic() < end:
+                    watch()
+                    time.sleep(0.005)
                 print(f"result {r.status} {joined(r.sequence)}", flush=True)
                 print("done", flush=True)
                 return
