@@ -19,28 +19,27 @@
 //! In signed mode (the realm requires signatures), an entry must be signed by the member it
 //! names: no member can speak for another.
 
+mod announcer;
 mod state;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use roam_proto::directory::{
-    DirectoryEntry, DirectoryItem, MAX_ITEMS, MAX_MEMBER, MAX_NAME, MAX_QOS, MAX_TYPES,
-    MAX_TYPE_NAME,
-};
+use roam_proto::directory::DirectoryEntry;
 use roam_proto::{Name, RealmSecret, TopicDescriptor};
 use tokio::sync::watch;
 use tracing::warn;
 
+pub use announcer::DirectoryAnnouncer;
+pub(crate) use announcer::Entries;
 pub use roam_proto::directory::{ItemKind, Role};
 pub use state::{
     Directory, Listed, Listing, Party, QosSummary, Refused, EXPIRY_PERIODS, MAX_MEMBERS,
     MAX_RETAINED_BYTES,
 };
 
-use crate::edge::{Edge, EdgeError, TopicRef};
+use crate::edge::{Edge, TopicRef};
 use crate::names::data_descriptor;
-use crate::publisher::{Publisher, StreamSpec};
 use crate::realm::Realm;
 use crate::ros_names::type_from_dds;
 use crate::subscriber::{Event, Subscriber, SubscriberOptions};
@@ -84,138 +83,6 @@ pub fn service_type_from_dds(dds: &str) -> String {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Says, for one process in one realm, what it offers and imports. One per process and realm
-/// (a second one under the same member name would replace the first's entry in every view):
-/// share it (`Arc`) between the parts of a process.
-pub struct DirectoryAnnouncer {
-    items: watch::Sender<Vec<DirectoryItem>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Edge {
-    /// Starts announcing this process (by its name) in `realm`'s directory, with nothing to
-    /// list until [`DirectoryAnnouncer::set`].
-    pub async fn directory_announcer(
-        &self,
-        realm: Arc<Realm>,
-    ) -> Result<DirectoryAnnouncer, EdgeError> {
-        let publisher = self
-            .publisher(&directory_topic(realm), StreamSpec::new(DIRECTORY_TYPE))
-            .await?;
-        let (items, rx) = watch::channel(Vec::new());
-        let member = truncate(self.name(), MAX_MEMBER).to_string();
-        if member.len() < self.name().len() {
-            warn!(name = %self.name(), "the directory names this process by the first {MAX_MEMBER} bytes of its name");
-        }
-        let task = tokio::spawn(announce(publisher, member, rx));
-        Ok(DirectoryAnnouncer { items, task })
-    }
-}
-
-impl DirectoryAnnouncer {
-    /// Replaces what this process lists; announced at once if it changed. Items beyond the
-    /// entry format's limits are left out (and said so in the log).
-    pub fn set(&self, items: Vec<DirectoryItem>) {
-        let items = within_limits(items);
-        self.items.send_if_modified(|now| {
-            if *now == items {
-                return false;
-            }
-            *now = items;
-            true
-        });
-    }
-
-    /// Sends the last, empty entry (if anyone listens) and waits until it is handed to the
-    /// router. Dropping the announcer sends it too, without waiting.
-    pub async fn close(self) {
-        let DirectoryAnnouncer { items, task } = self;
-        drop(items);
-        let _ = task.await;
-    }
-}
-
-async fn announce(
-    publisher: Publisher,
-    member: String,
-    mut items: watch::Receiver<Vec<DirectoryItem>>,
-) {
-    let mut demand = publisher.demand();
-    let mut tick = tokio::time::interval(DIRECTORY_PERIOD);
-    let period_ms = DIRECTORY_PERIOD.as_millis() as u32;
-    let mut warned = false;
-    loop {
-        let send = tokio::select! {
-            changed = items.changed() => {
-                if changed.is_err() {
-                    break;
-                }
-                true
-            }
-            changed = demand.changed() => {
-                if changed.is_err() {
-                    // The port is gone: nobody is left to tell.
-                    return;
-                }
-                true
-            }
-            _ = tick.tick() => true,
-        };
-        if send && *demand.borrow() {
-            let entry = DirectoryEntry {
-                member: member.clone(),
-                period_ms,
-                items: items.borrow_and_update().clone(),
-            };
-            if let Err(e) = publisher.publish(&entry.encode()).await {
-                if !std::mem::replace(&mut warned, true) {
-                    warn!("cannot send this process's directory entry: {e} (said once)");
-                }
-            }
-        }
-    }
-    // Closed: say at once that this member has nothing left to list.
-    if *demand.borrow() {
-        let last = DirectoryEntry {
-            member,
-            period_ms,
-            items: Vec::new(),
-        };
-        if let Err(e) = publisher.publish(&last.encode()).await {
-            warn!("cannot send this process's last directory entry: {e}");
-        }
-    }
-}
-
-/// The items an entry can carry: at most [`MAX_ITEMS`], each with a name and types no longer
-/// than the format allows, at most [`MAX_TYPES`] types and [`MAX_QOS`] QoS summaries.
-fn within_limits(mut items: Vec<DirectoryItem>) -> Vec<DirectoryItem> {
-    let before = items.len();
-    items.retain(|i| !i.name.is_empty() && i.name.len() <= MAX_NAME);
-    let mut trimmed = items.len() != before || items.len() > MAX_ITEMS;
-    items.truncate(MAX_ITEMS);
-    for i in &mut items {
-        let n = (i.types.len(), i.qos.len());
-        i.types
-            .retain(|t| !t.is_empty() && t.len() <= MAX_TYPE_NAME);
-        i.types.truncate(MAX_TYPES);
-        i.qos.truncate(MAX_QOS);
-        trimmed |= n != (i.types.len(), i.qos.len());
-    }
-    if trimmed {
-        warn!("the directory entry leaves out what is over its limits ({MAX_ITEMS} items, names of {MAX_NAME} bytes, {MAX_TYPES} types per item)");
-    }
-    items
-}
-
-fn truncate(s: &str, max: usize) -> &str {
-    let mut end = s.len().min(max);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 /// How far a view has got.
@@ -371,32 +238,5 @@ mod tests {
             );
         }
         assert_eq!(service_type_from_dds("Plain"), "Plain");
-    }
-
-    #[test]
-    fn items_over_the_limits_are_left_out() {
-        let item = |name: &str, types: usize| DirectoryItem {
-            kind: ItemKind::Topic,
-            role: Role::Offers,
-            name: name.into(),
-            types: (0..types).map(|i| format!("p/msg/T{i}")).collect(),
-            qos: vec![],
-        };
-        let long = "/".repeat(MAX_NAME + 1);
-        let mut items = vec![item("/a", MAX_TYPES + 3), item(&long, 1), item("", 0)];
-        items.extend((0..MAX_ITEMS + 5).map(|i| item(&format!("/t{i}"), 1)));
-        let kept = within_limits(items);
-        assert_eq!(kept.len(), MAX_ITEMS);
-        assert_eq!(kept[0].types.len(), MAX_TYPES);
-        assert!(kept
-            .iter()
-            .all(|i| i.name.len() <= MAX_NAME && !i.name.is_empty()));
-        let e = DirectoryEntry {
-            member: "m".into(),
-            period_ms: 2000,
-            items: kept,
-        };
-        assert_eq!(DirectoryEntry::decode(&e.encode()).unwrap(), e);
-        assert_eq!(truncate("aé", 2), "a");
     }
 }

@@ -83,6 +83,8 @@ pub(crate) struct Inner {
     /// Signs every envelope when set (signed mode).
     pub(crate) signer: Option<Arc<SigningIdentity>>,
     announcers: Mutex<HashMap<Name, Weak<Announcer>>>,
+    /// This process's directory entries, one per realm, shared by its parts.
+    pub(crate) directories: crate::directory::Entries,
     pub(crate) stats: TopicRegistry,
 }
 
@@ -104,6 +106,7 @@ impl Edge {
                 announcer_name,
                 signer,
                 announcers: Mutex::new(HashMap::new()),
+                directories: Mutex::new(HashMap::new()),
                 stats: TopicRegistry::default(),
             }),
         }

@@ -166,3 +166,71 @@ async fn in_a_signed_realm_an_entry_must_be_signed_by_the_member_it_names() {
     let names: Vec<String> = view.listing().topics.into_iter().map(|t| t.name).collect();
     assert_eq!(names, ["/real"]);
 }
+
+/// A proxy that also opens gateway doors lists things from two parts: both go into the one
+/// entry of its member name. Two entries under one name would replace each other in every
+/// view, and the realm's listing would flip between them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_parts_of_one_process_share_its_one_entry() {
+    let dir = pki_dir("parts");
+    let r = router(&dir, "r").await;
+    let realm = realm(HashMap::new());
+    let robot = Edge::new(Port::Router(r.clone()), "robot");
+    let proxy = robot.directory_announcer(realm.clone()).await.unwrap();
+    proxy.set(vec![item(
+        ItemKind::Topic,
+        Role::Offers,
+        "/chatter",
+        "std_msgs/msg/String",
+    )]);
+    // The doors' part: no client yet, nothing listed.
+    let doors = robot.directory_announcer(realm.clone()).await.unwrap();
+    doors.set(vec![]);
+
+    let tool = Edge::new(Port::Client(client(&dir, "laptop", &r)), "laptop");
+    let views = [
+        tool.directory_view(realm.clone()).await,
+        robot.directory_view(realm.clone()).await,
+    ];
+    let has = |l: &Listing, name: &str| l.topics.iter().any(|t| t.name == name);
+    for view in &views {
+        until(view, "the proxy's topic", |l, _| has(l, "/chatter")).await;
+    }
+    // Entry after entry, for several periods, the topic stays listed.
+    let mut progress = views[0].progress();
+    let from = progress.borrow().heard;
+    while progress.borrow_and_update().heard < from + 4 {
+        assert!(
+            has(&views[0].listing(), "/chatter"),
+            "{:?}",
+            views[0].listing()
+        );
+        tokio::time::timeout(T, progress.changed())
+            .await
+            .expect("entries keep coming")
+            .unwrap();
+    }
+    // What either part lists is in the entry, ...
+    doors.set(vec![item(
+        ItemKind::Topic,
+        Role::Imports,
+        "/scan",
+        "sensor_msgs/msg/LaserScan",
+    )]);
+    for view in &views {
+        until(view, "both parts' topics", |l, _| {
+            has(l, "/chatter") && has(l, "/scan") && l.members == ["robot"]
+        })
+        .await;
+    }
+    // ... a part that closes takes only its own items, ...
+    proxy.close().await;
+    until(&views[0], "the proxy's part gone", |l, _| {
+        !has(l, "/chatter") && has(l, "/scan")
+    })
+    .await;
+    // ... and the last part's going empties the entry at once.
+    doors.close().await;
+    until(&views[0], "robot gone", |l, _| l.members.is_empty()).await;
+    assert_eq!(views[0].progress().borrow().refused, 0);
+}

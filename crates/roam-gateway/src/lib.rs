@@ -171,8 +171,9 @@ impl Gateway {
         pass
     }
 
-    /// The realm's listing as this gateway sees it: every member's directory entry, and this
-    /// gateway's own (a member does not hear its own announcements).
+    /// The realm's listing as this gateway sees it: every member's directory entry, and what
+    /// this gateway's clients offer and import now (its own entry comes back to its view only
+    /// after a trip through the router).
     pub fn realm_listing(&self) -> roam_edge::directory::Listing {
         use roam_edge::directory::{Listed, Party};
         use roam_proto::directory::{ItemKind, Role};

@@ -130,7 +130,7 @@ impl Role {
 }
 
 /// One topic, service or action a member offers or imports.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct DirectoryItem {
     pub kind: ItemKind,
     pub role: Role,
