@@ -544,3 +544,66 @@ fn a_router_runs_one_worker_thread_unless_told_more_by_flag_or_file() {
     let e = roam_fails(&["router", "--worker-threads", "0"]);
     assert!(e.contains("--worker-threads"), "{e}");
 }
+
+/// The threads of a process named `name`.
+fn threads_named(pid: u32, name: &str) -> usize {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the process's threads");
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|n| n.trim() == name)
+        .count()
+}
+
+/// A proxy without interfaces or peers in its file: roam's CycloneDDS settings come first
+/// (a receive thread for the unicast data socket, an 8 MiB receive buffer), then
+/// `CYCLONEDDS_URI`, whose settings win where both say something. CycloneDDS's own trace of
+/// its configuration says where each value came from.
+#[test]
+fn a_proxy_adds_its_dds_settings_before_cyclonedds_uri() {
+    let net = Net::new("cli-dds-settings");
+    let (mut router, addr) = net.router("r1", "127.0.0.1:0", &[]);
+    net.issue("robot", "router");
+    let yaml = net.dir.join("robot.yaml");
+    std::fs::write(
+        &yaml,
+        format!(
+            "id: robot\npki: {}\nupstream: [{addr}]\ndds: {{domain: 151}}\nrealms: {{test: {}}}\nexports:\n  - topic: /chatter\n    realm: test\n",
+            net.pki, net.realm
+        ),
+    )
+    .unwrap();
+    let trace = net.dir.join("cyclonedds.log");
+    let uri = format!(
+        "<CycloneDDS><Domain>{}<Internal><SocketReceiveBufferSize min=\"default\" max=\"2MiB\"/></Internal><Tracing><Verbosity>config</Verbosity><OutputFile>{}</OutputFile></Tracing></Domain></CycloneDDS>",
+        roam_dds::loopback_config(),
+        trace.display()
+    );
+    let args = ["proxy", "-c", yaml.to_str().unwrap()].map(String::from);
+    let mut proxy = Proc::spawn_with_cyclonedds_uri("robot", &args, &uri);
+    let end = Instant::now() + Duration::from_secs(20);
+    while threads_named(proxy.pid(), "recvUC") != 1 {
+        assert!(
+            Instant::now() < end,
+            "no unicast receive thread: {}",
+            proxy.logs()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let config = std::fs::read_to_string(&trace).expect("CycloneDDS's trace");
+    let line = |key: &str| {
+        config
+            .lines()
+            .find(|l| l.contains(key))
+            .unwrap_or_else(|| panic!("no {key} in the trace: {config}"))
+            .to_string()
+    };
+    // "{0}": from the first source (roam's), "{0,1}": set by both, the last one's value.
+    let threads = line("MultipleReceiveThreads/#text");
+    assert!(threads.ends_with("true {0}"), "{threads}");
+    let buffer = line("SocketReceiveBufferSize[@max]");
+    assert!(buffer.ends_with("2 MiB {0,1}"), "{buffer}");
+    let interface = line("NetworkInterface[@name]");
+    assert!(interface.ends_with("lo {1}"), "{interface}");
+    proxy.kill();
+    router.kill();
+}

@@ -72,20 +72,38 @@ pub fn check_xml(x: &str) -> Result<(), XmlError> {
     }
 }
 
-/// `None` keeps CycloneDDS's defaults (all suitable interfaces, multicast discovery) or
-/// what `CYCLONEDDS_URI` says.
+/// The configuration of the proxy's participant: `config_xml` as written, else roam's
+/// settings for a proxy (below) and the `dds:` section's, followed by `CYCLONEDDS_URI`
+/// when it is set and the section names no interfaces or peers (CycloneDDS reads a list of
+/// sources in order, so what the environment sets wins).
+///
+/// - An 8 MiB socket receive buffer ([`RECEIVE_BUFFER_BYTES`], `receive_buffer_bytes`).
+/// - A receive thread of its own for the unicast data socket, blocking in `recvmsg`
+///   (`MultipleReceiveThreads`): CycloneDDS's default is one thread that waits in `epoll`
+///   for every packet on every socket, a second system call per packet. A proxy takes in
+///   every sample of what it exports: E2's load measured 14.0-14.4 us of the proxies' CPU
+///   per message with one thread, 12.6 us with it (bench/results/lab-e2-recv-thread.md).
 pub fn xml(d: &DdsFile) -> Option<String> {
+    let env = std::env::var("CYCLONEDDS_URI").ok();
+    xml_over(d, env.as_deref().filter(|e| !e.trim().is_empty()))
+}
+
+fn xml_over(d: &DdsFile, env: Option<&str>) -> Option<String> {
     if let Some(x) = &d.config_xml {
         return Some(x.clone());
     }
-    if d.interfaces.is_empty() && d.peers.is_empty() && d.receive_buffer_bytes.is_none() {
-        return None;
-    }
     // "min: default" accepts whatever the kernel grants (net.core.rmem_max caps it).
     let mut x = format!(
-        "<Internal><SocketReceiveBufferSize min=\"default\" max=\"{}B\"/></Internal>",
+        "<Internal><SocketReceiveBufferSize min=\"default\" max=\"{}B\"/><MultipleReceiveThreads>true</MultipleReceiveThreads></Internal>",
         d.receive_buffer_bytes.unwrap_or(RECEIVE_BUFFER_BYTES)
     );
+    if d.interfaces.is_empty() && d.peers.is_empty() {
+        if let Some(env) = env {
+            x.push(',');
+            x.push_str(env);
+        }
+        return Some(x);
+    }
     x.push_str("<General>");
     if !d.interfaces.is_empty() {
         x.push_str("<Interfaces>");
@@ -131,21 +149,29 @@ mod tests {
             receive_buffer_bytes: None,
             bulk_types: None,
         };
-        let x = xml(&d).unwrap();
-        let buffer =
-            "<Internal><SocketReceiveBufferSize min=\"default\" max=\"8388608B\"/></Internal>";
-        assert_eq!(x, format!("{buffer}{}", roam_dds::loopback_config()));
-        assert_eq!(xml(&DdsFile::default()), None);
+        let internal = "<Internal><SocketReceiveBufferSize min=\"default\" max=\"8388608B\"/><MultipleReceiveThreads>true</MultipleReceiveThreads></Internal>";
+        let x = xml_over(&d, Some("file:///ignored.xml")).unwrap();
+        assert_eq!(x, format!("{internal}{}", roam_dds::loopback_config()));
+        // What roam writes is well-formed by the same check users' XML gets.
+        check_xml(&x).unwrap();
+        // Without interfaces or peers, the environment's configuration comes after roam's.
+        assert_eq!(xml_over(&DdsFile::default(), None).unwrap(), internal);
+        assert_eq!(
+            xml_over(&DdsFile::default(), Some("file:///etc/cdds.xml")).unwrap(),
+            format!("{internal},file:///etc/cdds.xml")
+        );
         let only_buffer = DdsFile {
             receive_buffer_bytes: Some(1 << 20),
             ..DdsFile::default()
         };
-        assert_eq!(
-            xml(&only_buffer).unwrap(),
-            "<Internal><SocketReceiveBufferSize min=\"default\" max=\"1048576B\"/></Internal><General></General>"
-        );
-        // What roam writes is well-formed by the same check users' XML gets.
-        check_xml(&x).unwrap();
+        assert!(xml_over(&only_buffer, None)
+            .unwrap()
+            .contains("max=\"1048576B\""));
+        let given = DdsFile {
+            config_xml: Some("<General/>".into()),
+            ..DdsFile::default()
+        };
+        assert_eq!(xml_over(&given, Some("x")).unwrap(), "<General/>");
     }
 
     #[test]

@@ -60,17 +60,26 @@ impl Proc {
         Self::spawn_cmd(name, Command::new(program), args, stdin)
     }
 
+    /// `roam` with `CYCLONEDDS_URI` set to `uri` instead of the tests' loopback one.
+    pub fn spawn_with_cyclonedds_uri(name: &str, args: &[String], uri: &str) -> Proc {
+        let mut cmd = Command::new(ROAM);
+        cmd.env("CYCLONEDDS_URI", uri);
+        Self::spawn_cmd(name, cmd, args, None)
+    }
+
     fn spawn_cmd(name: &str, mut cmd: Command, args: &[String], stdin: Option<Stdio>) -> Proc {
-        let mut child = cmd
-            .args(args)
-            // DDS peers (Python cyclonedds, roam proxies) stay on loopback in tests.
-            .env(
+        // DDS peers (Python cyclonedds, roam proxies) stay on loopback in tests.
+        if !cmd.get_envs().any(|(k, _)| k == "CYCLONEDDS_URI") {
+            cmd.env(
                 "CYCLONEDDS_URI",
                 format!(
                     "<CycloneDDS><Domain>{}</Domain></CycloneDDS>",
                     roam_dds::loopback_config()
                 ),
-            )
+            );
+        }
+        let mut child = cmd
+            .args(args)
             .env(
                 "RUST_LOG",
                 std::env::var("ROAM_TEST_RUST_LOG")
