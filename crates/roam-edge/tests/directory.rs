@@ -232,5 +232,39 @@ async fn the_parts_of_one_process_share_its_one_entry() {
     // ... and the last part's going empties the entry at once.
     doors.close().await;
     until(&views[0], "robot gone", |l, _| l.members.is_empty()).await;
+
+    // A stopping process leaves the realm whatever its other parts list.
+    let proxy = robot.directory_announcer(realm.clone()).await.unwrap();
+    proxy.set(vec![item(
+        ItemKind::Topic,
+        Role::Offers,
+        "/chatter",
+        "std_msgs/msg/String",
+    )]);
+    let doors = robot.directory_announcer(realm.clone()).await.unwrap();
+    doors.set(vec![item(
+        ItemKind::Topic,
+        Role::Imports,
+        "/scan",
+        "sensor_msgs/msg/LaserScan",
+    )]);
+    until(&views[0], "robot back", |l, _| {
+        has(l, "/chatter") && has(l, "/scan")
+    })
+    .await;
+    proxy.leave().await;
+    until(&views[0], "robot gone although its doors remain", |l, _| {
+        l.members.is_empty()
+    })
+    .await;
+    // Still gone after the next periods' repeats.
+    let heard = views[0].progress().borrow().heard;
+    until(&views[0], "repeats", |_, p| p.heard >= heard + 2).await;
+    assert!(
+        views[0].listing().members.is_empty(),
+        "{:?}",
+        views[0].listing()
+    );
+    drop(doors);
     assert_eq!(views[0].progress().borrow().refused, 0);
 }

@@ -5,6 +5,7 @@
 //! and the realm's listing would flip between them.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use roam_proto::directory::{
@@ -29,6 +30,11 @@ pub(crate) struct Entry {
     parts: Mutex<Parts>,
     items: watch::Sender<Vec<DirectoryItem>>,
     task: tokio::task::JoinHandle<()>,
+    /// The process is leaving the realm: the entry lists nothing from now on.
+    leaving: AtomicBool,
+    /// What sends the entry, for [`DirectoryAnnouncer::leave`]'s last one.
+    publisher: Arc<Publisher>,
+    member: String,
 }
 
 #[derive(Default)]
@@ -50,7 +56,11 @@ impl Entry {
             .filter(|i| seen.insert(*i))
             .cloned()
             .collect();
-        let union = within_limits(union);
+        let union = if self.leaving.load(Ordering::Acquire) {
+            Vec::new()
+        } else {
+            within_limits(union)
+        };
         self.items.send_if_modified(|now| {
             if *now == union {
                 return false;
@@ -97,10 +107,14 @@ impl Edge {
             warn!(name = %self.name(), "the directory names this process by the first {MAX_MEMBER} bytes of its name");
         }
         let (items, rx) = watch::channel(Vec::new());
+        let publisher = Arc::new(publisher);
         let entry = Arc::new(Entry {
             parts: Mutex::new(Parts::default()),
             items,
-            task: tokio::spawn(announce(publisher, member, rx)),
+            task: tokio::spawn(announce(publisher.clone(), member.clone(), rx)),
+            leaving: AtomicBool::new(false),
+            publisher,
+            member,
         });
         entries.retain(|_, e| e.strong_count() > 0);
         entries.insert(name, Arc::downgrade(&entry));
@@ -140,6 +154,28 @@ impl DirectoryAnnouncer {
     }
 }
 
+impl DirectoryAnnouncer {
+    /// Says that the whole process leaves the realm (it is stopping): its entry lists nothing
+    /// from now on, whatever other parts list, and the empty entry is handed to the router
+    /// (if anyone listens) before this returns. Views forget the member at once.
+    pub async fn leave(self) {
+        let entry = self.entry.clone();
+        entry.leaving.store(true, Ordering::Release);
+        drop(self);
+        let listening = *entry.publisher.demand().borrow();
+        if listening {
+            let last = DirectoryEntry {
+                member: entry.member.clone(),
+                period_ms: DIRECTORY_PERIOD.as_millis() as u32,
+                items: Vec::new(),
+            };
+            if let Err(e) = entry.publisher.publish(&last.encode()).await {
+                warn!("cannot send this process's last directory entry: {e}");
+            }
+        }
+    }
+}
+
 impl Drop for DirectoryAnnouncer {
     fn drop(&mut self) {
         let part = self.part;
@@ -150,7 +186,7 @@ impl Drop for DirectoryAnnouncer {
 }
 
 async fn announce(
-    publisher: Publisher,
+    publisher: Arc<Publisher>,
     member: String,
     mut items: watch::Receiver<Vec<DirectoryItem>>,
 ) {

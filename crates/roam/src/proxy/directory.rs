@@ -335,8 +335,9 @@ async fn run(
             }
         }
     }
+    // The proxy is stopping: its whole process leaves each realm, gateway doors included.
     for (_, a) in announcers {
-        a.close().await;
+        a.leave().await;
     }
 }
 
