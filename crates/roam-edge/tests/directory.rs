@@ -167,6 +167,26 @@ async fn in_a_signed_realm_an_entry_must_be_signed_by_the_member_it_names() {
     assert_eq!(names, ["/real"]);
 }
 
+/// What a robot's proxy lists: the topic it exports.
+fn offers_chatter() -> DirectoryItem {
+    item(
+        ItemKind::Topic,
+        Role::Offers,
+        "/chatter",
+        "std_msgs/msg/String",
+    )
+}
+
+/// What a gateway door's client lists: a topic it reads.
+fn imports_scan() -> DirectoryItem {
+    item(
+        ItemKind::Topic,
+        Role::Imports,
+        "/scan",
+        "sensor_msgs/msg/LaserScan",
+    )
+}
+
 /// A proxy that also opens gateway doors lists things from two parts: both go into the one
 /// entry of its member name. Two entries under one name would replace each other in every
 /// view, and the realm's listing would flip between them.
@@ -177,12 +197,7 @@ async fn the_parts_of_one_process_share_its_one_entry() {
     let realm = realm(HashMap::new());
     let robot = Edge::new(Port::Router(r.clone()), "robot");
     let proxy = robot.directory_announcer(realm.clone()).await.unwrap();
-    proxy.set(vec![item(
-        ItemKind::Topic,
-        Role::Offers,
-        "/chatter",
-        "std_msgs/msg/String",
-    )]);
+    proxy.set(vec![offers_chatter()]);
     // The doors' part: no client yet, nothing listed.
     let doors = robot.directory_announcer(realm.clone()).await.unwrap();
     doors.set(vec![]);
@@ -211,12 +226,7 @@ async fn the_parts_of_one_process_share_its_one_entry() {
             .unwrap();
     }
     // What either part lists is in the entry, ...
-    doors.set(vec![item(
-        ItemKind::Topic,
-        Role::Imports,
-        "/scan",
-        "sensor_msgs/msg/LaserScan",
-    )]);
+    doors.set(vec![imports_scan()]);
     for view in &views {
         until(view, "both parts' topics", |l, _| {
             has(l, "/chatter") && has(l, "/scan") && l.members == ["robot"]
@@ -235,19 +245,9 @@ async fn the_parts_of_one_process_share_its_one_entry() {
 
     // A stopping process leaves the realm whatever its other parts list.
     let proxy = robot.directory_announcer(realm.clone()).await.unwrap();
-    proxy.set(vec![item(
-        ItemKind::Topic,
-        Role::Offers,
-        "/chatter",
-        "std_msgs/msg/String",
-    )]);
+    proxy.set(vec![offers_chatter()]);
     let doors = robot.directory_announcer(realm.clone()).await.unwrap();
-    doors.set(vec![item(
-        ItemKind::Topic,
-        Role::Imports,
-        "/scan",
-        "sensor_msgs/msg/LaserScan",
-    )]);
+    doors.set(vec![imports_scan()]);
     until(&views[0], "robot back", |l, _| {
         has(l, "/chatter") && has(l, "/scan")
     })

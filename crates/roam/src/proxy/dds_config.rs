@@ -83,14 +83,14 @@ pub fn check_xml(x: &str) -> Result<(), XmlError> {
 ///   for every packet on every socket, a second system call per packet. A proxy takes in
 ///   every sample of what it exports: E2's load measured 14.0-14.4 us of the proxies' CPU
 ///   per message with one thread, 12.6 us with it (bench/results/lab-e2-recv-thread.md).
-pub fn xml(d: &DdsFile) -> Option<String> {
+pub fn xml(d: &DdsFile) -> String {
     let env = std::env::var("CYCLONEDDS_URI").ok();
     xml_over(d, env.as_deref().filter(|e| !e.trim().is_empty()))
 }
 
-fn xml_over(d: &DdsFile, env: Option<&str>) -> Option<String> {
+fn xml_over(d: &DdsFile, env: Option<&str>) -> String {
     if let Some(x) = &d.config_xml {
-        return Some(x.clone());
+        return x.clone();
     }
     // "min: default" accepts whatever the kernel grants (net.core.rmem_max caps it).
     let mut x = format!(
@@ -102,7 +102,7 @@ fn xml_over(d: &DdsFile, env: Option<&str>) -> Option<String> {
             x.push(',');
             x.push_str(env);
         }
-        return Some(x);
+        return x;
     }
     x.push_str("<General>");
     if !d.interfaces.is_empty() {
@@ -124,7 +124,7 @@ fn xml_over(d: &DdsFile, env: Option<&str>) -> Option<String> {
         }
         x.push_str("</Peers><ParticipantIndex>auto</ParticipantIndex><MaxAutoParticipantIndex>50</MaxAutoParticipantIndex></Discovery>");
     }
-    Some(x)
+    x
 }
 
 fn escape(s: &str) -> String {
@@ -150,28 +150,26 @@ mod tests {
             bulk_types: None,
         };
         let internal = "<Internal><SocketReceiveBufferSize min=\"default\" max=\"8388608B\"/><MultipleReceiveThreads>true</MultipleReceiveThreads></Internal>";
-        let x = xml_over(&d, Some("file:///ignored.xml")).unwrap();
+        let x = xml_over(&d, Some("file:///ignored.xml"));
         assert_eq!(x, format!("{internal}{}", roam_dds::loopback_config()));
         // What roam writes is well-formed by the same check users' XML gets.
         check_xml(&x).unwrap();
         // Without interfaces or peers, the environment's configuration comes after roam's.
-        assert_eq!(xml_over(&DdsFile::default(), None).unwrap(), internal);
+        assert_eq!(xml_over(&DdsFile::default(), None), internal);
         assert_eq!(
-            xml_over(&DdsFile::default(), Some("file:///etc/cdds.xml")).unwrap(),
+            xml_over(&DdsFile::default(), Some("file:///etc/cdds.xml")),
             format!("{internal},file:///etc/cdds.xml")
         );
         let only_buffer = DdsFile {
             receive_buffer_bytes: Some(1 << 20),
             ..DdsFile::default()
         };
-        assert!(xml_over(&only_buffer, None)
-            .unwrap()
-            .contains("max=\"1048576B\""));
+        assert!(xml_over(&only_buffer, None).contains("max=\"1048576B\""));
         let given = DdsFile {
             config_xml: Some("<General/>".into()),
             ..DdsFile::default()
         };
-        assert_eq!(xml_over(&given, Some("x")).unwrap(), "<General/>");
+        assert_eq!(xml_over(&given, Some("x")), "<General/>");
     }
 
     #[test]

@@ -98,7 +98,7 @@ pub async fn run(
 
     let xml = super::dds_config::xml(&cfg.dds);
     let participant =
-        Participant::new(cfg.dds.domain, xml.as_deref()).map_err(|e| format!("DDS: {e}"))?;
+        Participant::new(cfg.dds.domain, Some(&xml)).map_err(|e| format!("DDS: {e}"))?;
     info!(domain = cfg.dds.domain, "DDS participant up");
     let mqtt = match cfg.mqtt.take() {
         Some(section) => Some(
