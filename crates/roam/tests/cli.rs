@@ -554,6 +554,73 @@ fn threads_named(pid: u32, name: &str) -> usize {
         .count()
 }
 
+/// A CYCLONEDDS_URI that keeps DDS on loopback, asks for a 2 MiB receive buffer and has
+/// CycloneDDS write where each setting came from to `trace`.
+fn traced_uri(trace: &Path) -> String {
+    format!(
+        "<CycloneDDS><Domain>{}<Internal><SocketReceiveBufferSize min=\"default\" max=\"2MiB\"/></Internal><Tracing><Verbosity>config</Verbosity><OutputFile>{}</OutputFile></Tracing></Domain></CycloneDDS>",
+        roam_dds::loopback_config(),
+        trace.display()
+    )
+}
+
+/// `p`, started with [`traced_uri`], runs a receive thread for its unicast data socket, and
+/// CycloneDDS's trace says roam's settings came first and the environment's after them.
+fn expect_roams_dds_settings_first(p: &Proc, trace: &Path) {
+    let end = Instant::now() + Duration::from_secs(20);
+    while threads_named(p.pid(), "recvUC") != 1 {
+        assert!(
+            Instant::now() < end,
+            "no unicast receive thread: {}",
+            p.logs()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let config = std::fs::read_to_string(trace).expect("CycloneDDS's trace");
+    let line = |key: &str| {
+        config
+            .lines()
+            .find(|l| l.contains(key))
+            .unwrap_or_else(|| panic!("no {key} in the trace: {config}"))
+            .to_string()
+    };
+    // "{0}": from the first source (roam's), "{0,1}": set by both, the last one's value.
+    let threads = line("MultipleReceiveThreads/#text");
+    assert!(threads.ends_with("true {0}"), "{threads}");
+    let buffer = line("SocketReceiveBufferSize[@max]");
+    assert!(buffer.ends_with("2 MiB {0,1}"), "{buffer}");
+    let interface = line("NetworkInterface[@name]");
+    assert!(interface.ends_with("lo {1}"), "{interface}");
+}
+
+/// `roam mqtt` on its own gives its DDS participant the same settings as a proxy does.
+#[test]
+fn the_standalone_mqtt_bridge_adds_the_proxys_dds_settings() {
+    let net = Net::new("cli-mqtt-dds-settings");
+    let params = net.dir.join("params.yaml");
+    // No broker listens there: the bridge starts and keeps trying to connect.
+    std::fs::write(
+        &params,
+        format!(
+            "broker:\n  host: 127.0.0.1\n  port: {}\nbridge:\n  ros2mqtt:\n    ros_topics: [/chatter]\n    /chatter:\n      mqtt_topic: chatter\n",
+            free_tcp_port()
+        ),
+    )
+    .unwrap();
+    let trace = net.dir.join("cyclonedds-mqtt.log");
+    let args = [
+        "mqtt",
+        "--params",
+        params.to_str().unwrap(),
+        "--domain",
+        "153",
+    ]
+    .map(String::from);
+    let mut bridge = Proc::spawn_with_cyclonedds_uri("mqtt", &args, &traced_uri(&trace));
+    expect_roams_dds_settings_first(&bridge, &trace);
+    bridge.kill();
+}
+
 /// A proxy without interfaces or peers in its file: roam's CycloneDDS settings come first
 /// (a receive thread for the unicast data socket, an 8 MiB receive buffer), then
 /// `CYCLONEDDS_URI`, whose settings win where both say something. CycloneDDS's own trace of
@@ -573,37 +640,9 @@ fn a_proxy_adds_its_dds_settings_before_cyclonedds_uri() {
     )
     .unwrap();
     let trace = net.dir.join("cyclonedds.log");
-    let uri = format!(
-        "<CycloneDDS><Domain>{}<Internal><SocketReceiveBufferSize min=\"default\" max=\"2MiB\"/></Internal><Tracing><Verbosity>config</Verbosity><OutputFile>{}</OutputFile></Tracing></Domain></CycloneDDS>",
-        roam_dds::loopback_config(),
-        trace.display()
-    );
     let args = ["proxy", "-c", yaml.to_str().unwrap()].map(String::from);
-    let mut proxy = Proc::spawn_with_cyclonedds_uri("robot", &args, &uri);
-    let end = Instant::now() + Duration::from_secs(20);
-    while threads_named(proxy.pid(), "recvUC") != 1 {
-        assert!(
-            Instant::now() < end,
-            "no unicast receive thread: {}",
-            proxy.logs()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let config = std::fs::read_to_string(&trace).expect("CycloneDDS's trace");
-    let line = |key: &str| {
-        config
-            .lines()
-            .find(|l| l.contains(key))
-            .unwrap_or_else(|| panic!("no {key} in the trace: {config}"))
-            .to_string()
-    };
-    // "{0}": from the first source (roam's), "{0,1}": set by both, the last one's value.
-    let threads = line("MultipleReceiveThreads/#text");
-    assert!(threads.ends_with("true {0}"), "{threads}");
-    let buffer = line("SocketReceiveBufferSize[@max]");
-    assert!(buffer.ends_with("2 MiB {0,1}"), "{buffer}");
-    let interface = line("NetworkInterface[@name]");
-    assert!(interface.ends_with("lo {1}"), "{interface}");
+    let mut proxy = Proc::spawn_with_cyclonedds_uri("robot", &args, &traced_uri(&trace));
+    expect_roams_dds_settings_first(&proxy, &trace);
     proxy.kill();
     router.kill();
 }

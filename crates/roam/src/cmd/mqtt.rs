@@ -11,6 +11,8 @@ use roam_edge::definitions::DefinitionSource;
 
 use super::CmdResult;
 use crate::mqtt::{config, Bridge, Context, MqttSection};
+use crate::proxy::config::DdsFile;
+use crate::proxy::dds_config;
 
 #[derive(Debug, Args)]
 pub struct MqttArgs {
@@ -60,7 +62,13 @@ pub async fn run(a: MqttArgs) -> CmdResult {
     };
     let definitions =
         Arc::new(DefinitionSource::from_env(&a.msg_paths).map_err(|e| format!("--msg-path: {e}"))?);
-    let participant = Participant::new(domain, None).map_err(|e| format!("DDS: {e}"))?;
+    // The proxy's DDS settings (receive buffer, a receive thread for the unicast data socket),
+    // with CYCLONEDDS_URI after them as in a proxy without interfaces or peers.
+    let xml = dds_config::xml(&DdsFile {
+        domain,
+        ..DdsFile::default()
+    });
+    let participant = Participant::new(domain, Some(&xml)).map_err(|e| format!("DDS: {e}"))?;
     let bridge = Bridge::start(
         MqttSection {
             params,
