@@ -8,6 +8,8 @@
 
 mod endpoint;
 mod link_socket;
+#[cfg(test)]
+mod readers_first_tests;
 mod repair_inbox;
 mod socket_drops;
 mod streams;

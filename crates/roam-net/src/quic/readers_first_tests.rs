@@ -1,0 +1,189 @@
+//! A connection's readers get what arrived before its acknowledgement is sent (quinn as
+//! patched in vendor/quinn, see its ROAM.md): on one worker thread, a message goes on its way
+//! first and the acknowledgement after it.
+
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use quinn::udp::{RecvMeta, Transmit};
+use quinn::{AsyncUdpSocket, UdpPoller};
+use roam_proto::frame::Role;
+
+use super::endpoint::{endpoint, transport_config};
+use super::link_socket::LinkSocket;
+use super::timer::EarlyTimerRuntime;
+use crate::link::LinkConfig;
+use crate::pki::tests::TempDir;
+use crate::pki::{init_ca, issue, load_identity, Validity, ROUTER_SERVER_NAME};
+use crate::tls;
+
+/// What the listening side's socket and its reader did, in order.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Event {
+    Received,
+    Sent,
+    /// The reader task got the first bytes of the message.
+    Read,
+}
+
+type Log = Arc<Mutex<Vec<Event>>>;
+
+/// roam's link socket, noting every datagram batch taken in and every send.
+#[derive(Debug)]
+struct Logged {
+    socket: Arc<LinkSocket>,
+    log: Log,
+}
+
+impl AsyncUdpSocket for Logged {
+    fn create_io_poller(self: Arc<Self>) -> Pin<Box<dyn UdpPoller>> {
+        self.socket.clone().create_io_poller()
+    }
+
+    fn try_send(&self, transmit: &Transmit) -> io::Result<()> {
+        let sent = self.socket.try_send(transmit);
+        if sent.is_ok() {
+            self.log.lock().unwrap().push(Event::Sent);
+        }
+        sent
+    }
+
+    fn poll_recv(
+        &self,
+        cx: &mut Context,
+        bufs: &mut [io::IoSliceMut<'_>],
+        meta: &mut [RecvMeta],
+    ) -> Poll<io::Result<usize>> {
+        let received = self.socket.poll_recv(cx, bufs, meta);
+        if matches!(received, Poll::Ready(Ok(n)) if n > 0) {
+            self.log.lock().unwrap().push(Event::Received);
+        }
+        received
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.socket.local_addr()
+    }
+
+    fn may_fragment(&self) -> bool {
+        self.socket.may_fragment()
+    }
+
+    fn max_transmit_segments(&self) -> usize {
+        self.socket.max_transmit_segments()
+    }
+
+    fn max_receive_segments(&self) -> usize {
+        self.socket.max_receive_segments()
+    }
+}
+
+/// Everything the log holds from `from` on, up to the reader's first read of the message.
+fn before_the_read(log: &Log, from: usize) -> Vec<Event> {
+    let log = log.lock().unwrap();
+    let read = log[from..]
+        .iter()
+        .position(|e| *e == Event::Read)
+        .expect("the reader logged its read");
+    log[from..from + read].to_vec()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_message_reaches_its_reader_before_its_acknowledgement_is_sent() {
+    let dir = TempDir::new("readers-first");
+    init_ca(dir.path()).unwrap();
+    issue(dir.path(), "r1", Role::Router, Validity::default()).unwrap();
+    issue(dir.path(), "robot", Role::Client, Validity::default()).unwrap();
+    let router = load_identity(dir.path(), "r1").unwrap();
+    let robot = load_identity(dir.path(), "robot").unwrap();
+    let cfg = LinkConfig::default();
+
+    let log: Log = Arc::default();
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let socket = Arc::new(Logged {
+        socket: Arc::new(LinkSocket::new(socket).unwrap()),
+        log: log.clone(),
+    });
+    let server = tls::quinn_server_config(&router, transport_config(&cfg, 4 << 20)).unwrap();
+    let listener = quinn::Endpoint::new_with_abstract_socket(
+        quinn::EndpointConfig::default(),
+        Some(server),
+        socket.clone(),
+        EarlyTimerRuntime::new(),
+    )
+    .unwrap();
+    let addr = socket.local_addr().unwrap();
+    let dialer = endpoint(&robot, &cfg, None).unwrap();
+
+    let accepted = tokio::spawn(async move {
+        let conn = listener.accept().await.unwrap().await.unwrap();
+        (listener, conn)
+    });
+    let conn = dialer
+        .connect(addr, ROUTER_SERVER_NAME)
+        .unwrap()
+        .await
+        .unwrap();
+    let (_listener, server_conn) = accepted.await.unwrap();
+
+    // The stream is opened by a first message; the reader then waits on it for the second,
+    // as a topic's lane does between messages.
+    let mut send = conn.open_uni().await.unwrap();
+    send.write_all(b"hello").await.unwrap();
+    let mut recv = server_conn.accept_uni().await.unwrap();
+    let mut hello = [0u8; 5];
+    recv.read_exact(&mut hello).await.unwrap();
+    assert_eq!(&hello, b"hello");
+
+    let reader_log = log.clone();
+    let reader = tokio::spawn(async move {
+        let first = recv.read_chunk(usize::MAX, true).await.unwrap().unwrap();
+        reader_log.lock().unwrap().push(Event::Read);
+        let mut total = first.bytes.len();
+        while let Some(chunk) = recv.read_chunk(usize::MAX, true).await.unwrap() {
+            total += chunk.bytes.len();
+        }
+        total
+    });
+    // Let the acknowledgements of the first message go out before the second is sent.
+    let quiet = tokio::time::Instant::now() + Duration::from_secs(10);
+    let mut seen = usize::MAX;
+    loop {
+        let now = log.lock().unwrap().len();
+        if now == seen {
+            break;
+        }
+        seen = now;
+        assert!(
+            tokio::time::Instant::now() < quiet,
+            "the link never went quiet"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let from = log.lock().unwrap().len();
+    // Several packets, so that the receiver owes an acknowledgement at once.
+    let message = vec![7u8; 64 << 10];
+    send.write_all(&message).await.unwrap();
+    send.finish().unwrap();
+    let total = tokio::time::timeout(Duration::from_secs(10), reader)
+        .await
+        .expect("the message arrives")
+        .unwrap();
+    assert_eq!(total, message.len());
+
+    let events = before_the_read(&log, from);
+    let last_arrival = events
+        .iter()
+        .rposition(|e| *e == Event::Received)
+        .expect("the message arrived before it was read");
+    assert!(
+        !events[last_arrival..].contains(&Event::Sent),
+        "the listener sent a datagram between taking in the message and its reader reading \
+         it (events from the message on: {events:?})"
+    );
+    conn.close(0u32.into(), b"done");
+}
