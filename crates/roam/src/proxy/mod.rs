@@ -26,6 +26,7 @@
 
 pub mod call_ids;
 pub mod config;
+pub mod config_file;
 pub mod convention;
 pub mod dds_config;
 pub mod directory;
