@@ -1,6 +1,7 @@
 //! A connection's readers get what arrived before its acknowledgement is sent (quinn as
 //! patched in vendor/quinn, see its ROAM.md): on one worker thread, a message goes on its way
-//! first and the acknowledgement after it.
+//! first, through the tasks it is handed to as in a proxy (stream reader, routing, import),
+//! and the acknowledgement after it.
 
 use std::io;
 use std::net::SocketAddr;
@@ -26,8 +27,8 @@ use crate::tls;
 enum Event {
     Received,
     Sent,
-    /// The reader task got the first bytes of the message.
-    Read,
+    /// The last of the tasks the reader hands the message to got its first bytes.
+    Delivered,
 }
 
 type Log = Arc<Mutex<Vec<Event>>>;
@@ -82,18 +83,18 @@ impl AsyncUdpSocket for Logged {
     }
 }
 
-/// Everything the log holds from `from` on, up to the reader's first read of the message.
-fn before_the_read(log: &Log, from: usize) -> Vec<Event> {
+/// Everything the log holds from `from` on, up to the message's delivery.
+fn before_delivery(log: &Log, from: usize) -> Vec<Event> {
     let log = log.lock().unwrap();
-    let read = log[from..]
+    let delivered = log[from..]
         .iter()
-        .position(|e| *e == Event::Read)
-        .expect("the reader logged its read");
-    log[from..from + read].to_vec()
+        .position(|e| *e == Event::Delivered)
+        .expect("the message was delivered");
+    log[from..from + delivered].to_vec()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
-async fn a_message_reaches_its_reader_before_its_acknowledgement_is_sent() {
+async fn a_message_is_delivered_before_its_acknowledgement_is_sent() {
     let dir = TempDir::new("readers-first");
     init_ca(dir.path()).unwrap();
     issue(dir.path(), "r1", Role::Router, Validity::default()).unwrap();
@@ -139,15 +140,30 @@ async fn a_message_reaches_its_reader_before_its_acknowledgement_is_sent() {
     recv.read_exact(&mut hello).await.unwrap();
     assert_eq!(&hello, b"hello");
 
-    let reader_log = log.clone();
-    let reader = tokio::spawn(async move {
-        let first = recv.read_chunk(usize::MAX, true).await.unwrap().unwrap();
-        reader_log.lock().unwrap().push(Event::Read);
-        let mut total = first.bytes.len();
-        while let Some(chunk) = recv.read_chunk(usize::MAX, true).await.unwrap() {
-            total += chunk.bytes.len();
+    // As in a proxy: the stream's reader hands what it reads to a routing task, which hands
+    // it to the task that delivers it.
+    let (to_routing, mut routing) = tokio::sync::mpsc::channel::<usize>(8);
+    let (to_delivery, mut delivery) = tokio::sync::mpsc::channel::<usize>(8);
+    tokio::spawn(async move {
+        while let Some(n) = routing.recv().await {
+            let _ = to_delivery.send(n).await;
+        }
+    });
+    let delivery_log = log.clone();
+    let delivered = tokio::spawn(async move {
+        let mut total = 0;
+        while let Some(n) = delivery.recv().await {
+            if total == 0 {
+                delivery_log.lock().unwrap().push(Event::Delivered);
+            }
+            total += n;
         }
         total
+    });
+    tokio::spawn(async move {
+        while let Some(chunk) = recv.read_chunk(usize::MAX, true).await.unwrap() {
+            let _ = to_routing.send(chunk.bytes.len()).await;
+        }
     });
     // Let the acknowledgements of the first message go out before the second is sent.
     let quiet = tokio::time::Instant::now() + Duration::from_secs(10);
@@ -169,21 +185,21 @@ async fn a_message_reaches_its_reader_before_its_acknowledgement_is_sent() {
     let message = vec![7u8; 64 << 10];
     send.write_all(&message).await.unwrap();
     send.finish().unwrap();
-    let total = tokio::time::timeout(Duration::from_secs(10), reader)
+    let total = tokio::time::timeout(Duration::from_secs(10), delivered)
         .await
         .expect("the message arrives")
         .unwrap();
     assert_eq!(total, message.len());
 
-    let events = before_the_read(&log, from);
+    let events = before_delivery(&log, from);
     let last_arrival = events
         .iter()
         .rposition(|e| *e == Event::Received)
-        .expect("the message arrived before it was read");
+        .expect("the message arrived before it was delivered");
     assert!(
         !events[last_arrival..].contains(&Event::Sent),
-        "the listener sent a datagram between taking in the message and its reader reading \
-         it (events from the message on: {events:?})"
+        "the listener sent a datagram between taking in the message and delivering it \
+         (events from the message on: {events:?})"
     );
     conn.close(0u32.into(), b"done");
 }
