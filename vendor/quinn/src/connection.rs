@@ -1044,10 +1044,14 @@ impl State {
         let now = self.runtime.now();
         let mut transmits = 0;
 
+        // roam: no more segments than fit in one UDP send. The kernel refuses (EMSGSIZE) a
+        // segmentation-offload send whose datagrams total more than an IP packet holds, which
+        // ten segments of a path MTU above 6,550 bytes (loopback, jumbo frames) exceed.
         let max_datagrams = self
             .socket
             .max_transmit_segments()
-            .min(MAX_TRANSMIT_SEGMENTS);
+            .min(MAX_TRANSMIT_SEGMENTS)
+            .min((MAX_SEND_BYTES / usize::from(self.inner.current_mtu().max(1))).max(1));
 
         loop {
             // Retry the last transmit, or get a new one.
@@ -1374,3 +1378,7 @@ const MAX_TRANSMIT_DATAGRAMS: usize = 20;
 /// memory allocations when calling `poll_transmit()`. Benchmarks have shown
 /// that numbers around 10 are a good compromise.
 const MAX_TRANSMIT_SEGMENTS: usize = 10;
+
+/// roam: the most UDP payload one send may carry, all segments together: an IPv4 packet's
+/// 65,535 bytes less its 20-byte header and the UDP header's 8 (IPv6 allows 20 more).
+const MAX_SEND_BYTES: usize = 65_507;

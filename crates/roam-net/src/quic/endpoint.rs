@@ -24,14 +24,14 @@ const MIN_RECEIVE_WINDOW: usize = 2 << 20;
 const STREAM_SHARE: usize = 4;
 
 /// The largest UDP payload a link's MTU discovery searches for (and that the endpoint says
-/// it takes). Above quinn's 1,452 so that loopback and jumbo-frame LANs carry a message in a
-/// third of the packets. Not more: quinn hands the kernel up to ten packets in one
-/// segmentation-offload send, which may total at most 64 KB (with 9,000- and 65,527-byte
-/// bounds those sends failed with EMSGSIZE and 64 KiB echoes took 56-122 ms), and with 6,500
-/// a 10 kHz stream of 4 KiB messages stalled now and then for 25-50 ms (the lab's E4 p99
-/// 6-50 ms over six runs against 0.4-1.3 ms with 4,500 or 1,452; the cause was not found).
-/// A 1500-byte path settles near 1,452 as before.
-const MAX_UDP_PAYLOAD: u16 = 4500;
+/// it takes): a jumbo frame's. Loopback (a proxy and a router on one host) and jumbo-frame
+/// LANs then carry an 8 KiB message in one packet (two with 4,500, six with 1,452), and the
+/// acknowledgement QUIC sends at once for every second packet is not due; a 1500-byte path
+/// settles near 1,452. The patched quinn (vendor/quinn) puts no more such packets in one
+/// segmentation-offload send than an IP packet holds (seven), which quinn's ten exceeded.
+/// Not larger: with 65,507-byte packets loopback echoes gained nothing at 8 and 64 KiB and
+/// at most 5% at 1 MiB (lab E1 and E4, alternating rounds).
+const MAX_UDP_PAYLOAD: u16 = 9000;
 
 /// QUIC transport parameters for roam links whose UDP socket holds `socket_buffer` bytes.
 ///
