@@ -24,14 +24,15 @@ const MIN_RECEIVE_WINDOW: usize = 2 << 20;
 const STREAM_SHARE: usize = 4;
 
 /// The largest UDP payload a link's MTU discovery searches for (and that the endpoint says
-/// it takes): a jumbo frame's. Loopback (a proxy and a router on one host) and jumbo-frame
-/// LANs then carry an 8 KiB message in one packet (two with 4,500, six with 1,452), and the
-/// acknowledgement QUIC sends at once for every second packet is not due; a 1500-byte path
-/// settles near 1,452. The patched quinn (vendor/quinn) puts no more such packets in one
-/// segmentation-offload send than an IP packet holds (seven), which quinn's ten exceeded.
-/// Not larger: with 65,507-byte packets loopback echoes gained nothing at 8 and 64 KiB and
-/// at most 5% at 1 MiB (lab E1 and E4, alternating rounds).
-const MAX_UDP_PAYLOAD: u16 = 9000;
+/// it takes). Above quinn's 1,452 so that loopback and jumbo-frame LANs carry a message in a
+/// third of the packets; a 1500-byte path settles near 1,452. Not 9,000: quinn (patched in
+/// vendor/quinn to put no more packets in one segmentation-offload send than an IP packet
+/// holds) then carries an 8 KiB message in one packet and echoes of 8 KiB and 1 MiB gained
+/// 5-8%, but 1,000 small topics at 10 Hz (lab E13) arrived later, median 226-241 -> 284-390
+/// us and p99 1.1-1.9 -> 2.3-4.6 ms proxy to proxy in alternating runs, for reasons not yet
+/// found (bench/results/lab-mtu-9000.md). With 6,500 a 10 kHz stream of 4 KiB messages
+/// stalled now and then for 25-50 ms (cause not found either).
+const MAX_UDP_PAYLOAD: u16 = 4500;
 
 /// QUIC transport parameters for roam links whose UDP socket holds `socket_buffer` bytes.
 ///
