@@ -380,12 +380,22 @@ impl Lab {
         let tcp = links == Links::Tcp;
         let scheme = if tcp { "tcp://" } else { "" };
         // None: the shipped default, no option given.
-        let congestion = match links {
+        let variant = match links {
             Links::QuicBbr => Some("congestion: bbr"),
             Links::QuicCubic => Some("congestion: cubic"),
             Links::QuicNoFec => Some("fec: false"),
             Links::Quic | Links::Tcp => None,
         };
+        // ROAM_LAB_LINK="max_udp_payload_bytes: 9000, ...": `link:` options for every roam
+        // process of the run, to compare settings with one build.
+        let extra = std::env::var("ROAM_LAB_LINK")
+            .ok()
+            .filter(|l| !l.trim().is_empty());
+        let link = match (variant, extra.as_deref()) {
+            (Some(v), Some(e)) => Some(format!("{v}, {e}")),
+            (v, e) => v.or(e).map(str::to_string),
+        };
+        let congestion = link.as_deref();
         let pki = self.pki.to_string_lossy().to_string();
         let router = |id: &str, port: u16, connect: Option<u16>| -> Result<Proc, String> {
             let mut args: Vec<String> = [
@@ -405,6 +415,11 @@ impl Lab {
                 Links::QuicCubic => args.extend(["--congestion".into(), "cubic".into()]),
                 Links::QuicNoFec => args.push("--no-fec".into()),
                 Links::Quic | Links::Tcp => {}
+            }
+            if let Some(e) = &extra {
+                let path = self.dir.join(format!("{id}.yaml"));
+                std::fs::write(&path, format!("link: {{{e}}}\n")).map_err(|e| e.to_string())?;
+                args.extend(["-c".into(), path.to_string_lossy().into()]);
             }
             args.extend(["--listen".into(), format!("127.0.0.1:{port}")]);
             if tcp {

@@ -16,6 +16,14 @@ use crate::tls::{router_id, PeerIdentity};
 
 pub use roam_routing::LinkId;
 
+/// The largest UDP payload a link's MTU discovery searches for by default. Above quinn's
+/// 1,452 so that loopback and jumbo-frame LANs carry a message in a third of the packets; a
+/// 1500-byte path settles near 1,452. Not 9,000 (a jumbo frame): on loopback that carries an
+/// 8 KiB message in one packet (its echo about 5% faster), but it gains nothing on a
+/// 1,500-byte path and the sending proxy of 1,000 topics at 10 Hz peaked 14-28 MB higher
+/// (bench/results/lab-mtu-option.md); jumbo-frame deployments set it.
+pub const DEFAULT_MAX_UDP_PAYLOAD: u16 = 4500;
+
 /// Tunables of a link. The defaults suit a robot on a WAN link; tests shorten the timeouts.
 #[derive(Debug, Clone)]
 pub struct LinkConfig {
@@ -35,6 +43,10 @@ pub struct LinkConfig {
     /// reads them, and each drop costs a congestion-window cut. Asked with the `FORCE`
     /// options first (allowed to root and CAP_NET_ADMIN: above `net.core.rmem_max`).
     pub udp_buffer_bytes: usize,
+    /// The largest UDP payload a QUIC link's MTU discovery searches for, and that its
+    /// endpoint says it takes (1,200 to 65,527). Paths with a smaller MTU settle below it
+    /// by themselves; see [`DEFAULT_MAX_UDP_PAYLOAD`] for why the default is not larger.
+    pub max_udp_payload: u16,
     /// Most bytes a QUIC connection holds for its peer: the flow-control windows it grants
     /// (per stream and per connection) and the data it keeps sent but unacknowledged or
     /// written but unsent. Bounds each link's memory and the time data waits in it under
@@ -140,6 +152,7 @@ impl Default for LinkConfig {
             hello_timeout: Duration::from_secs(5),
             congestion: Congestion::Tolerant,
             udp_buffer_bytes: 8 << 20,
+            max_udp_payload: DEFAULT_MAX_UDP_PAYLOAD,
             window_bytes: 8 << 20,
             // Measured in bench/results/lab-ack-defaults.md: see docs/operations.md.
             ack_every: 0,

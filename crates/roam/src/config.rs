@@ -25,6 +25,7 @@
 //!                            # loss), cubic, new_reno or bbr (experimental)
 //!   udp_buffer_bytes: 8388608  # QUIC socket buffers (above net.core.rmem_max only as root)
 //!   window_bytes: 8388608      # QUIC flow-control and send windows: memory and delay under load
+//!   max_udp_payload_bytes: 4500  # largest QUIC packet MTU discovery tries (9000: jumbo frames)
 //!   ack_every_packets: 0       # ask QUIC peers to acknowledge every Nth packet (0: QUIC's own,
 //!   max_ack_delay_ms: 1        # every 2nd) or this long after the first one unacknowledged
 //!   initial_window_bytes: 262144  # QUIC congestion window before the path is measured
@@ -80,6 +81,7 @@ pub struct LinkFile {
     pub congestion: Option<String>,
     pub udp_buffer_bytes: Option<usize>,
     pub window_bytes: Option<usize>,
+    pub max_udp_payload_bytes: Option<u16>,
     pub ack_every_packets: Option<u32>,
     pub max_ack_delay_ms: Option<u64>,
     pub initial_window_bytes: Option<u64>,
@@ -180,6 +182,16 @@ impl LinkFile {
                 "is not a usable QUIC window",
             )?;
         }
+        if let Some(b) = self.max_udp_payload_bytes {
+            range(
+                "max_udp_payload_bytes",
+                b.into(),
+                1200,
+                65527,
+                "bytes (default 4500; 9000 for jumbo-frame networks)",
+                "is not a usable QUIC packet size",
+            )?;
+        }
         if let Some(n) = self.ack_every_packets {
             range(
                 "ack_every_packets",
@@ -277,6 +289,9 @@ impl LinkFile {
         }
         if let Some(b) = self.window_bytes {
             c.window_bytes = b;
+        }
+        if let Some(b) = self.max_udp_payload_bytes {
+            c.max_udp_payload = b;
         }
         if let Some(n) = self.ack_every_packets {
             c.ack_every = n;
@@ -572,6 +587,30 @@ mod tests {
         // The idle timeout's own mistake never talks about keepalives.
         let e = check("id: r1\nlink:\n  idle_timeout_ms: 0\n").unwrap_err();
         assert!(!e.contains("keepalive"), "{e}");
+    }
+
+    #[test]
+    fn the_largest_packet_is_set_in_the_link_section() {
+        let d = LinkFile::default().apply(LinkConfig::default()).unwrap();
+        assert_eq!(d.max_udp_payload, 4500);
+        let f = check("id: r1\nlink:\n  max_udp_payload_bytes: 9000\n").unwrap();
+        assert_eq!(
+            f.link.apply(LinkConfig::default()).unwrap().max_udp_payload,
+            9000
+        );
+        for (text, want) in [
+            (
+                "id: r1\nlink:\n  max_udp_payload_bytes: 1000\n",
+                "router.yaml: line 3: link.max_udp_payload_bytes: 1000 is not a usable QUIC packet size; give 1200 to 65527",
+            ),
+            (
+                "id: r1\nlink:\n  max_udp_payload_bytes: 70000\n",
+                "router.yaml: line 3",
+            ),
+        ] {
+            let e = check(text).unwrap_err();
+            assert!(e.starts_with(want), "{text:?}:\n got  {e}\n want {want}");
+        }
     }
 
     #[test]

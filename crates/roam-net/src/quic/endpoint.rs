@@ -23,17 +23,6 @@ const MIN_RECEIVE_WINDOW: usize = 2 << 20;
 /// too, so neither can one stream fill the send window.
 const STREAM_SHARE: usize = 4;
 
-/// The largest UDP payload a link's MTU discovery searches for (and that the endpoint says
-/// it takes). Above quinn's 1,452 so that loopback and jumbo-frame LANs carry a message in a
-/// third of the packets; a 1500-byte path settles near 1,452. Not 9,000: quinn (patched in
-/// vendor/quinn to put no more packets in one segmentation-offload send than an IP packet
-/// holds) then carries an 8 KiB message in one packet and echoes of 8 KiB and 1 MiB gained
-/// 5-8%, but 1,000 small topics at 10 Hz (lab E13) arrived later, median 226-241 -> 284-390
-/// us and p99 1.1-1.9 -> 2.3-4.6 ms proxy to proxy in alternating runs, for reasons not yet
-/// found (bench/results/lab-mtu-9000.md). With 6,500 a 10 kHz stream of 4 KiB messages
-/// stalled now and then for 25-50 ms (cause not found either).
-const MAX_UDP_PAYLOAD: u16 = 4500;
-
 /// QUIC transport parameters for roam links whose UDP socket holds `socket_buffer` bytes.
 ///
 /// Every window is `cfg.window_bytes` (see [`LinkConfig::window_bytes`]; a stream's receive
@@ -54,7 +43,7 @@ pub fn transport_config(cfg: &LinkConfig, socket_buffer: usize) -> Arc<quinn::Tr
     t.datagram_receive_buffer_size(Some(4 << 20));
     t.datagram_send_buffer_size(1 << 20);
     let mut mtu = quinn::MtuDiscoveryConfig::default();
-    mtu.upper_bound(MAX_UDP_PAYLOAD);
+    mtu.upper_bound(cfg.max_udp_payload);
     t.mtu_discovery_config(Some(mtu));
     if cfg.ack_every > 0 {
         t.ack_frequency_config(Some(ack_frequency(cfg)));
@@ -136,7 +125,7 @@ pub fn endpoint(
     }
     let runtime = super::timer::EarlyTimerRuntime::new();
     let mut ep_cfg = quinn::EndpointConfig::default();
-    let _ = ep_cfg.max_udp_payload_size(MAX_UDP_PAYLOAD);
+    let _ = ep_cfg.max_udp_payload_size(cfg.max_udp_payload);
     let mut ep = quinn::Endpoint::new(ep_cfg, server, socket, runtime)?;
     ep.set_default_client_config(client);
     Ok(ep)
