@@ -539,10 +539,18 @@ mod tests {
         Ok(f)
     }
 
+    /// Each file is refused with an error starting with its message.
+    fn refused(cases: &[(&str, &str)]) {
+        for (text, want) in cases {
+            let e = check(text).unwrap_err();
+            assert!(e.starts_with(want), "{text:?}:\n got  {e}\n want {want}");
+        }
+    }
+
     #[test]
     fn values_that_cannot_work_are_refused_with_file_line_and_field() {
         check("id: r1\nlisten: 0.0.0.0:0\nlink:\n  idle_timeout_ms: 3000\n").unwrap();
-        for (text, want) in [
+        refused(&[
             (
                 "id: r1\nlink:\n  keepalive_ms: 100\n  max_message_bytes: 0\n",
                 "router.yaml: line 4: link.max_message_bytes: 0 cannot carry a message; give 1024 to",
@@ -580,10 +588,7 @@ mod tests {
                 "router.yaml: line 4: connect[1]: missing port",
             ),
             ("id: R1\n", "router.yaml: line 1: id: invalid identity name"),
-        ] {
-            let e = check(text).unwrap_err();
-            assert!(e.starts_with(want), "{text:?}:\n got  {e}\n want {want}");
-        }
+        ]);
         // The idle timeout's own mistake never talks about keepalives.
         let e = check("id: r1\nlink:\n  idle_timeout_ms: 0\n").unwrap_err();
         assert!(!e.contains("keepalive"), "{e}");
@@ -598,7 +603,7 @@ mod tests {
             f.link.apply(LinkConfig::default()).unwrap().max_udp_payload,
             9000
         );
-        for (text, want) in [
+        refused(&[
             (
                 "id: r1\nlink:\n  max_udp_payload_bytes: 1000\n",
                 "router.yaml: line 3: link.max_udp_payload_bytes: 1000 is not a usable QUIC packet size; give 1200 to 65527",
@@ -607,10 +612,7 @@ mod tests {
                 "id: r1\nlink:\n  max_udp_payload_bytes: 70000\n",
                 "router.yaml: line 3",
             ),
-        ] {
-            let e = check(text).unwrap_err();
-            assert!(e.starts_with(want), "{text:?}:\n got  {e}\n want {want}");
-        }
+        ]);
     }
 
     #[test]
@@ -629,7 +631,7 @@ mod tests {
             (l.ack_every, l.max_ack_delay, l.initial_window_bytes),
             (10, Duration::from_millis(2), 12000)
         );
-        for (text, want) in [
+        refused(&[
             (
                 "id: r1\nlink:\n  ack_every_packets: 1001\n",
                 "router.yaml: line 3: link.ack_every_packets: 1001 is not a usable acknowledgement frequency; give 0 to 1000",
@@ -642,10 +644,7 @@ mod tests {
                 "id: r1\nlink:\n  initial_window_bytes: 1000\n",
                 "router.yaml: line 3: link.initial_window_bytes: 1000 is not a usable initial congestion window",
             ),
-        ] {
-            let e = check(text).unwrap_err();
-            assert!(e.starts_with(want), "{text:?}:\n got  {e}\n want {want}");
-        }
+        ]);
     }
 
     #[test]
