@@ -348,7 +348,8 @@ pub struct QuicPath {
     pub cwnd: u64,
     pub sent_packets: u64,
     pub lost_packets: u64,
-    /// Times the congestion controller shrank the window.
+    /// Loss events handed to the congestion controller (a run of packets lost together counts
+    /// once); the `cuts_*` fields say how many shrank the window.
     pub congestion_events: u64,
     /// The largest UDP payload the path carries (MTU discovery); 0 in snapshots of versions
     /// that did not report it.
@@ -362,6 +363,18 @@ pub struct QuicPath {
     pub repairs_received: u64,
     #[serde(default)]
     pub shards_rebuilt: u64,
+    /// The default controller's verdicts on those loss events: forgiven as a radio's random
+    /// loss, or a window cut because the round trip showed a queue, because losses were too
+    /// frequent, or for another reason (persistent congestion, ECN, no round trip yet). All 0
+    /// under plain Cubic or BBR and in snapshots of versions without them.
+    #[serde(default)]
+    pub losses_random: u64,
+    #[serde(default)]
+    pub cuts_queue: u64,
+    #[serde(default)]
+    pub cuts_loss_share: u64,
+    #[serde(default)]
+    pub cuts_other: u64,
 }
 
 impl From<&roam_net::link::PathStats> for QuicPath {
@@ -376,6 +389,10 @@ impl From<&roam_net::link::PathStats> for QuicPath {
             repairs_sent: p.repairs_sent,
             repairs_received: p.repairs_received,
             shards_rebuilt: p.shards_rebuilt,
+            losses_random: p.loss_verdicts.random,
+            cuts_queue: p.loss_verdicts.queue,
+            cuts_loss_share: p.loss_verdicts.loss_share,
+            cuts_other: p.loss_verdicts.other,
         }
     }
 }

@@ -42,10 +42,44 @@ const MIN_SAMPLE_BYTES: u64 = 48 * 1024;
 /// What a loss event tells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
-    /// A queue overflowed (or a policer dropped): the window must shrink.
-    Congestion,
+    /// A queue overflowed (or a policer dropped): the window must shrink, for this reason.
+    Congestion(Cause),
     /// A random loss on a path with no queue: repaired without a window cut.
     Random,
+}
+
+/// Why a loss event was judged congestion: the first rule of the module docs that held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// quinn declared persistent congestion (every packet of a long stretch lost).
+    Persistent,
+    /// An ECN mark (a loss event with no lost bytes): a router said so.
+    Ecn,
+    /// No round trip measured yet: nothing to tell a queue by.
+    NoRtt,
+    /// The round trip stood above its minimum by more than the path's queue threshold.
+    Queue,
+    /// More than [`MAX_RANDOM_LOSS`] of the recent traffic was lost.
+    LossShare,
+}
+
+/// Loss events by verdict, as a link reports them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Judged random: repaired without a window cut.
+    pub random: u64,
+    /// Judged congestion, by cause: each one cut the window.
+    pub queue: u64,
+    pub loss_share: u64,
+    /// Persistent congestion, ECN marks and losses before the first round trip.
+    pub other: u64,
+}
+
+impl Counts {
+    /// Loss events that cut the window.
+    pub fn cuts(&self) -> u64 {
+        self.queue + self.loss_share + self.other
+    }
 }
 
 /// The round trips of a path as the connection measures them.
@@ -85,8 +119,7 @@ pub struct LossJudge {
     current: Period,
     previous: Period,
     period_start: Option<Instant>,
-    random: u64,
-    congestion: u64,
+    counts: Counts,
 }
 
 impl Default for LossJudge {
@@ -102,8 +135,7 @@ impl LossJudge {
             current: Period::default(),
             previous: Period::default(),
             period_start: None,
-            random: 0,
-            congestion: 0,
+            counts: Counts::default(),
         }
     }
 
@@ -119,21 +151,39 @@ impl LossJudge {
     pub fn on_loss(&mut self, now: Instant, lost_bytes: u64, persistent: bool) -> Verdict {
         self.rotate(now);
         self.current.lost += lost_bytes;
-        let verdict = if persistent
-            || lost_bytes == 0
-            || self.rtt.min.is_zero()
-            || self.rtt.queue_delay() > self.rtt.queue_threshold()
-            || self.loss_share().is_some_and(|s| s > MAX_RANDOM_LOSS)
-        {
-            Verdict::Congestion
-        } else {
-            Verdict::Random
+        let verdict = match self.cause(lost_bytes, persistent) {
+            Some(cause) => Verdict::Congestion(cause),
+            None => Verdict::Random,
         };
-        match verdict {
-            Verdict::Congestion => self.congestion += 1,
-            Verdict::Random => self.random += 1,
-        }
+        let c = &mut self.counts;
+        *match verdict {
+            Verdict::Random => &mut c.random,
+            Verdict::Congestion(Cause::Queue) => &mut c.queue,
+            Verdict::Congestion(Cause::LossShare) => &mut c.loss_share,
+            Verdict::Congestion(_) => &mut c.other,
+        } += 1;
         verdict
+    }
+
+    fn cause(&self, lost_bytes: u64, persistent: bool) -> Option<Cause> {
+        if persistent {
+            Some(Cause::Persistent)
+        } else if lost_bytes == 0 {
+            Some(Cause::Ecn)
+        } else if self.rtt.min.is_zero() {
+            Some(Cause::NoRtt)
+        } else if self.rtt.queue_delay() > self.rtt.queue_threshold() {
+            Some(Cause::Queue)
+        } else if self.loss_share().is_some_and(|s| s > MAX_RANDOM_LOSS) {
+            Some(Cause::LossShare)
+        } else {
+            None
+        }
+    }
+
+    /// The round trips the last acknowledgement brought.
+    pub fn rtt(&self) -> Rtt {
+        self.rtt
     }
 
     /// The share of recent traffic lost, once there is enough of it to tell.
@@ -144,9 +194,9 @@ impl LossJudge {
         (total >= MIN_SAMPLE_BYTES).then(|| lost as f64 / total as f64)
     }
 
-    /// Loss events judged random (no window cut) and congestion so far.
-    pub fn counts(&self) -> (u64, u64) {
-        (self.random, self.congestion)
+    /// Loss events so far, by verdict.
+    pub fn counts(&self) -> Counts {
+        self.counts
     }
 
     fn rotate(&mut self, now: Instant) {
@@ -172,6 +222,11 @@ pub struct Tolerant {
 }
 
 impl Tolerant {
+    /// Loss events so far, by verdict.
+    pub fn counts(&self) -> Counts {
+        self.judge.counts()
+    }
+
     /// Whether Cubic hears acknowledgements the connection marks `app_limited` as such: not
     /// when the recent burst filled its share of the window ([`Flight::app_limited`]).
     fn app_limited(&self, app_limited: bool) -> bool {
@@ -223,11 +278,21 @@ impl Controller for Tolerant {
         is_persistent_congestion: bool,
         lost_bytes: u64,
     ) {
-        if self
+        let verdict = self
             .judge
-            .on_loss(now, lost_bytes, is_persistent_congestion)
-            == Verdict::Congestion
-        {
+            .on_loss(now, lost_bytes, is_persistent_congestion);
+        // Which rule cut a window is what tells a lossy radio from a full queue: an operator
+        // turns this on for one link's module (`roam_net::congestion=debug`).
+        tracing::debug!(
+            ?verdict,
+            lost_bytes,
+            rtt_us = self.judge.rtt().now.as_micros() as u64,
+            min_rtt_us = self.judge.rtt().min.as_micros() as u64,
+            loss_share = self.judge.loss_share().unwrap_or(0.0),
+            window = self.cubic.window(),
+            "loss event"
+        );
+        if let Verdict::Congestion(_) = verdict {
             self.cubic
                 .on_congestion_event(now, sent, is_persistent_congestion, lost_bytes);
         }
@@ -314,7 +379,13 @@ mod tests {
         let t0 = Instant::now();
         let mut j = judge(t0, 200 * 1200, 71);
         assert_eq!(j.on_loss(t0 + MS * 30, 1200, false), Verdict::Random);
-        assert_eq!(j.counts(), (1, 0));
+        assert_eq!(
+            j.counts(),
+            Counts {
+                random: 1,
+                ..Counts::default()
+            }
+        );
     }
 
     #[test]
@@ -322,7 +393,11 @@ mod tests {
         let t0 = Instant::now();
         // 70 ms path, 12 ms of queue: above 70/8 = 8.75 ms.
         let mut j = judge(t0, 200 * 1200, 82);
-        assert_eq!(j.on_loss(t0 + MS * 30, 1200, false), Verdict::Congestion);
+        assert_eq!(
+            j.on_loss(t0 + MS * 30, 1200, false),
+            Verdict::Congestion(Cause::Queue)
+        );
+        assert_eq!((j.counts().queue, j.counts().cuts()), (1, 1));
         // 8 ms of queue: still taken for jitter.
         let mut j = judge(t0, 200 * 1200, 78);
         assert_eq!(j.on_loss(t0 + MS * 30, 1200, false), Verdict::Random);
@@ -349,19 +424,26 @@ mod tests {
                 min: Duration::from_micros(100),
             },
         );
-        assert_eq!(j.on_loss(t0, 1200, false), Verdict::Congestion);
+        assert_eq!(
+            j.on_loss(t0, 1200, false),
+            Verdict::Congestion(Cause::Queue)
+        );
     }
 
     #[test]
     fn persistent_congestion_ecn_and_no_rtt_yet_always_cut() {
         let t0 = Instant::now();
         let mut j = judge(t0, 200 * 1200, 70);
-        assert_eq!(j.on_loss(t0, 1200, true), Verdict::Congestion);
-        assert_eq!(j.on_loss(t0, 0, false), Verdict::Congestion);
+        assert_eq!(
+            j.on_loss(t0, 1200, true),
+            Verdict::Congestion(Cause::Persistent)
+        );
+        assert_eq!(j.on_loss(t0, 0, false), Verdict::Congestion(Cause::Ecn));
         assert_eq!(
             LossJudge::new().on_loss(t0, 1200, false),
-            Verdict::Congestion
+            Verdict::Congestion(Cause::NoRtt)
         );
+        assert_eq!((j.counts().other, j.counts().cuts()), (2, 2));
     }
 
     #[test]
@@ -376,7 +458,7 @@ mod tests {
             verdicts[..5].iter().all(|v| *v == Verdict::Random),
             "{verdicts:?}"
         );
-        assert_eq!(verdicts[14], Verdict::Congestion);
+        assert_eq!(verdicts[14], Verdict::Congestion(Cause::LossShare));
         assert!(j.loss_share().is_some_and(|s| s > MAX_RANDOM_LOSS));
     }
 

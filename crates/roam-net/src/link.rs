@@ -474,7 +474,8 @@ pub struct PathStats {
     pub cwnd: u64,
     pub sent_packets: u64,
     pub lost_packets: u64,
-    /// Times the congestion controller shrank the window.
+    /// Loss events (a run of packets lost together counts once) the connection handed to its
+    /// congestion controller; `loss_verdicts` says how many of them shrank the window.
     pub congestion_events: u64,
     /// The largest UDP payload the path carries, as the connection's MTU discovery found it.
     pub mtu: u16,
@@ -482,6 +483,9 @@ pub struct PathStats {
     pub repairs_sent: u64,
     pub repairs_received: u64,
     pub shards_rebuilt: u64,
+    /// What the default (tolerant) controller made of each loss event: forgiven as random, or
+    /// a window cut and why. All zero under plain Cubic or BBR, which keep no such count.
+    pub loss_verdicts: crate::congestion::Counts,
 }
 
 /// A cheap, cloneable handle that queues frames on a link. Never blocks.

@@ -32,8 +32,9 @@ pub fn summary_field(a: &Ages) -> String {
 
 /// A QUIC link's path estimates as one log field: `rtt_us 70210 cwnd 1048576 sent_packets
 /// 9000 lost_packets 12 congestion_events 3 mtu 1452`, then `repairs_sent 40 repairs_received
-/// 38 shards_rebuilt 12` once the link has used forward error correction; `-` for TCP links
-/// (the kernel keeps those).
+/// 38 shards_rebuilt 12` once the link has used forward error correction, and `losses_random
+/// 9 cuts_queue 2 cuts_loss_share 1 cuts_other 0` once the default controller has judged a
+/// loss event; `-` for TCP links (the kernel keeps those).
 pub fn path_field(p: Option<&QuicPath>) -> String {
     match p {
         Some(p) => {
@@ -45,6 +46,12 @@ pub fn path_field(p: Option<&QuicPath>) -> String {
                 f += &format!(
                     " repairs_sent {} repairs_received {} shards_rebuilt {}",
                     p.repairs_sent, p.repairs_received, p.shards_rebuilt
+                );
+            }
+            if p.losses_random + p.cuts_queue + p.cuts_loss_share + p.cuts_other > 0 {
+                f += &format!(
+                    " losses_random {} cuts_queue {} cuts_loss_share {} cuts_other {}",
+                    p.losses_random, p.cuts_queue, p.cuts_loss_share, p.cuts_other
                 );
             }
             f
@@ -471,6 +478,16 @@ mod tests {
         assert_eq!(
             path_field(Some(&fec)),
             "rtt_us 70210 cwnd 1048576 sent_packets 9000 lost_packets 12 congestion_events 3 mtu 6500 repairs_sent 40 repairs_received 38 shards_rebuilt 12"
+        );
+        let judged = QuicPath {
+            losses_random: 9,
+            cuts_queue: 2,
+            cuts_loss_share: 1,
+            ..p
+        };
+        assert_eq!(
+            path_field(Some(&judged)),
+            "rtt_us 70210 cwnd 1048576 sent_packets 9000 lost_packets 12 congestion_events 3 mtu 6500 losses_random 9 cuts_queue 2 cuts_loss_share 1 cuts_other 0"
         );
         assert_eq!(path_field(None), "-");
     }

@@ -458,6 +458,7 @@ fn encode_links(enc: &mut DescriptorEncoder, links: &[Link]) -> Fmt {
     let mut mtu = Vec::new();
     let mut repairs = Vec::new();
     let mut rebuilt = Vec::new();
+    let mut verdicts = Vec::new();
     for (i, l) in links.iter().enumerate() {
         up.push((base(i), if l.closed { 0.0 } else { 1.0 }));
         frames.push((with(i, "direction", "in"), l.frames_in));
@@ -482,6 +483,14 @@ fn encode_links(enc: &mut DescriptorEncoder, links: &[Link]) -> Fmt {
             repairs.push((with(i, "direction", "out"), p.repairs_sent));
             repairs.push((with(i, "direction", "in"), p.repairs_received));
             rebuilt.push((base(i), p.shards_rebuilt));
+            for (v, n) in [
+                ("random", p.losses_random),
+                ("queue", p.cuts_queue),
+                ("loss_share", p.cuts_loss_share),
+                ("other", p.cuts_other),
+            ] {
+                verdicts.push((with(i, "verdict", v), n));
+            }
         }
     }
     gauges(
@@ -566,8 +575,14 @@ fn encode_links(enc: &mut DescriptorEncoder, links: &[Link]) -> Fmt {
     counters(
         enc,
         "link_congestion_events",
-        "Times the QUIC congestion controller shrank the window.",
+        "Loss events the QUIC connection handed to its congestion controller (packets lost together count once).",
         &cong,
+    )?;
+    counters(
+        enc,
+        "link_loss_verdicts",
+        "What the default congestion controller made of each loss event: random (forgiven, no window cut), or a cut for a queue, a high loss share or another reason (persistent congestion, ECN).",
+        &verdicts,
     )?;
     counters(
         enc,

@@ -77,6 +77,12 @@ fn report() -> RouterReport {
                     repairs_sent: 4,
                     repairs_received: 5,
                     shards_rebuilt: 2,
+                    loss_verdicts: roam_net::congestion::Counts {
+                        random: 9,
+                        queue: 2,
+                        loss_share: 0,
+                        other: 1,
+                    },
                 }),
             ),
             link(2, "r3", "tcp+tls", None),
@@ -173,6 +179,16 @@ fn a_router_report_becomes_routing_links_and_admission() {
     assert_eq!(quic.drops.by_cause(), [("full", 3), ("stale", 4)]);
     assert_eq!(quic.path.as_ref().unwrap().lost_packets, 12);
     assert_eq!(quic.path.as_ref().unwrap().shards_rebuilt, 2);
+    let p = quic.path.as_ref().unwrap();
+    assert_eq!(
+        (
+            p.losses_random,
+            p.cuts_queue,
+            p.cuts_loss_share,
+            p.cuts_other
+        ),
+        (9, 2, 0, 1)
+    );
     let ages = &quic.data_age;
     assert_eq!(
         (ages.count, ages.sum_us, ages.min_us, ages.max_us),

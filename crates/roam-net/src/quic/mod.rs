@@ -311,6 +311,17 @@ impl QuicTransport {
 }
 
 /// The transport needs its own `Arc` to spawn lane writers; this wrapper provides it.
+/// The tolerant controller's loss verdicts (zero for a link on plain Cubic or BBR). quinn hands
+/// out a copy of the controller, cloned under the connection's lock: a few hundred bytes, once
+/// per status report or scrape.
+fn loss_verdicts(conn: &quinn::Connection) -> crate::congestion::Counts {
+    conn.congestion_state()
+        .into_any()
+        .downcast::<crate::congestion::Tolerant>()
+        .map(|t| t.counts())
+        .unwrap_or_default()
+}
+
 impl Transport for ArcTransport {
     fn send_reliable(&self, frame: Frame) -> Pushed {
         let t = &self.0;
@@ -402,6 +413,7 @@ impl Transport for ArcTransport {
             repairs_sent: self.0.stats.repairs_out.load(Relaxed),
             repairs_received: self.0.stats.repairs_in.load(Relaxed),
             shards_rebuilt: self.0.stats.shards_rebuilt.load(Relaxed),
+            loss_verdicts: loss_verdicts(&self.0.conn),
         })
     }
 

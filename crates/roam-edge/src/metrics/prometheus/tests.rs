@@ -96,6 +96,9 @@ fn snapshot(topics: Vec<Topic>) -> Snapshot {
             repairs_sent: 3,
             repairs_received: 2,
             shards_rebuilt: 1,
+            losses_random: 7,
+            cuts_queue: 1,
+            ..QuicPath::default()
         }),
         data_age: ages(),
     }];
@@ -155,6 +158,14 @@ fn counters_gauges_and_families_follow_the_conventions() {
     );
     assert_eq!(
         v(r#"roam_link_rebuilt_shards_total{peer="cloud",link="3"}"#),
+        1.0
+    );
+    assert_eq!(
+        v(r#"roam_link_loss_verdicts_total{peer="cloud",link="3",verdict="random"}"#),
+        7.0
+    );
+    assert_eq!(
+        v(r#"roam_link_loss_verdicts_total{peer="cloud",link="3",verdict="queue"}"#),
         1.0
     );
     assert_eq!(v("roam_process_cpu_seconds_total"), 2.5);
