@@ -29,6 +29,7 @@ pub mod pki;
 pub mod quic;
 pub mod ratelog;
 pub mod runtime;
+pub mod standing_rtt;
 pub mod tcp;
 pub mod tls;
 
