@@ -20,10 +20,13 @@
 #                   divided by the round trips (perf stat --per-thread); and the CPU of the
 #                   source and the sink (native too: what the ends cost without a bridge)
 #         record    call graphs of both proxies (perf record, DWARF unwinding) into
-#                   $OUT/perf.data; read with `perf report -i $OUT/perf.data`
+#                   $OUT/perf.data; read with `perf report -i $OUT/perf.data`; the CPU by
+#                   async task and the copies by caller go to $OUT/tasks.txt (perf_tasks.py)
 #         sched     200 ms of every system call and scheduler switch/wake-up on the machine
 #                   into $OUT/sched.txt: the chain of threads one message passes through
 #
+#   LINK  options of the proxies' links, as in their file's link: section (for example
+#         LINK='max_udp_payload_bytes: 9000')
 #   BIN   directory with roam and roam-loadgen [target/profiling if built, else target/release]
 #   OUT   scratch directory [/tmp/roam-profile-echo]
 #   ZENOH the roam-zenoh-bridge binary [the cached build of bench/zenoh-bridge/build.sh]
@@ -62,6 +65,7 @@ pki: $out/pki
 dds: {domain: $2, interfaces: [lo], peers: [127.0.0.1]}
 realms: {lab: $out/lab.realm}
 encrypt_payloads: true
+${LINK:+link: {$LINK\}}
 exports:
   - topic: $3
     realm: lab
@@ -190,5 +194,8 @@ EOF
     ;;
 sched) perf script -i "$out/sched.data" -F comm,pid,tid,cpu,time,event,trace 2>/dev/null | grep -v '^ *perf ' >"$out/sched.txt" || true
        echo "timeline: $out/sched.txt" ;;
-record) echo "profile: perf report -i $out/perf.data" ;;
+record) perf script -i "$out/perf.data" -F comm,pid,tid,ip,sym --no-inline >"$out/script.txt" 2>/dev/null
+        python3 "$here/bench/perf_tasks.py" "$out/script.txt" --per "$count" >"$out/tasks.txt"
+        sed -n '3,12p' "$out/tasks.txt"
+        echo "profile: perf report -i $out/perf.data; by task: $out/tasks.txt" ;;
 esac
