@@ -282,17 +282,43 @@ pub enum LinkInput {
     Closed(String),
 }
 
-/// Where a link's reader tasks deliver: the owner's channel, tagged with the link id, and the
+/// Where a link's reader tasks deliver: the owner's channel, tagged with the link id, or a
+/// router's core, which they route on themselves ([`crate::runtime`]'s `direct`); and the
 /// owner's paused topics (see [`crate::pause`]).
 #[derive(Clone)]
 pub struct Inbound {
-    tx: mpsc::Sender<(LinkId, LinkInput)>,
+    owner: Owner,
     pauses: Arc<Pauses>,
+}
+
+#[derive(Clone)]
+enum Owner {
+    Channel(mpsc::Sender<(LinkId, LinkInput)>),
+    Router(
+        Arc<crate::runtime::Direct>,
+        crate::runtime::Queue<(LinkId, LinkInput)>,
+    ),
 }
 
 impl Inbound {
     pub fn new(tx: mpsc::Sender<(LinkId, LinkInput)>, pauses: Arc<Pauses>) -> Self {
-        Self { tx, pauses }
+        Self {
+            owner: Owner::Channel(tx),
+            pauses,
+        }
+    }
+
+    /// For a router: readers route on their own task, or queue behind what the router's loop
+    /// has yet to carry out.
+    pub(crate) fn routed(
+        direct: Arc<crate::runtime::Direct>,
+        queue: crate::runtime::Queue<(LinkId, LinkInput)>,
+        pauses: Arc<Pauses>,
+    ) -> Self {
+        Self {
+            owner: Owner::Router(direct, queue),
+            pauses,
+        }
     }
 
     /// For owners that never pause (clients).
@@ -308,11 +334,22 @@ impl Inbound {
                 self.pauses.wait(&name).await;
             }
         }
-        self.tx.send((link, LinkInput::Frame(frame))).await.is_ok()
+        self.input(link, LinkInput::Frame(frame)).await
     }
 
     pub async fn closed(&self, link: LinkId, reason: String) {
-        let _ = self.tx.send((link, LinkInput::Closed(reason))).await;
+        let _ = self.input(link, LinkInput::Closed(reason)).await;
+    }
+
+    async fn input(&self, link: LinkId, input: LinkInput) -> bool {
+        match &self.owner {
+            Owner::Channel(tx) => tx.send((link, input)).await.is_ok(),
+            Owner::Router(direct, queue) => match direct.input(link, input) {
+                crate::runtime::Routed::Done => true,
+                crate::runtime::Routed::Queue(input) => queue.send((link, input)).await.is_ok(),
+                crate::runtime::Routed::Stopped => false,
+            },
+        }
     }
 }
 

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use roam_proto::{Name, RouterId};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use super::direct::{Direct, Queue, Routed};
 use super::{Command, LocalId, RouterReport};
 use crate::envelope_queue::{self, QueueReceiver, DEFAULT_MAX_BYTES};
 use crate::pause::Pauses;
@@ -17,7 +18,9 @@ use crate::pause::Pauses;
 /// publishers and subscribers may share a name; each is released on its own.
 #[derive(Clone)]
 pub struct RouterHandle {
-    cmd: mpsc::Sender<Command>,
+    cmd: Queue<Command>,
+    /// In-process publishers route their envelopes themselves ([`super::direct`]).
+    direct: Arc<Direct>,
     /// Topics paused by back-pressure: in-process publishers wait as link readers do.
     pauses: Arc<Pauses>,
     next_id: Arc<AtomicU64>,
@@ -42,7 +45,8 @@ pub struct LocalSubscription {
 
 impl RouterHandle {
     pub(super) fn new(
-        cmd: mpsc::Sender<Command>,
+        cmd: Queue<Command>,
+        direct: Arc<Direct>,
         pauses: Arc<Pauses>,
         id: RouterId,
         quic_addr: Option<SocketAddr>,
@@ -50,6 +54,7 @@ impl RouterHandle {
     ) -> Self {
         Self {
             cmd,
+            direct,
             pauses,
             next_id: Arc::new(AtomicU64::new(1)),
             id,
@@ -88,12 +93,21 @@ impl RouterHandle {
         self.release(Command::Unpublish { name, id });
     }
 
-    /// Sends a sealed envelope from an in-process publisher. Waits if the router is busy.
+    /// Sends a sealed envelope from an in-process publisher, routed on this thread unless the
+    /// router has earlier work queued (then queued behind it: waits if the router is busy).
     pub async fn send(&self, name: Name, envelope: Bytes) {
         if !crate::link::is_best_effort(&envelope) {
             self.pauses.wait(&name).await;
         }
-        let _ = self.cmd.send(Command::Send { name, envelope }).await;
+        if let Routed::Queue(envelope) = self.route(name, envelope) {
+            let _ = self.cmd.send(Command::Send { name, envelope }).await;
+        }
+    }
+
+    fn route(&self, name: Name, envelope: Bytes) -> Routed<Bytes> {
+        self.direct.route(envelope, |rt, envelope, now| {
+            rt.core.send_local(now, name, envelope)
+        })
     }
 
     /// Resolves once `name` is not paused by back-pressure.
@@ -112,9 +126,12 @@ impl RouterHandle {
     /// that look and this send lets this one envelope through to the router, which holds it
     /// in the topic's stall queue like any envelope already on its way; waiting here instead
     /// would hold the calling thread, and every topic it serves, until the topic resumes.
-    /// Blocks only while the router's command queue is full.
+    /// Routed on the calling thread, unless the router has earlier work queued; then queued,
+    /// blocking only while the router's command queue is full.
     pub fn send_blocking(&self, name: Name, envelope: Bytes) {
-        let _ = self.cmd.blocking_send(Command::Send { name, envelope });
+        if let Routed::Queue(envelope) = self.route(name, envelope) {
+            let _ = self.cmd.blocking_send(Command::Send { name, envelope });
+        }
     }
 
     /// Subscribes an in-process endpoint; envelopes arrive on its queue (bounded: when a

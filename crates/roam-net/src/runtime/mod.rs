@@ -1,13 +1,16 @@
 //! A router process: the async shell that drives `roam_routing::Router`.
 //!
-//! One task owns the routing core. Link tasks (readers) feed it frames through a bounded
-//! channel, which pushes back on peers when the core falls behind; the core's transmits go to
-//! each link's non-blocking [`LinkSender`]. Dialers reconnect with backoff ([`dial`]);
+//! The routing core sits behind a lock ([`direct`]): link tasks (readers) and in-process
+//! publishers route what they bring on their own thread, and a loop task keeps the core's
+//! timers and carries out commands (links up, subscriptions, reports), in the order sent. The
+//! core's transmits go to each link's non-blocking [`LinkSender`]; a full lane pauses its
+//! topic, which holds the readers bringing it (see [`crate::pause`]). Dialers reconnect with backoff ([`dial`]);
 //! listeners accept QUIC and, optionally, TCP+TLS, under admission control ([`accept`]).
 //! In-process endpoints (the ROS 2 proxy) use [`RouterHandle`].
 
 mod accept;
 mod dial;
+mod direct;
 mod handle;
 mod local;
 mod stall;
@@ -17,6 +20,8 @@ pub use local::LocalId;
 
 #[cfg(test)]
 mod congestion_tests;
+#[cfg(test)]
+mod direct_tests;
 #[cfg(test)]
 mod fec_tests;
 #[cfg(test)]
@@ -32,7 +37,7 @@ mod test_support;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -51,6 +56,8 @@ use crate::link::{
 use crate::pause::Pauses;
 use crate::pki::Identity;
 use crate::{quic, tls};
+
+pub(crate) use direct::{Direct, Queue, Routed};
 
 /// Where to reach a peer router.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -264,17 +271,36 @@ pub async fn start(
     };
     let (cmd_tx, cmd_rx) = mpsc::channel(1024);
     let (in_tx, in_rx) = mpsc::channel(4096);
+    let queued = Arc::new(AtomicUsize::new(0));
+    let cmd_tx = Queue::new(cmd_tx, queued.clone());
     let pauses = Arc::new(Pauses::default());
     let handle_pauses = pauses.clone();
     let next_link = Arc::new(AtomicU32::new(1));
     let gate = Gate::new(config.link.admission());
     let (stopping_tx, stopping) = watch::channel(false);
+    let rt = Runtime {
+        core: Router::new(routing_config(id, &config.timers), Instant::now()),
+        links: HashMap::new(),
+        peers: HashMap::new(),
+        local: local::Local::default(),
+        local_dropped: 0,
+        closed: std::collections::VecDeque::new(),
+        pauses: pauses.clone(),
+        stalls: HashMap::new(),
+        local_stalls: HashMap::new(),
+        cmd: cmd_tx.clone(),
+        stall_timeout: config.stall_timeout,
+        gate: gate.clone(),
+        stopping: stopping_tx,
+        armed: None,
+    };
+    let direct = Arc::new(Direct::new(rt, queued.clone()));
     let shared = Shared {
         me,
         config: config.clone(),
         ep: ep.clone(),
         cmd: cmd_tx.clone(),
-        inbound: Inbound::new(in_tx, pauses.clone()),
+        inbound: Inbound::routed(direct.clone(), Queue::new(in_tx, queued), pauses.clone()),
         next_link,
         gate: gate.clone(),
         stopping,
@@ -313,24 +339,10 @@ pub async fn start(
         .map(|peer| tokio::spawn(dial::dial_loop(shared.clone(), peer.clone())))
         .collect();
     info!(router = %config.identity.name, id = format_args!("{id:#018x}"), quic = ?quic_addr, tcp = ?tcp_addr, "router started");
-    let rt = Runtime {
-        core: Router::new(routing_config(id, &config.timers), Instant::now()),
-        links: HashMap::new(),
-        peers: HashMap::new(),
-        local: local::Local::default(),
-        local_dropped: 0,
-        closed: std::collections::VecDeque::new(),
-        pauses,
-        stalls: HashMap::new(),
-        local_stalls: HashMap::new(),
-        cmd: cmd_tx.clone(),
-        stall_timeout: config.stall_timeout,
-        gate,
-        stopping: stopping_tx,
-    };
-    let gate_at_exit = rt.gate.clone();
+    let gate_at_exit = gate;
+    let looped = direct.clone();
     let task = tokio::spawn(async move {
-        rt.run(cmd_rx, in_rx, ep).await;
+        run(looped, cmd_rx, in_rx, ep).await;
         gate_at_exit.flush_all_log();
         // The dialers end at once now; waiting for them means their last words ("closed:
         // the router is shutting down") are logged before the router reports it stopped.
@@ -339,7 +351,7 @@ pub async fn start(
         }
     });
     Ok((
-        RouterHandle::new(cmd_tx, handle_pauses, id, quic_addr, tcp_addr),
+        RouterHandle::new(cmd_tx, direct, handle_pauses, id, quic_addr, tcp_addr),
         task,
     ))
 }
@@ -349,7 +361,7 @@ struct Shared {
     me: LocalInfo,
     config: RouterConfig,
     ep: quinn::Endpoint,
-    cmd: mpsc::Sender<Command>,
+    cmd: Queue<Command>,
     inbound: Inbound,
     next_link: Arc<AtomicU32>,
     gate: Arc<Gate>,
@@ -399,62 +411,109 @@ struct Runtime {
     stalls: HashMap<(LinkId, Name), stall::Stall>,
     /// Reliable data waiting for a full in-process subscriber, per (topic, subscriber), in order.
     local_stalls: HashMap<(Name, LocalId), stall::LocalStall>,
-    cmd: mpsc::Sender<Command>,
+    cmd: Queue<Command>,
     stall_timeout: Duration,
     gate: Arc<Gate>,
     stopping: watch::Sender<bool>,
+    /// The routing timer the loop sleeps to (see [`Runtime::timer_moved_earlier`]).
+    armed: Option<Instant>,
+}
+
+/// The routing loop: commands and link inputs sent to it, and the core's timers. Messages
+/// are mostly routed by whoever brings them ([`direct`]); what comes here is carried out
+/// under the same lock, in the order sent.
+async fn run(
+    direct: Arc<Direct>,
+    mut cmd: mpsc::Receiver<Command>,
+    mut inbound: mpsc::Receiver<(LinkId, LinkInput)>,
+    ep: quinn::Endpoint,
+) {
+    loop {
+        let deadline = match direct.lock().as_mut() {
+            Some(rt) => rt.arm(),
+            None => return,
+        };
+        let deadline = deadline.map(tokio::time::Instant::from_std);
+        // What is already queued is taken in the same turn, with one reading of the clock
+        // (the routing core's timers need no finer time): one wake-up and one lock for a
+        // burst of messages instead of one each.
+        tokio::select! {
+            biased;
+            c = cmd.recv() => {
+                let Some(c) = c else { break };
+                let now = Instant::now();
+                let mut guard = direct.lock();
+                let Some(rt) = guard.as_mut() else { return };
+                let mut next = Some(c);
+                let mut taken = 0;
+                while let Some(c) = next.take() {
+                    direct.carried_out(1);
+                    if matches!(c, Command::Shutdown) {
+                        if let Some(rt) = guard.take() {
+                            rt.shut_down(ep);
+                        }
+                        return;
+                    }
+                    rt.command(c, now);
+                    // Each command's deliveries and demand changes go out before the
+                    // next command runs: an Unsubscribe after a Send must not find the
+                    // envelope still queued for the subscriber it removes.
+                    rt.flush();
+                    taken += 1;
+                    if taken < BATCH {
+                        next = cmd.try_recv().ok();
+                    }
+                }
+            },
+            m = inbound.recv() => {
+                let Some((link, input)) = m else { break };
+                let now = Instant::now();
+                let mut guard = direct.lock();
+                let Some(rt) = guard.as_mut() else { return };
+                rt.input(link, input, now);
+                direct.carried_out(1);
+                for _ in 1..BATCH {
+                    match inbound.try_recv() {
+                        Ok((link, input)) => {
+                            rt.input(link, input, now);
+                            direct.carried_out(1);
+                        }
+                        Err(_) => break,
+                    }
+                }
+                rt.flush();
+            },
+            _ = direct.timer_moved.notified() => {},
+            _ = sleep_until(deadline) => {
+                if let Some(rt) = direct.lock().as_mut() {
+                    rt.core.handle_timeout(Instant::now());
+                    rt.flush();
+                }
+            },
+        }
+    }
+    if let Some(rt) = direct.lock().take() {
+        rt.shut_down(ep);
+    }
 }
 
 impl Runtime {
-    async fn run(
-        mut self,
-        mut cmd: mpsc::Receiver<Command>,
-        mut inbound: mpsc::Receiver<(LinkId, LinkInput)>,
-        ep: quinn::Endpoint,
-    ) {
-        loop {
-            let deadline = self.core.poll_timeout().map(tokio::time::Instant::from_std);
-            // What is already queued is taken in the same turn, with one reading of the clock
-            // (the routing core's timers need no finer time): one wake-up and one select for
-            // a burst of messages instead of one each.
-            tokio::select! {
-                biased;
-                c = cmd.recv() => {
-                    let Some(c) = c else { break };
-                    let now = Instant::now();
-                    let mut next = Some(c);
-                    let mut taken = 0;
-                    while let Some(c) = next.take() {
-                        if matches!(c, Command::Shutdown) {
-                            return self.shut_down(ep);
-                        }
-                        self.command(c, now);
-                        // Each command's deliveries and demand changes go out before the
-                        // next command runs: an Unsubscribe after a Send must not find the
-                        // envelope still queued for the subscriber it removes.
-                        self.flush();
-                        taken += 1;
-                        if taken < BATCH {
-                            next = cmd.try_recv().ok();
-                        }
-                    }
-                },
-                m = inbound.recv() => {
-                    let Some((link, input)) = m else { break };
-                    let now = Instant::now();
-                    self.input(link, input, now);
-                    for _ in 1..BATCH {
-                        match inbound.try_recv() {
-                            Ok((link, input)) => self.input(link, input, now),
-                            Err(_) => break,
-                        }
-                    }
-                },
-                _ = sleep_until(deadline) => self.core.handle_timeout(Instant::now()),
+    /// The routing timer the loop is to sleep to, remembered.
+    fn arm(&mut self) -> Option<Instant> {
+        self.armed = self.core.poll_timeout();
+        self.armed
+    }
+
+    /// Whether routing a caller's message set a timer earlier than the loop sleeps to (then
+    /// remembered as armed: the loop is woken once for it).
+    fn timer_moved_earlier(&mut self) -> bool {
+        match self.core.poll_timeout() {
+            Some(t) if self.armed.is_none_or(|a| t < a) => {
+                self.armed = Some(t);
+                true
             }
-            self.flush();
+            _ => false,
         }
-        self.shut_down(ep)
     }
 
     fn shut_down(self, ep: quinn::Endpoint) {

@@ -8,7 +8,7 @@ use roam_proto::frame::Role;
 
 use super::*;
 use crate::link::LinkConfig;
-use crate::pki;
+pub use crate::pki;
 
 pub struct Dir(pub PathBuf);
 

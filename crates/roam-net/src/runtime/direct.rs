@@ -1,0 +1,141 @@
+//! Routing on the caller's thread.
+//!
+//! The routing core sits behind a lock, and whoever brings it a message routes it there and
+//! then: a link's reader with the frame it read, a DDS listener thread with the envelope it
+//! sealed. Each message then wakes only the task that takes it on (a lane's writer, an
+//! in-process subscriber), not the routing loop first: a hop less on every side of a proxy
+//! and in every router (`bench/results/profile-echo.md`: a hop and its scheduling are a few
+//! per cent of the CPU of a round trip, and a wake-up of latency each).
+//!
+//! The routing loop ([`super::run`]) keeps what needs a task: its timers, and the commands
+//! and link inputs sent to it. Order is kept with one count: whatever is sent to the loop is
+//! counted until the loop has carried it out, and while anything is, a caller queues behind
+//! it instead of routing itself, so nothing a caller sends overtakes what it sent before.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use tokio::sync::mpsc::{self, error::SendError, error::TrySendError};
+use tokio::sync::Notify;
+
+use super::Runtime;
+use crate::link::{LinkId, LinkInput};
+
+/// A sender to the routing loop that counts what it queued (see the module's comment).
+pub(crate) struct Queue<T> {
+    tx: mpsc::Sender<T>,
+    queued: Arc<AtomicUsize>,
+}
+
+impl<T> Clone for Queue<T> {
+    fn clone(&self) -> Self {
+        Self {
+            tx: self.tx.clone(),
+            queued: self.queued.clone(),
+        }
+    }
+}
+
+impl<T> Queue<T> {
+    pub(crate) fn new(tx: mpsc::Sender<T>, queued: Arc<AtomicUsize>) -> Self {
+        Self { tx, queued }
+    }
+
+    pub(crate) async fn send(&self, v: T) -> Result<(), SendError<T>> {
+        self.queued.fetch_add(1, Ordering::SeqCst);
+        let r = self.tx.send(v).await;
+        self.unless_sent(r.is_ok());
+        r
+    }
+
+    pub(crate) fn blocking_send(&self, v: T) -> Result<(), SendError<T>> {
+        self.queued.fetch_add(1, Ordering::SeqCst);
+        let r = self.tx.blocking_send(v);
+        self.unless_sent(r.is_ok());
+        r
+    }
+
+    pub(crate) fn try_send(&self, v: T) -> Result<(), TrySendError<T>> {
+        self.queued.fetch_add(1, Ordering::SeqCst);
+        let r = self.tx.try_send(v);
+        self.unless_sent(r.is_ok());
+        r
+    }
+
+    fn unless_sent(&self, sent: bool) {
+        if !sent {
+            self.queued.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// What became of a message brought to the core.
+pub(crate) enum Routed<T> {
+    /// Routed on this thread.
+    Done,
+    /// Something sent to the loop earlier waits there still: queue this behind it.
+    Queue(T),
+    /// The router has stopped.
+    Stopped,
+}
+
+/// The routing core, shared by the loop and every caller.
+pub(crate) struct Direct {
+    runtime: Mutex<Option<Runtime>>,
+    /// Commands and link inputs sent to the loop and not yet carried out.
+    queued: Arc<AtomicUsize>,
+    /// Woken when a caller's message set a routing timer earlier than the loop sleeps to.
+    pub(super) timer_moved: Notify,
+    /// Spawns from threads outside the runtime (a lane's first message starts its writer).
+    tokio: tokio::runtime::Handle,
+}
+
+impl Direct {
+    pub(super) fn new(runtime: Runtime, queued: Arc<AtomicUsize>) -> Self {
+        Self {
+            runtime: Mutex::new(Some(runtime)),
+            queued,
+            timer_moved: Notify::new(),
+            tokio: tokio::runtime::Handle::current(),
+        }
+    }
+
+    /// The core, for the loop (`None` once stopped).
+    pub(super) fn lock(&self) -> MutexGuard<'_, Option<Runtime>> {
+        self.runtime.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The loop carried out `n` of what was sent to it. Called with the lock held, so a caller
+    /// that finds the count at zero knows the loop has nothing of its own left to do first.
+    pub(super) fn carried_out(&self, n: usize) {
+        self.queued.fetch_sub(n, Ordering::SeqCst);
+    }
+
+    /// A link's frame, or its end, taken in by the core on this thread if it may.
+    pub(crate) fn input(&self, link: LinkId, input: LinkInput) -> Routed<LinkInput> {
+        self.route(input, |rt, input, now| rt.input(link, input, now))
+    }
+
+    /// Routes `msg` with `route` on this thread, unless the loop has something to do first.
+    pub(super) fn route<T>(
+        &self,
+        msg: T,
+        route: impl FnOnce(&mut Runtime, T, Instant),
+    ) -> Routed<T> {
+        let _in_runtime = self.tokio.enter();
+        let mut guard = self.lock();
+        let Some(rt) = guard.as_mut() else {
+            return Routed::Stopped;
+        };
+        if self.queued.load(Ordering::SeqCst) != 0 {
+            return Routed::Queue(msg);
+        }
+        route(rt, msg, Instant::now());
+        rt.flush();
+        if rt.timer_moved_earlier() {
+            self.timer_moved.notify_one();
+        }
+        Routed::Done
+    }
+}
