@@ -242,8 +242,6 @@ struct ConnectionDriver {
     span: Span,
     /// The last poll handed arrivals to their readers and yielded before transmitting.
     yielded: bool,
-    /// Yields still to make before transmitting, so that the tasks the readers wake run too.
-    yields_left: u8,
 }
 
 impl ConnectionDriver {
@@ -257,7 +255,6 @@ impl ConnectionDriver {
             conn,
             span,
             yielded: false,
-            yields_left: 0,
         }
     }
 }
@@ -276,17 +273,11 @@ impl Future for ConnectionDriver {
         }
         // Readers of what just arrived run before this driver transmits (the ACK of it,
         // among others): on one worker thread the transmit would otherwise come first. A
-        // yield puts this driver at the back of the run queue; the reader's own hand-offs
-        // (to a router task, then to the task that delivers) can land behind it once tokio
-        // stops running woken tasks first, so the driver yields a second time.
-        if this.yields_left > 0 {
-            this.yields_left -= 1;
-            cx.waker().wake_by_ref();
-            return Poll::Pending;
-        }
+        // yield puts this driver at the back of the run queue, behind the readers and the
+        // task each hands its message to (roam's readers route it themselves, so that task
+        // delivers it), which tokio runs first as woken in a row.
         if !this.yielded && conn.forward_app_events(&this.conn.shared) {
             this.yielded = true;
-            this.yields_left = 1;
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }

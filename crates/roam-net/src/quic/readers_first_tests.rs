@@ -1,7 +1,7 @@
 //! A connection's readers get what arrived before its acknowledgement is sent (quinn as
 //! patched in vendor/quinn, see its ROAM.md): on one worker thread, a message goes on its way
-//! first, through the tasks it is handed to as in a proxy (stream reader, routing, import),
-//! and the acknowledgement after it.
+//! first, through the tasks it is handed to as in a proxy (the stream reader, which routes
+//! it, and the import), and the acknowledgement after it.
 
 use std::io;
 use std::net::SocketAddr;
@@ -140,15 +140,9 @@ async fn a_message_is_delivered_before_its_acknowledgement_is_sent() {
     recv.read_exact(&mut hello).await.unwrap();
     assert_eq!(&hello, b"hello");
 
-    // As in a proxy: the stream's reader hands what it reads to a routing task, which hands
-    // it to the task that delivers it.
-    let (to_routing, mut routing) = tokio::sync::mpsc::channel::<usize>(8);
+    // As in a proxy: the stream's reader routes what it reads and hands it to the task that
+    // delivers it (the import).
     let (to_delivery, mut delivery) = tokio::sync::mpsc::channel::<usize>(8);
-    tokio::spawn(async move {
-        while let Some(n) = routing.recv().await {
-            let _ = to_delivery.send(n).await;
-        }
-    });
     let delivery_log = log.clone();
     let delivered = tokio::spawn(async move {
         let mut total = 0;
@@ -162,7 +156,7 @@ async fn a_message_is_delivered_before_its_acknowledgement_is_sent() {
     });
     tokio::spawn(async move {
         while let Some(chunk) = recv.read_chunk(usize::MAX, true).await.unwrap() {
-            let _ = to_routing.send(chunk.bytes.len()).await;
+            let _ = to_delivery.send(chunk.bytes.len()).await;
         }
     });
     // Let the acknowledgements of the first message go out before the second is sent.
