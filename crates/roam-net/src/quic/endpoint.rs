@@ -123,7 +123,7 @@ pub fn endpoint(
     if tokio::runtime::Handle::try_current().is_err() {
         return Err(LinkError::Connect("no async runtime for QUIC".into()));
     }
-    let runtime = super::timer::EarlyTimerRuntime::new();
+    let runtime = super::timer::EarlyTimerRuntime::new(cfg.max_udp_payload);
     let mut ep_cfg = quinn::EndpointConfig::default();
     let _ = ep_cfg.max_udp_payload_size(cfg.max_udp_payload);
     let mut ep = quinn::Endpoint::new(ep_cfg, server, socket, runtime)?;

@@ -35,18 +35,37 @@ pub struct LinkSocket {
     state: UdpSocketState,
     /// A send found the socket's buffer full; cleared by the first poller that sees room.
     blocked: AtomicBool,
+    /// Datagrams of the endpoint's largest size one receive may bring ([`receive_segments`]).
+    receive_segments: usize,
 }
 
 impl LinkSocket {
-    /// Takes `socket` (made non-blocking by quinn's socket state); needs a tokio runtime.
-    pub fn new(socket: std::net::UdpSocket) -> io::Result<Self> {
+    /// Takes `socket` (made non-blocking by quinn's socket state) for an endpoint that takes
+    /// datagrams of up to `max_udp_payload` bytes; needs a tokio runtime.
+    pub fn new(socket: std::net::UdpSocket, max_udp_payload: u16) -> io::Result<Self> {
         let state = UdpSocketState::new((&socket).into())?;
+        let receive_segments = receive_segments(state.gro_segments(), max_udp_payload);
         Ok(Self {
             io: register(socket, Interest::READABLE)?,
             state,
             blocked: AtomicBool::new(false),
+            receive_segments,
         })
     }
+}
+
+/// The most coalesced bytes one receive brings: the kernel's receive offload (GRO) stops a
+/// batch before it reaches `gro_max_size`, 64 KiB unless raised for BIG TCP (and loopback
+/// hands over a segmentation-offload send whole, which the kernel limits to 65,507 bytes).
+const MAX_RECEIVE_BATCH: usize = 64 << 10;
+
+/// How many datagrams of `max_udp_payload` bytes a receive slot holds. quinn sizes each of
+/// its 32 slots for 64 of them (the most segments GRO coalesces): 18.4 MB at a 9,000-byte
+/// bound, 9.2 MB at 4,500, for batches that never exceed 64 KiB. As many as make up a whole
+/// batch keep every slot at least 64 KiB, whatever the bound: about 2.2 MB in all.
+fn receive_segments(gro_segments: usize, max_udp_payload: u16) -> usize {
+    let payload = usize::from(max_udp_payload).clamp(1200, MAX_RECEIVE_BATCH);
+    gro_segments.min(MAX_RECEIVE_BATCH.div_ceil(payload)).max(1)
 }
 
 impl fmt::Debug for LinkSocket {
@@ -122,7 +141,7 @@ impl AsyncUdpSocket for LinkSocket {
     }
 
     fn max_receive_segments(&self) -> usize {
-        self.state.gro_segments()
+        self.receive_segments
     }
 }
 
@@ -190,6 +209,22 @@ mod tests {
     }
 
     #[test]
+    fn a_receive_slot_holds_a_whole_offload_batch_whatever_the_bound() {
+        for bound in [1200u16, 1452, 4500, 9000, 16000, 65527] {
+            let n = receive_segments(64, bound);
+            // quinn's slot: the bound (at most 64 KiB) times the segments.
+            let slot = usize::from(bound).min(64 << 10) * n;
+            assert!(slot >= MAX_RECEIVE_BATCH, "{bound}: a {slot}-byte slot");
+            assert!(slot < MAX_RECEIVE_BATCH + usize::from(bound), "{bound}: {n} segments");
+            assert!(n <= 64);
+        }
+        assert_eq!(receive_segments(64, 1200), 55);
+        assert_eq!(receive_segments(64, 9000), 8);
+        // Without receive offload a receive brings one datagram.
+        assert_eq!(receive_segments(1, 9000), 1);
+    }
+
+    #[test]
     fn a_batch_with_room_left_means_the_queue_was_empty() {
         assert!(drained(1, 32));
         assert!(drained(31, 32));
@@ -203,7 +238,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn every_datagram_wakes_the_reader_after_a_short_read_cleared_readiness() {
-        let socket = LinkSocket::new(bound()).unwrap();
+        let socket = LinkSocket::new(bound(), 4500).unwrap();
         let to = socket.local_addr().unwrap();
         let peer = bound();
         let mut buf = vec![0u8; 2048];
@@ -219,7 +254,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn a_burst_is_read_in_batches_without_losing_any() {
-        let socket = LinkSocket::new(bound()).unwrap();
+        let socket = LinkSocket::new(bound(), 4500).unwrap();
         let to = socket.local_addr().unwrap();
         let peer = bound();
         let mut storage = vec![0u8; 64 * BATCH_SIZE];
@@ -251,7 +286,7 @@ mod tests {
         // A peer that never reads fills the sender's buffer only if the datagrams stay
         // charged to it; on loopback they are not, so the blocked state is set by hand, as
         // try_send sets it on WouldBlock.
-        let socket = Arc::new(LinkSocket::new(bound()).unwrap());
+        let socket = Arc::new(LinkSocket::new(bound(), 4500).unwrap());
         let mut poller = socket.clone().create_io_poller();
         assert!(poll_fn(|cx| Poll::Ready(poller.as_mut().poll_writable(cx)))
             .await

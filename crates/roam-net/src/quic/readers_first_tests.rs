@@ -106,7 +106,7 @@ async fn a_message_is_delivered_before_its_acknowledgement_is_sent() {
     let log: Log = Arc::default();
     let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let socket = Arc::new(Logged {
-        socket: Arc::new(LinkSocket::new(socket).unwrap()),
+        socket: Arc::new(LinkSocket::new(socket, cfg.max_udp_payload).unwrap()),
         log: log.clone(),
     });
     let server = tls::quinn_server_config(&router, transport_config(&cfg, 4 << 20)).unwrap();
@@ -114,7 +114,7 @@ async fn a_message_is_delivered_before_its_acknowledgement_is_sent() {
         quinn::EndpointConfig::default(),
         Some(server),
         socket.clone(),
-        EarlyTimerRuntime::new(),
+        EarlyTimerRuntime::new(cfg.max_udp_payload),
     )
     .unwrap();
     let addr = socket.local_addr().unwrap();

@@ -42,12 +42,19 @@ fn wake_at(deadline: Instant, now: Instant, woke_early_for: Option<Instant>) -> 
 }
 
 /// quinn's tokio runtime with [`EarlyTimer`]s and [`LinkSocket`](super::link_socket::LinkSocket)s.
+/// `max_udp_payload`: the endpoint's largest datagram, which sizes its sockets' receives.
 #[derive(Debug)]
-pub struct EarlyTimerRuntime(TokioRuntime);
+pub struct EarlyTimerRuntime {
+    tokio: TokioRuntime,
+    max_udp_payload: u16,
+}
 
 impl EarlyTimerRuntime {
-    pub fn new() -> Arc<Self> {
-        Arc::new(Self(TokioRuntime))
+    pub fn new(max_udp_payload: u16) -> Arc<Self> {
+        Arc::new(Self {
+            tokio: TokioRuntime,
+            max_udp_payload,
+        })
     }
 }
 
@@ -57,11 +64,14 @@ impl Runtime for EarlyTimerRuntime {
     }
 
     fn spawn(&self, future: Pin<Box<dyn Future<Output = ()> + Send>>) {
-        self.0.spawn(future)
+        self.tokio.spawn(future)
     }
 
     fn wrap_udp_socket(&self, socket: std::net::UdpSocket) -> io::Result<Arc<dyn AsyncUdpSocket>> {
-        Ok(Arc::new(super::link_socket::LinkSocket::new(socket)?))
+        Ok(Arc::new(super::link_socket::LinkSocket::new(
+            socket,
+            self.max_udp_payload,
+        )?))
     }
 }
 
