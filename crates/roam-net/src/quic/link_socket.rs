@@ -215,7 +215,10 @@ mod tests {
             // quinn's slot: the bound (at most 64 KiB) times the segments.
             let slot = usize::from(bound).min(64 << 10) * n;
             assert!(slot >= MAX_RECEIVE_BATCH, "{bound}: a {slot}-byte slot");
-            assert!(slot < MAX_RECEIVE_BATCH + usize::from(bound), "{bound}: {n} segments");
+            assert!(
+                slot < MAX_RECEIVE_BATCH + usize::from(bound),
+                "{bound}: {n} segments"
+            );
             assert!(n <= 64);
         }
         assert_eq!(receive_segments(64, 1200), 55);
