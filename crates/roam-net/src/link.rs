@@ -20,8 +20,9 @@ pub use roam_routing::LinkId;
 /// 1,452 so that loopback and jumbo-frame LANs carry a message in a third of the packets; a
 /// 1500-byte path settles near 1,452. Not 9,000 (a jumbo frame): on loopback that carries an
 /// 8 KiB message in one packet (its echo about 5% faster), but it gains nothing on a
-/// 1,500-byte path and the sending proxy of 1,000 topics at 10 Hz peaked 14-28 MB higher
-/// (bench/results/lab-mtu-option.md); jumbo-frame deployments set it.
+/// 1,500-byte path, and whether it delays many small topics on loopback is not settled
+/// (bench/results/lab-mtu-9000.md; the memory it once cost was quinn's receive buffer, now
+/// sized for a batch whatever the bound); jumbo-frame deployments set it.
 pub const DEFAULT_MAX_UDP_PAYLOAD: u16 = 4500;
 
 /// Tunables of a link. The defaults suit a robot on a WAN link; tests shorten the timeouts.
