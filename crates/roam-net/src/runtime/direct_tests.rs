@@ -1,24 +1,14 @@
 //! Routing on the caller's thread ([`super::direct`]): from a thread outside the runtime, as a
 //! DDS listener sends, and in order with what the caller queued for the loop before.
 
-use std::time::Duration;
-
 use bytes::Bytes;
-use roam_proto::{EnvelopeHeader, Name, RealmSecret, Sealer};
+use roam_proto::{Name, RealmSecret, Sealer};
 
-use super::test_support::{pki, pub_sub, router, Dir, PubSub};
+use super::test_support::{next_seq, pki, pub_sub, router, Dir, PubSub};
 use crate::link::LinkConfig;
 
 fn sealer(name: Name) -> Sealer {
     Sealer::new(&RealmSecret::from_bytes([3; 32]), name, false, None).unwrap()
-}
-
-async fn next_seq(rx: &mut crate::envelope_queue::QueueReceiver) -> u64 {
-    let env = tokio::time::timeout(Duration::from_secs(10), rx.recv())
-        .await
-        .expect("a message in time")
-        .expect("queue open");
-    EnvelopeHeader::parse(&env).unwrap().seq
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

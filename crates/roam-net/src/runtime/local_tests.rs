@@ -4,18 +4,10 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use roam_proto::{EnvelopeHeader, Name, RealmSecret, Sealer};
+use roam_proto::{Name, RealmSecret, Sealer};
 
-use super::test_support::{pub_sub, Dir, PubSub};
+use super::test_support::{next_seq, pub_sub, Dir, PubSub};
 use crate::link::LinkConfig;
-
-async fn next_seq(rx: &mut crate::envelope_queue::QueueReceiver) -> u64 {
-    let env = tokio::time::timeout(Duration::from_secs(10), rx.recv())
-        .await
-        .expect("a message in time")
-        .expect("channel open");
-    EnvelopeHeader::parse(&env).unwrap().seq
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_subscribers_of_one_name_in_one_process_both_get_every_message() {

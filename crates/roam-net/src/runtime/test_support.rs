@@ -84,3 +84,12 @@ where
         rx,
     }
 }
+
+/// The sequence number of the next envelope on `rx`, waiting up to 10 s for it.
+pub async fn next_seq(rx: &mut crate::envelope_queue::QueueReceiver) -> u64 {
+    let env = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .expect("a message in time")
+        .expect("queue open");
+    roam_proto::EnvelopeHeader::parse(&env).unwrap().seq
+}
