@@ -16,14 +16,14 @@ use crate::tls::{router_id, PeerIdentity};
 
 pub use roam_routing::LinkId;
 
-/// The largest UDP payload a link's MTU discovery searches for by default. Above quinn's
-/// 1,452 so that loopback and jumbo-frame LANs carry a message in a third of the packets; a
-/// 1500-byte path settles near 1,452. Not 9,000 (a jumbo frame): on loopback that carries an
-/// 8 KiB message in one packet (its echo about 5% faster), but it gains nothing on a
-/// 1,500-byte path, and whether it delays many small topics on loopback is not settled
-/// (bench/results/lab-mtu-9000.md; the memory it once cost was quinn's receive buffer, now
-/// sized for a batch whatever the bound); jumbo-frame deployments set it.
-pub const DEFAULT_MAX_UDP_PAYLOAD: u16 = 4500;
+/// The largest UDP payload a link's MTU discovery searches for by default: a jumbo frame's.
+/// On loopback (two DDS domains, or a proxy and a router, on one host) and on jumbo-frame LANs
+/// an 8 KiB message then crosses in one packet and a 64 KiB one in 8 instead of 15, which
+/// carries a large echo 10-30% sooner; a 1,500-byte path settles near 1,452 whatever the
+/// bound. Many small topics (E13) arrive as soon through a router and perhaps 5-7% later
+/// proxy to proxy, and the memory it once cost was quinn's receive buffer, now sized for a
+/// batch whatever the bound (bench/results/lab-xeon-mtu-9000.md, lab-mtu-option.md).
+pub const DEFAULT_MAX_UDP_PAYLOAD: u16 = 9000;
 
 /// Tunables of a link. The defaults suit a robot on a WAN link; tests shorten the timeouts.
 #[derive(Debug, Clone)]

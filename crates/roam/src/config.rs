@@ -25,7 +25,7 @@
 //!                            # loss), cubic, new_reno or bbr (experimental)
 //!   udp_buffer_bytes: 8388608  # QUIC socket buffers (above net.core.rmem_max only as root)
 //!   window_bytes: 8388608      # QUIC flow-control and send windows: memory and delay under load
-//!   max_udp_payload_bytes: 4500  # largest QUIC packet MTU discovery tries (9000: jumbo frames)
+//!   max_udp_payload_bytes: 9000  # largest QUIC packet MTU discovery tries (a jumbo frame)
 //!   ack_every_packets: 0       # ask QUIC peers to acknowledge every Nth packet (0: QUIC's own,
 //!   max_ack_delay_ms: 1        # every 2nd) or this long after the first one unacknowledged
 //!   initial_window_bytes: 262144  # QUIC congestion window before the path is measured
@@ -188,7 +188,7 @@ impl LinkFile {
                 b.into(),
                 1200,
                 65527,
-                "bytes (default 4500; 9000 for jumbo-frame networks)",
+                "bytes (default 9000, a jumbo frame)",
                 "is not a usable QUIC packet size",
             )?;
         }
@@ -597,11 +597,11 @@ mod tests {
     #[test]
     fn the_largest_packet_is_set_in_the_link_section() {
         let d = LinkFile::default().apply(LinkConfig::default()).unwrap();
-        assert_eq!(d.max_udp_payload, 4500);
-        let f = check("id: r1\nlink:\n  max_udp_payload_bytes: 9000\n").unwrap();
+        assert_eq!(d.max_udp_payload, 9000);
+        let f = check("id: r1\nlink:\n  max_udp_payload_bytes: 1452\n").unwrap();
         assert_eq!(
             f.link.apply(LinkConfig::default()).unwrap().max_udp_payload,
-            9000
+            1452
         );
         refused(&[
             (
