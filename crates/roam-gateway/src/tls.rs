@@ -86,7 +86,7 @@ pub fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
 impl TlsSettings {
     /// A server configuration offering `alpn` (`http/1.1` for WebSocket, `h2` for gRPC).
     pub fn server_config(&self, alpn: &[&[u8]]) -> Result<Arc<rustls::ServerConfig>, TlsError> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()?;
         let builder = match self.client_certs {

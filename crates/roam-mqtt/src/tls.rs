@@ -49,7 +49,7 @@ pub fn client_config(
     broker: &BrokerTls,
     client: &ClientTls,
 ) -> Result<rustls::ClientConfig, TlsError> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()?;
     let builder = if client.server_cert_auth {

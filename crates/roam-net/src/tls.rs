@@ -61,7 +61,7 @@ pub struct PeerIdentity {
 }
 
 fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+    Arc::new(rustls::crypto::aws_lc_rs::default_provider())
 }
 
 fn roots(id: &Identity) -> Result<Arc<RootCertStore>, TlsError> {

@@ -177,13 +177,20 @@ impl EnvelopeHeader {
     }
 
     pub fn write(&self, out: &mut Vec<u8>) {
-        out.push(VERSION);
-        out.push(self.flags.0);
-        out.extend_from_slice(&[0, 0]);
-        out.extend_from_slice(self.name.as_bytes());
-        out.extend_from_slice(&self.session.to_be_bytes());
-        out.extend_from_slice(&self.seq.to_be_bytes());
-        out.extend_from_slice(&self.send_time_us.to_be_bytes());
+        out.extend_from_slice(&self.to_bytes());
+    }
+
+    /// The header as it is on the wire.
+    pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
+        let mut b = [0u8; HEADER_LEN];
+        b[0] = VERSION;
+        b[1] = self.flags.0;
+        // b[2..4]: reserved, zero.
+        b[4..36].copy_from_slice(self.name.as_bytes());
+        b[36..44].copy_from_slice(&self.session.to_be_bytes());
+        b[44..52].copy_from_slice(&self.seq.to_be_bytes());
+        b[52..60].copy_from_slice(&self.send_time_us.to_be_bytes());
+        b
     }
 }
 

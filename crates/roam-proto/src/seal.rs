@@ -1,6 +1,7 @@
 //! Sealing and opening envelopes.
 //!
-//! Key schedule (ring's HKDF-SHA256 and AES-256-GCM):
+//! Key schedule (HKDF-SHA256 from ring, AES-256-GCM from aws-lc-rs, which seals from the
+//! payload's buffer and opens into the receiver's without copying either first):
 //!
 //! ```text
 //! prk         = HKDF-Extract(salt = "roam-v1 envelope", ikm = realm secret)
@@ -15,8 +16,8 @@
 
 use std::collections::HashMap;
 
+use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM};
 use lru::LruCache;
-use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM};
 use ring::hkdf;
 use ring::rand::{SecureRandom, SystemRandom};
 use ring::signature::{self, Ed25519KeyPair, KeyPair};
@@ -205,8 +206,8 @@ impl Sealer {
         HEADER_LEN + len + TAG_LEN + sig
     }
 
-    /// Seals `payload` into `out` (cleared first). The payload is copied once, into `out`,
-    /// and encrypted there.
+    /// Seals `payload` into `out` (its contents replaced). The payload is read once, by the
+    /// cipher, which writes the ciphertext straight into `out`.
     pub fn seal(
         &mut self,
         payload: &[u8],
@@ -231,8 +232,6 @@ impl Sealer {
         }
         let seq = self.next_seq;
         self.next_seq += 1;
-        out.clear();
-        out.reserve(self.sealed_len(payload.len()));
         let header = EnvelopeHeader {
             flags: kind.apply(self.flags),
             name: self.name,
@@ -240,49 +239,54 @@ impl Sealer {
             seq,
             send_time_us,
         };
-        header.write(out);
-        out.extend_from_slice(payload);
+        let body_end = HEADER_LEN + payload.len();
+        let tag_end = body_end + TAG_LEN;
+        zeroed(out, self.sealed_len(payload.len()));
+        out[..HEADER_LEN].copy_from_slice(&header.to_bytes());
         let signer_pk = self.signer.as_ref().map(|s| s.public_key());
-        let tag = if self.flags.clear() {
+        if self.flags.clear() {
             // Header and payload are the associated data; nothing is encrypted. A signature
             // (below) covers the signer key.
-            self.key
-                .seal_in_place_separate_tag(nonce(seq), Aad::from(&out[..]), &mut [])
-                .map_err(|_| SealError::Crypto)?
+            out[HEADER_LEN..body_end].copy_from_slice(payload);
+            let tag = self
+                .key
+                .seal_in_place_separate_tag(nonce(seq), Aad::from(&out[..body_end]), &mut [])
+                .map_err(|_| SealError::Crypto)?;
+            out[body_end..tag_end].copy_from_slice(tag.as_ref());
         } else {
-            self.encrypt(seq, signer_pk.as_ref(), out)?
-        };
-        out.extend_from_slice(tag.as_ref());
+            self.encrypt(seq, signer_pk.as_ref(), payload, &mut out[..tag_end])?;
+        }
         if let (Some(signer), Some(pk)) = (&self.signer, signer_pk) {
-            out.extend_from_slice(&pk);
-            let sig = signer.key.sign(out);
-            out.extend_from_slice(sig.as_ref());
+            out[tag_end..tag_end + SIGNER_LEN].copy_from_slice(&pk);
+            let sig = signer.key.sign(&out[..tag_end + SIGNER_LEN]);
+            out[tag_end + SIGNER_LEN..].copy_from_slice(sig.as_ref());
         }
         Ok(())
     }
 
-    /// Encrypts the payload after the header in place; the header (and signer key) are the
-    /// associated data.
+    /// Encrypts `payload` into `out` after its header, tag last; the header (and signer key)
+    /// are the associated data.
     fn encrypt(
         &self,
         seq: u64,
         signer_pk: Option<&[u8; 32]>,
+        payload: &[u8],
         out: &mut [u8],
-    ) -> Result<ring::aead::Tag, SealError> {
-        let (head, body) = out.split_at_mut(HEADER_LEN);
-        match signer_pk {
+    ) -> Result<(), SealError> {
+        let (head, rest) = out.split_at_mut(HEADER_LEN);
+        let (body, tag) = rest.split_at_mut(payload.len());
+        let mut aad_buf = [0u8; HEADER_LEN + SIGNER_LEN];
+        let aad: &[u8] = match signer_pk {
             Some(pk) => {
-                let mut aad = [0u8; HEADER_LEN + SIGNER_LEN];
-                aad[..HEADER_LEN].copy_from_slice(head);
-                aad[HEADER_LEN..].copy_from_slice(pk);
-                self.key
-                    .seal_in_place_separate_tag(nonce(seq), Aad::from(&aad[..]), body)
+                aad_buf[..HEADER_LEN].copy_from_slice(head);
+                aad_buf[HEADER_LEN..].copy_from_slice(pk);
+                &aad_buf
             }
-            None => self
-                .key
-                .seal_in_place_separate_tag(nonce(seq), Aad::from(&*head), body),
-        }
-        .map_err(|_| SealError::Crypto)
+            None => head,
+        };
+        self.key
+            .seal_out_of_place_scatter(nonce(seq), Aad::from(aad), payload, body, &[], tag)
+            .map_err(|_| SealError::Crypto)
     }
 
     pub fn seal_to_vec(&mut self, payload: &[u8], send_time_us: u64) -> Result<Vec<u8>, SealError> {
@@ -514,14 +518,41 @@ fn open_body(
         out.extend_from_slice(&envelope[HEADER_LEN..tag_at]);
         return Ok(signer);
     }
-    out.clear();
-    out.extend_from_slice(&envelope[HEADER_LEN..sealed_end]);
-    let plain_len = key
-        .open_in_place(nonce(header.seq), Aad::from(aad), out)
-        .map_err(|_| OpenError::Forged)?
-        .len();
-    out.truncate(plain_len);
+    let tag_at = sealed_end - TAG_LEN;
+    resize_for_overwrite(out, tag_at - HEADER_LEN);
+    let opened = key.open_separate_gather(
+        nonce(header.seq),
+        Aad::from(aad),
+        &envelope[HEADER_LEN..tag_at],
+        &envelope[tag_at..sealed_end],
+        out,
+    );
+    if opened.is_err() {
+        out.clear();
+        return Err(OpenError::Forged);
+    }
     Ok(signer)
+}
+
+/// Sets `out` to `len` zero bytes. A buffer too small is replaced by one from zeroed memory
+/// (fresh pages need no pass over them), not grown and filled.
+fn zeroed(out: &mut Vec<u8>, len: usize) {
+    out.clear();
+    if out.capacity() < len {
+        *out = vec![0; len];
+    } else {
+        out.resize(len, 0);
+    }
+}
+
+/// Sets `out`'s length to `len` for a caller that overwrites all of it: only bytes beyond
+/// its old length are zeroed, so a reused buffer is not filled before every message.
+fn resize_for_overwrite(out: &mut Vec<u8>, len: usize) {
+    if out.len() >= len {
+        out.truncate(len);
+    } else {
+        out.resize(len, 0);
+    }
 }
 
 #[cfg(test)]

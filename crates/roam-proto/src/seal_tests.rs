@@ -33,6 +33,28 @@ fn seal_open_round_trip_all_sizes() {
 }
 
 #[test]
+fn reused_buffers_hold_exactly_the_latest_message() {
+    // Sealing and opening overwrite reused buffers without clearing them first: a shorter
+    // message after a longer one must leave nothing of the longer behind.
+    let mut s = Sealer::new(&realm(1), name(), false, None).unwrap();
+    let mut o = Opener::new(&realm(1), OpenerConfig::default());
+    let (mut env, mut out) = (Vec::new(), Vec::new());
+    for len in [1usize << 20, 65536, 1024, 1, 0, 300] {
+        let payload = vec![len as u8 ^ 0x5a; len];
+        s.seal(&payload, 0, &mut env).unwrap();
+        assert_eq!(env.len(), s.sealed_len(len));
+        o.open(&env, 0, &mut out).unwrap();
+        assert_eq!(out, payload);
+    }
+    // A forged envelope leaves no plaintext behind.
+    s.seal(&[7; 300], 0, &mut env).unwrap();
+    let last = env.len() - 1;
+    env[last] ^= 1;
+    assert_eq!(o.open(&env, 0, &mut out), Err(OpenError::Forged));
+    assert!(out.is_empty());
+}
+
+#[test]
 fn test_vector_matches_docs() {
     // Published in docs/protocol.md: a fixed session makes the envelope deterministic.
     let mut s = Sealer::with_session(
