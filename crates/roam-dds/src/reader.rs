@@ -3,6 +3,7 @@ use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 
+use bytes::Bytes;
 use cyclors::{
     dds_entity_t, dds_instance_handle_t, dds_sample_info_t, ddsi_serdata, ddsrt_iovec_t,
 };
@@ -31,8 +32,10 @@ pub struct Sample {
     /// name an instance, so it reports data alone).
     pub kind: SampleKind,
     /// The complete serialized sample, 4-byte encapsulation header included, exactly as the
-    /// writer sent it (for lifecycle changes: the serialized key, header included).
-    pub cdr: Vec<u8>,
+    /// writer sent it (for lifecycle changes: the serialized key, header included). On a blob
+    /// topic the bytes are CycloneDDS's own buffer, not a copy, released when the last clone
+    /// is dropped; on a typed topic they are a copy.
+    pub cdr: Bytes,
     /// The writer's source timestamp, nanoseconds since the Unix epoch.
     pub source_timestamp_ns: i64,
     /// The GUID of the writer that published it (all zeros if the writer was already gone
@@ -228,7 +231,13 @@ fn take_all(reader: dds_entity_t, state: &ReaderState) {
             };
             // SAFETY: `sd` is a valid serdata reference from takecdr: a full sample (valid
             // data), or the key of a typed topic's instance (whose sertype serializes keys).
-            let cdr = unsafe { serdata_bytes(*sd) };
+            let lent = unsafe { serdata_bytes(*sd) };
+            // A typed topic's serdata goes back to its domain's pool when freed, so it must
+            // not outlive the domain: copied. A blob serdata is plain heap memory: lent.
+            let cdr = match state.lifecycle {
+                true => Bytes::copy_from_slice(&lent),
+                false => lent,
+            };
             samples.push((kind, cdr, info.source_timestamp, info.publication_handle));
         }
         for sd in &bufs[..n] {
@@ -255,11 +264,15 @@ fn take_all(reader: dds_entity_t, state: &ReaderState) {
     }
 }
 
-/// Copies a serdata's serialized form (header included).
+/// A serdata's serialized form (header included), lent: the bytes stay where CycloneDDS put
+/// them and the reference that keeps them is released when the last `Bytes` over them goes.
+/// Sealing reads them there, so a sample is not copied on its way out of the DDS domain.
 ///
 /// # Safety
-/// `sd` must be a valid serdata holding a full sample.
-unsafe fn serdata_bytes(sd: *mut ddsi_serdata) -> Vec<u8> {
+/// `sd` must be a valid serdata holding a full sample. The result must not outlive the
+/// domain unless the serdata is a blob one (cyclors' `cdds` serdata frees to the heap;
+/// CycloneDDS's default serdata frees into its domain's pool).
+unsafe fn serdata_bytes(sd: *mut ddsi_serdata) -> Bytes {
     // SAFETY: valid serdata per the contract.
     let size = unsafe { cyclors::ddsi_serdata_size(sd) } as usize;
     let mut iov = ddsrt_iovec_t {
@@ -267,17 +280,38 @@ unsafe fn serdata_bytes(sd: *mut ddsi_serdata) -> Vec<u8> {
         iov_len: 0,
     };
     // SAFETY: asks for a reference to bytes [0, size) of the serialized form; the blob
-    // sertype points `iov` into its own payload and returns an extra serdata reference.
+    // sertype points `iov` into its own payload and returns an extra serdata reference,
+    // which the loan now owns.
     let held = unsafe { cyclors::ddsi_serdata_to_ser_ref(sd, 0, size, &mut iov) };
-    let out = if iov.iov_base.is_null() || iov.iov_len == 0 {
-        Vec::new()
-    } else {
-        // SAFETY: `iov` describes iov_len readable bytes kept alive by `held`.
-        unsafe { std::slice::from_raw_parts(iov.iov_base as *const u8, iov.iov_len) }.to_vec()
-    };
-    // SAFETY: releases the reference and the iovec from to_ser_ref, once.
-    unsafe { cyclors::ddsi_serdata_to_ser_unref(held, &iov) };
-    out
+    Bytes::from_owner(SerdataLoan { held, iov })
+}
+
+/// An extra serdata reference and the bytes of its serialized form it keeps readable.
+struct SerdataLoan {
+    held: *mut ddsi_serdata,
+    iov: ddsrt_iovec_t,
+}
+
+// SAFETY: a serdata reference may be released from any thread (CycloneDDS counts them
+// atomically), and the bytes it keeps are never written while it is held.
+unsafe impl Send for SerdataLoan {}
+
+impl AsRef<[u8]> for SerdataLoan {
+    fn as_ref(&self) -> &[u8] {
+        if self.iov.iov_base.is_null() || self.iov.iov_len == 0 {
+            return &[];
+        }
+        // SAFETY: `iov` describes iov_len readable bytes kept alive and unchanged by `held`
+        // until drop.
+        unsafe { std::slice::from_raw_parts(self.iov.iov_base as *const u8, self.iov.iov_len) }
+    }
+}
+
+impl Drop for SerdataLoan {
+    fn drop(&mut self) {
+        // SAFETY: releases the reference and the iovec from to_ser_ref, once.
+        unsafe { cyclors::ddsi_serdata_to_ser_unref(self.held, &self.iov) };
+    }
 }
 
 fn writer_guid(

@@ -122,6 +122,36 @@ fn twenty_megabyte_sample_arrives_intact() {
 }
 
 #[test]
+fn a_taken_sample_outlives_its_reader_and_participant() {
+    // A blob topic's samples are lent out of CycloneDDS's buffers, not copied: they must stay
+    // whole after the reader, the writer and the participant (the last in its domain) are gone.
+    let p = participant(108);
+    let topic = TopicInfo::keyless("rt/lent", "roam::test::Blob");
+    let qos = Qos {
+        reliable: true,
+        transient_local: false,
+        history: History::KeepAll,
+    };
+    let (tx, rx) = channel();
+    let reader = Reader::new(&p, &topic, &qos, move |s| tx.send(s).unwrap()).unwrap();
+    let writer = Writer::new(&p, &topic, &qos).unwrap();
+    wait_for("match", T, || {
+        (writer.matched_readers().unwrap() >= 1).then_some(())
+    });
+    let small = cdr_string("kept");
+    let mut big = vec![0x00, 0x01, 0x00, 0x00];
+    big.extend((0..300_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8));
+    writer.write_cdr(&small).unwrap();
+    writer.write_cdr(&big).unwrap();
+    let got: Vec<_> = (0..2).map(|_| rx.recv_timeout(T).expect("sample")).collect();
+    let copies: Vec<_> = got.iter().map(|s| s.cdr.clone()).collect();
+    drop((writer, reader, p));
+    drop(got);
+    assert_eq!(copies[0], small);
+    assert!(copies[1] == big, "300 KB sample differs");
+}
+
+#[test]
 fn transient_local_history_reaches_a_late_reader() {
     let p = participant(104);
     let topic = TopicInfo::keyless("rt/tf_static", "tf2_msgs::msg::dds_::TFMessage_");

@@ -185,7 +185,7 @@ fn make_reader(
         if s.kind != roam_dds::SampleKind::Data {
             return;
         }
-        if tx.try_send((Instant::now(), s.cdr)).is_err()
+        if tx.try_send((Instant::now(), s.cdr.to_vec())).is_err()
             && dropped2.fetch_add(1, Ordering::Relaxed) == 0
         {
             warn!(target: "roam::mqtt", topic = %name, "the MQTT connection falls behind: dropping the newest samples (said once; counted)");

@@ -15,7 +15,6 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use roam_dds::{
     DdsError, Endpoint, Guid, Participant, Reader, Sample, SampleKind, TopicInfo, TypeDescriptor,
 };
@@ -661,8 +660,9 @@ fn sample_handler(table: Arc<RwLock<RouteTable>>) -> impl Fn(Sample) + Send + Sy
             Lookup::Send(p, copies) => {
                 record_dds_age(&p, &s);
                 let kind = payload_kind(s.kind);
-                // The sample's bytes, owned: copies share them.
-                let cdr = Bytes::from(s.cdr);
+                // The sample's bytes, still in CycloneDDS's buffer: copies share them, and
+                // the seal reads them there.
+                let cdr = s.cdr;
                 // A failure is counted by the publisher.
                 let _ = p.publish_blocking(kind, cdr.clone());
                 for c in copies {
