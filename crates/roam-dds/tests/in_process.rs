@@ -143,7 +143,9 @@ fn a_taken_sample_outlives_its_reader_and_participant() {
     big.extend((0..300_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8));
     writer.write_cdr(&small).unwrap();
     writer.write_cdr(&big).unwrap();
-    let got: Vec<_> = (0..2).map(|_| rx.recv_timeout(T).expect("sample")).collect();
+    let got: Vec<_> = (0..2)
+        .map(|_| rx.recv_timeout(T).expect("sample"))
+        .collect();
     let copies: Vec<_> = got.iter().map(|s| s.cdr.clone()).collect();
     drop((writer, reader, p));
     drop(got);
