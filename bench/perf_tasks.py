@@ -55,13 +55,19 @@ def task_of(frames):
         return "tokio: parked (epoll_wait, switches)"
     for i, f in enumerate(frames):
         if f.startswith(POLL):
+            blocking = False
             for g in reversed(frames[:i]):
                 if not g.startswith(GENERIC):
                     if "BlockingTask" in g:
-                        break  # the worker thread's own frames: no task's future below
+                        # spawn_blocking's work (sealing or writing a large message): named by
+                        # the first function of ours below it, not counted as scheduling.
+                        blocking = True
+                        continue
                     name = re.sub(r"::\{\{closure\}\}.*", "", g)[:90]
+                    if blocking:
+                        return "blocking: " + name
                     return ROAM_TASKS.get(name, name)
-            return "tokio: scheduling"
+            return "tokio: blocking pool" if blocking else "tokio: scheduling"
     if any("ddsi_recv_thread" in f for f in frames):
         return "CycloneDDS receive thread (reading, sealing, hand-off)"
     if any("worker::run" in f for f in frames):
