@@ -36,15 +36,20 @@ fn counter(text: &str, prefix: &str) -> u64 {
         .unwrap_or_else(|| panic!("unexpected message {text:?} (expected {prefix}N)"))
 }
 
+/// Every sample a listener prints starts so.
+const DATA: &str = "data: ";
+
 /// Reads "PREFIX n" lines until `last` arrives: the numbers must run without a gap, a
 /// duplicate or a reordering, from 0 (the talker waited for the exporting proxy's reader, and
 /// the importing proxy's writer has matched the listener by then) to `last`. Returns them.
+/// Any other sample fails the test (each test's talker has a text of its own, so a sample of
+/// another test's shows as such).
 fn run_until(listener: &Proc, prefix: &str, last: u64, why: &dyn Fn() -> String) -> Vec<u64> {
-    let first = wait_line(listener, prefix, T)
+    let first = wait_line(listener, DATA, T)
         .unwrap_or_else(|| panic!("nothing arrived on {}.\n{}", listener.name, why()));
     let mut got = vec![counter(&first, prefix)];
     while *got.last().unwrap() < last {
-        let l = wait_line(listener, prefix, Duration::from_secs(10)).unwrap_or_else(|| {
+        let l = wait_line(listener, DATA, Duration::from_secs(10)).unwrap_or_else(|| {
             panic!(
                 "the flow stopped after {:?} (of ..={last}).\n{}",
                 got.last(),
@@ -58,7 +63,7 @@ fn run_until(listener: &Proc, prefix: &str, last: u64, why: &dyn Fn() -> String)
     assert_eq!(got[0], 0, "the first samples were lost.\n{}", why());
     // Nothing more: no duplicate after the last one.
     assert_eq!(
-        lines(listener, prefix, 1, Duration::from_millis(500)),
+        lines(listener, DATA, 1, Duration::from_millis(500)),
         Vec::<String>::new()
     );
     got
@@ -67,9 +72,9 @@ fn run_until(listener: &Proc, prefix: &str, last: u64, why: &dyn Fn() -> String)
 // ---------------------------------------------------------------------------------------------
 // std_msgs/String both ways
 
-/// A Fast DDS talker of "fast 0" .. "fast 59" on `rt/chatter` in `domain` that waits for
+/// A Fast DDS talker of "TEXT 0" .. "TEXT 59" on `rt/chatter` in `domain` that waits for
 /// one matched reader, then for `go` (see [`Go`]) before it publishes.
-fn gated_chatter_talker(net: &Net, domain: u32) -> (Proc, Go) {
+fn gated_chatter_talker(net: &Net, domain: u32, text: &str) -> (Proc, Go) {
     let go = Go::new(net, "talker");
     let talker = fastdds(
         "talker",
@@ -79,7 +84,7 @@ fn gated_chatter_talker(net: &Net, domain: u32) -> (Proc, Go) {
             "--topic",
             "rt/chatter",
             "--text",
-            "fast",
+            text,
             "--wait-match",
             "1",
             "--start-when",
@@ -113,7 +118,7 @@ fn a_fastdds_talker_reaches_a_cyclonedds_listener() {
     );
     let mut listener = python("listener", "listener.py", &[&p.b.to_string(), "rt/chatter"]);
     // Publishes once the exporting proxy's reader matched: the remote listener's demand made it.
-    let (mut talker, go) = gated_chatter_talker(&net, p.a);
+    let (mut talker, go) = gated_chatter_talker(&net, p.a, "fast-to-cyclone");
     let why = || diagnosis(&talker, &robot, &base);
     // The talker matched the exporting proxy's reader (the remote listener's demand made it);
     // it publishes once the importing proxy writes locally: that writer is new, and must
@@ -121,7 +126,7 @@ fn a_fastdds_talker_reaches_a_cyclonedds_listener() {
     wait_for(&talker, "writer matched 1", &why);
     wait_for(&base, "remote topic announced", &why);
     go.now();
-    let got = run_until(&listener, "data: fast ", 59, &why);
+    let got = run_until(&listener, "data: fast-to-cyclone ", 59, &why);
     assert_eq!(got.len(), 60, "{}", why());
     // The proxy learned the type from Fast DDS's discovery data, as ROS 2 names it.
     assert!(
@@ -152,13 +157,19 @@ fn a_cyclonedds_talker_reaches_a_fastdds_listener() {
     let mut talker = python(
         "talker",
         "talker.py",
-        &[&p.a.to_string(), "rt/chatter", "cyclone"],
+        &[&p.a.to_string(), "rt/chatter", "cyclone-to-fast"],
     );
     let why = || format!("robot: {}\nbase: {}", robot.logs(), base.logs());
-    let first = wait_line(&listener, "data: cyclone ", T)
+    let first = wait_line(&listener, DATA, T)
         .unwrap_or_else(|| panic!("nothing crossed to Fast DDS.\n{}", why()));
-    let first = counter(&first, "data: cyclone ");
-    let got = run_until_from(&listener, "data: cyclone ", first, first + RUN, &why);
+    let first = counter(&first, "data: cyclone-to-fast ");
+    let got = run_until_from(
+        &listener,
+        "data: cyclone-to-fast ",
+        first,
+        first + RUN,
+        &why,
+    );
     assert_eq!(got.len() as u64, RUN + 1);
     stop(&mut [
         &mut talker,
@@ -179,7 +190,7 @@ fn run_until_from(
 ) -> Vec<u64> {
     let mut got = vec![first];
     while *got.last().unwrap() < last {
-        let l = wait_line(listener, prefix, Duration::from_secs(10))
+        let l = wait_line(listener, DATA, Duration::from_secs(10))
             .unwrap_or_else(|| panic!("the flow stopped after {:?}.\n{}", got.last(), why()));
         let n = counter(&l, prefix);
         assert_eq!(n, got.last().unwrap() + 1, "after {got:?}.\n{}", why());
@@ -199,7 +210,7 @@ fn a_fastdds_talker_reaches_a_fastdds_listener() {
         &import("topic: /chatter"),
     );
     let mut listener = fastdds("listener", "listen", p.b, &["--topic", "rt/chatter"]);
-    let (mut talker, go) = gated_chatter_talker(&net, p.a);
+    let (mut talker, go) = gated_chatter_talker(&net, p.a, "fast-to-fast");
     let why = || diagnosis(&talker, &robot, &base);
     // Both ends matched their proxy: the talker the exporter's reader, the listener the
     // importer's writer, on both sides of each match (on Fast DDS this can take a second:
@@ -212,7 +223,7 @@ fn a_fastdds_talker_reaches_a_fastdds_listener() {
         why()
     );
     go.now();
-    let got = run_until(&listener, "data: fast ", 59, &why);
+    let got = run_until(&listener, "data: fast-to-fast ", 59, &why);
     assert_eq!(got.len(), 60, "{}", why());
     stop(&mut [
         &mut listener,
@@ -253,7 +264,7 @@ fn fastdds_and_rustdds_nodes_talk_both_ways() {
             "--topic",
             "rt/chatter",
             "--text",
-            "fast",
+            "fast-to-rustdds",
             "--wait-match",
             "1",
             "--count",
@@ -265,7 +276,7 @@ fn fastdds_and_rustdds_nodes_talk_both_ways() {
     while got.last() != Some(&59) && Instant::now() < end {
         match subscription.take() {
             Ok(Some((text, _info))) => {
-                let n = counter(&text, "fast ");
+                let n = counter(&text, "fast-to-rustdds ");
                 if let Some(&last) = got.last() {
                     assert_eq!(n, last + 1, "fast {n} arrived after fast {last}");
                 }
