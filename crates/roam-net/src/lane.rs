@@ -8,6 +8,9 @@
 //!
 //! A lane always admits one message when empty, whatever its size, so a single large message
 //! (tens of MB) is never refused by the byte bound.
+//!
+//! A sender may write a message itself instead of queueing it ([`Lane::push_or_write`]) while
+//! the lane is empty and its writer idle, so that nothing overtakes anything sent before.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -70,6 +73,8 @@ struct State<T> {
     queue: VecDeque<T>,
     bytes: usize,
     closed: bool,
+    /// The writer holds messages it took and has not finished writing.
+    busy: bool,
 }
 
 pub struct Lane<T> {
@@ -88,6 +93,7 @@ impl<T: Weighted> Lane<T> {
                 queue: VecDeque::new(),
                 bytes: 0,
                 closed: false,
+                busy: false,
             }),
             notify: Notify::new(),
             space: Notify::new(),
@@ -97,7 +103,14 @@ impl<T: Weighted> Lane<T> {
     }
 
     pub fn push(&self, item: T) -> Pushed {
-        let size = item.size();
+        self.push_or_write(item, Some)
+    }
+
+    /// Pushes `item`, unless the lane is empty and its writer idle: then `write` is offered
+    /// it first, with the lane held so that nothing pushed meanwhile overtakes it, and
+    /// writes it on the caller's thread; what it gives back (the item, or the part of it it
+    /// could not write) is queued as usual.
+    pub fn push_or_write(&self, item: T, write: impl FnOnce(T) -> Option<T>) -> Pushed {
         let mut s = match self.state.lock() {
             Ok(s) => s,
             Err(p) => p.into_inner(),
@@ -105,6 +118,14 @@ impl<T: Weighted> Lane<T> {
         if s.closed {
             return Pushed::Closed;
         }
+        let item = match s.queue.is_empty() && !s.busy {
+            true => match write(item) {
+                Some(rest) => rest,
+                None => return Pushed::Queued,
+            },
+            false => item,
+        };
+        let size = item.size();
         let over = |s: &State<T>| {
             !s.queue.is_empty()
                 && (s.queue.len() >= self.limits.max_messages
@@ -143,6 +164,7 @@ impl<T: Weighted> Lane<T> {
                 };
                 if let Some(item) = s.queue.pop_front() {
                     s.bytes -= item.size();
+                    s.busy = true;
                     drop(s);
                     self.space.notify_waiters();
                     return Some(item);
@@ -163,6 +185,7 @@ impl<T: Weighted> Lane<T> {
         };
         let item = s.queue.pop_front()?;
         s.bytes -= item.size();
+        s.busy = true;
         drop(s);
         self.space.notify_waiters();
         Some(item)
@@ -208,6 +231,14 @@ impl<T: Weighted> Lane<T> {
         match self.state.lock() {
             Ok(s) => self.has_room(&s),
             Err(p) => self.has_room(&p.into_inner()),
+        }
+    }
+
+    /// The writer has written all it took ([`Lane::push_or_write`] may write again).
+    pub fn written(&self) {
+        match self.state.lock() {
+            Ok(mut s) => s.busy = false,
+            Err(p) => p.into_inner().busy = false,
         }
     }
 
@@ -337,6 +368,39 @@ mod tests {
         let waiter = waiting_for_space(&l).await;
         l.close();
         waiter.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_sender_writes_itself_only_while_nothing_is_queued_or_being_written() {
+        let l = Lane::new(Policy::Reliable, LIMITS);
+        let wrote = std::cell::RefCell::new(Vec::new());
+        let write = |item: Vec<u8>| {
+            wrote.borrow_mut().push(item[0]);
+            None
+        };
+        // Empty and idle: the sender writes.
+        assert_eq!(l.push_or_write(vec![0], write), Pushed::Queued);
+        // Queued behind another message: never written ahead of it.
+        assert_eq!(l.push(vec![1]), Pushed::Queued);
+        assert_eq!(l.push_or_write(vec![2], |_| unreachable!()), Pushed::Queued);
+        // The writer took both and has not finished: still queued, in order.
+        assert_eq!(l.pop().await.unwrap()[0], 1);
+        assert_eq!(l.try_pop().unwrap()[0], 2);
+        assert_eq!(l.push_or_write(vec![3], |_| unreachable!()), Pushed::Queued);
+        assert_eq!(l.try_pop().unwrap()[0], 3);
+        // Written and idle again: the sender writes, and what it could not write is queued.
+        l.written();
+        assert_eq!(l.push_or_write(vec![4], |_| Some(vec![44])), Pushed::Queued);
+        assert_eq!(l.depth().messages, 1);
+        assert_eq!(l.push_or_write(vec![5], |_| unreachable!()), Pushed::Queued);
+        assert_eq!(l.pop().await.unwrap()[0], 44);
+        assert_eq!(l.pop().await.unwrap()[0], 5);
+        l.written();
+        assert_eq!(l.push_or_write(vec![6], write), Pushed::Queued);
+        assert_eq!(*wrote.borrow(), vec![0, 6]);
+        // Closed: nothing is written.
+        l.close();
+        assert_eq!(l.push_or_write(vec![7], |_| unreachable!()), Pushed::Closed);
     }
 
     #[tokio::test]

@@ -444,7 +444,8 @@ impl LinkStats {
 /// A frame waiting in a lane.
 #[derive(Debug, Clone)]
 pub enum Outgoing {
-    /// An encoded control frame.
+    /// Bytes written as they are: an encoded control frame, or the rest of a data frame
+    /// that a write from the sender's thread began (`quic/lane_stream.rs`).
     Control(Bytes),
     Data {
         origin: RouterId,

@@ -933,6 +933,7 @@ impl ConnectionRef {
                 connected: false,
                 timer: None,
                 timer_deadline: None,
+                here_at: None,
                 conn_events,
                 endpoint_events,
                 blocked_writers: FxHashMap::default(),
@@ -1015,6 +1016,8 @@ pub(crate) struct State {
     connected: bool,
     timer: Option<Pin<Box<dyn AsyncTimer>>>,
     timer_deadline: Option<Instant>,
+    /// roam: when a thread other than the driver last sent (`transmit_here`).
+    here_at: Option<Instant>,
     conn_events: mpsc::UnboundedReceiver<ConnectionEvent>,
     endpoint_events: mpsc::UnboundedSender<(ConnectionHandle, EndpointEvent)>,
     pub(crate) blocked_writers: FxHashMap<StreamId, Waker>,
@@ -1220,6 +1223,17 @@ impl State {
             return true;
         }
 
+        // roam: while other threads send on this connection (`transmit_here`), the timer is
+        // never armed further ahead than `HERE_TIMER_BOUND`: a send's loss-detection deadline
+        // (its probe timeout, at least the peer's ack delay ahead) then falls after the armed
+        // one, and the sending thread needs no wake-up of this driver to have it covered.
+        // The cost is a wake-up of this driver per bound while those sends go on.
+        let deadline = match self.here_at {
+            Some(at) if now.saturating_duration_since(at) < HERE_WATCH => {
+                deadline.min(now + HERE_TIMER_BOUND)
+            }
+            _ => deadline,
+        };
         match &mut self.timer {
             // Avoid resetting the timer when the deadline is unchanged.
             Some(delay) if self.timer_deadline != Some(deadline) => {
@@ -1245,6 +1259,26 @@ impl State {
         self.inner.handle_timeout(self.runtime.now());
         self.timer_deadline = None;
         true
+    }
+
+    /// roam: transmits what is due from the calling thread (`SendStream::write_chunks_here`),
+    /// and wakes the driver only for what that leaves to it: more than one turn sends, a
+    /// transmit the socket did not take, events for the endpoint or the application, or a
+    /// deadline earlier than the timer it armed.
+    pub(crate) fn transmit_here(&mut self, shared: &Shared) {
+        self.here_at = Some(self.runtime.now());
+        let mut cx = Context::from_waker(Waker::noop());
+        let more = self.drive_transmit(&mut cx).unwrap_or(true);
+        self.forward_endpoint_events();
+        self.forward_app_events(shared);
+        let armed = match (self.inner.poll_timeout(), self.timer_deadline) {
+            (None, _) => true,
+            (Some(due), Some(armed)) => armed <= due,
+            (Some(_), None) => false,
+        };
+        if more || self.buffered_transmit.is_some() || !armed {
+            self.wake();
+        }
     }
 
     /// Wake up a blocked `Driver` task to process I/O
@@ -1362,6 +1396,15 @@ pub enum SendDatagramError {
 /// This limits the amount of CPU resources consumed by datagram generation,
 /// and allows other tasks (like receiving ACKs) to run in between.
 const MAX_TRANSMIT_DATAGRAMS: usize = 20;
+
+/// roam: how far ahead the driver's timer is armed at most while other threads send on the
+/// connection (`State::drive_timer`): below the probe timeout of any packet they send, which
+/// is at least the peer's ack delay (25 ms unless it asks otherwise) plus a millisecond ahead.
+const HERE_TIMER_BOUND: Duration = Duration::from_millis(20);
+
+/// roam: how long after the last send from another thread the driver keeps to
+/// `HERE_TIMER_BOUND`.
+const HERE_WATCH: Duration = Duration::from_secs(1);
 
 /// The maximum amount of datagrams that are sent in a single transmit
 ///

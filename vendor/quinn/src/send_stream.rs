@@ -100,6 +100,32 @@ impl SendStream {
         poll_fn(|cx| self.execute_poll(cx, |s| s.write_chunks(bufs))).await
     }
 
+    /// roam: writes what the stream takes of `bufs` now (as [`write_chunks`](Self::write_chunks)
+    /// does) and transmits it from the calling thread, instead of waking the connection's
+    /// driver to do it on its task. The driver is woken only for what the calling thread
+    /// cannot finish: more to send than one turn sends, a socket that is full, or a timer
+    /// that must be armed earlier than it is. `Ok(None)`: flow control took nothing, and
+    /// nothing waits to be woken (write the usual way to wait for room).
+    pub fn write_chunks_here(&mut self, bufs: &mut [Bytes]) -> Result<Option<Written>, WriteError> {
+        use proto::WriteError::*;
+        let mut conn = self.conn.state.lock("SendStream::write_chunks_here");
+        if self.is_0rtt {
+            conn.check_0rtt()
+                .map_err(|()| WriteError::ZeroRttRejected)?;
+        }
+        if let Some(ref x) = conn.error {
+            return Err(WriteError::ConnectionLost(x.clone()));
+        }
+        let written = match conn.inner.send_stream(self.stream).write_chunks(bufs) {
+            Ok(written) => written,
+            Err(Blocked) => return Ok(None),
+            Err(Stopped(error_code)) => return Err(WriteError::Stopped(error_code)),
+            Err(ClosedStream) => return Err(WriteError::ClosedStream),
+        };
+        conn.transmit_here(&self.conn.shared);
+        Ok(Some(written))
+    }
+
     /// Write a single [`Bytes`] into this stream in its entirety
     ///
     /// Bytes to write are provided to this method as an single cheaply cloneable chunk. This

@@ -167,6 +167,12 @@ impl UdpPoller for RoomPoller {
             this.waiting = None;
             return Poll::Ready(Ok(()));
         }
+        // A send from outside the runtime's tasks (a write sent from the writing thread,
+        // vendor/quinn's ROAM.md) cannot wait for room: it leaves the packet to the
+        // connection's driver, which it wakes, and which waits here in its task.
+        if !super::lane_stream::in_a_task() {
+            return Poll::Pending;
+        }
         let waiting = match &mut this.waiting {
             Some(fd) => fd,
             none => {
@@ -295,13 +301,24 @@ mod tests {
             .await
             .is_ready());
         socket.blocked.store(true, Ordering::Release);
-        tokio::time::timeout(
-            Duration::from_secs(5),
-            poll_fn(|cx| poller.as_mut().poll_writable(cx)),
-        )
+        // Outside the runtime's tasks (a DDS thread sending itself) nothing can wait for
+        // room: the packet is left to the connection's driver.
+        assert!(poll_fn(|cx| Poll::Ready(poller.as_mut().poll_writable(cx)))
+            .await
+            .is_pending());
+        // In a task (the driver) it waits, and finds room.
+        let s = socket.clone();
+        tokio::spawn(async move {
+            tokio::time::timeout(
+                Duration::from_secs(5),
+                poll_fn(|cx| poller.as_mut().poll_writable(cx)),
+            )
+            .await
+            .expect("an empty send buffer is room at once")
+            .unwrap();
+            assert!(!s.blocked.load(Ordering::Acquire));
+        })
         .await
-        .expect("an empty send buffer is room at once")
         .unwrap();
-        assert!(!socket.blocked.load(Ordering::Acquire));
     }
 }

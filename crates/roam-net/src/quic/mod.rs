@@ -7,6 +7,7 @@
 //!   lane drops its oldest message first.
 
 mod endpoint;
+mod lane_stream;
 mod link_socket;
 #[cfg(test)]
 mod readers_first_tests;
@@ -14,6 +15,8 @@ mod repair_inbox;
 mod socket_drops;
 mod streams;
 mod timer;
+#[cfg(test)]
+mod write_here_tests;
 
 pub use endpoint::{endpoint, transport_config};
 pub use socket_drops::{udp_receive_drops, udp_table, UdpTableRow};
@@ -35,6 +38,7 @@ use crate::link::{
     LinkStats, LocalInfo, Outgoing, PathStats, Transport,
 };
 use crate::tls;
+use lane_stream::{write_here, LaneStream, StreamSlot};
 use repair_inbox::RepairInbox;
 use streams::{accept_streams, close_when_drained, read_datagrams, read_stream, write_lane};
 
@@ -126,12 +130,11 @@ pub async fn establish(
         path: Mutex::new(PathCache::default()),
         held_past_gaps: std::sync::atomic::AtomicUsize::new(0),
     });
-    let w = tokio::spawn(write_lane(
-        t.clone(),
+    let control = Arc::new(Mutex::new(Some(LaneStream::new(
         control,
-        t.control.clone(),
         my_hello.len() as u64,
-    ));
+    ))));
+    let w = tokio::spawn(write_lane(t.clone(), t.control.clone(), control));
     t.track(w);
     let reader = t.clone();
     let start = Box::new(move || {
@@ -161,6 +164,9 @@ pub async fn establish(
     Ok(Established::new(peer, LinkSender::from(t), start))
 }
 
+/// A topic's lane and its stream's slot ([`lane_stream`]).
+type DataLane = (Arc<Lane<Outgoing>>, Arc<StreamSlot>);
+
 struct QuicTransport {
     conn: quinn::Connection,
     /// Lane writers, awaited by `finish` so queued data is delivered before closing.
@@ -168,7 +174,8 @@ struct QuicTransport {
     /// Data streams from the peer still being read.
     readers: std::sync::atomic::AtomicUsize,
     control: Arc<Lane<Outgoing>>,
-    lanes: Mutex<HashMap<Name, Arc<Lane<Outgoing>>>>,
+    /// Each topic's lane, and the slot its stream waits in between writes.
+    lanes: Mutex<HashMap<Name, DataLane>>,
     cfg: LinkConfig,
     stats: LinkStats,
     /// Repairs received, waiting for their streams' readers.
@@ -250,7 +257,7 @@ impl QuicTransport {
         self.cfg.window_bytes.saturating_mul(4)
     }
 
-    fn lane_for(self: &Arc<Self>, name: Name, best_effort: bool) -> Arc<Lane<Outgoing>> {
+    fn lane_for(self: &Arc<Self>, name: Name, best_effort: bool) -> DataLane {
         let mut lanes = match self.lanes.lock() {
             Ok(l) => l,
             Err(p) => p.into_inner(),
@@ -274,13 +281,19 @@ impl QuicTransport {
         } else {
             (Policy::Reliable, self.cfg.reliable)
         };
-        let lane = Arc::new(Lane::new(policy, limits));
+        let lane: DataLane = (
+            Arc::new(Lane::new(policy, limits)),
+            Arc::new(Mutex::new(None)),
+        );
         lanes.insert(name, lane.clone());
         let t = self.clone();
-        let l = lane.clone();
+        let (l, slot) = lane.clone();
         let w = tokio::spawn(async move {
             match t.conn.open_uni().await {
-                Ok(s) => write_lane(t, s, l, 0).await,
+                Ok(s) => {
+                    *lane_stream::lock(&slot) = Some(LaneStream::new(s, 0));
+                    write_lane(t, l, slot).await
+                }
                 Err(e) => debug!("cannot open a lane: {e}"),
             }
         });
@@ -303,7 +316,7 @@ impl QuicTransport {
 
     fn close_data_lanes(&self) {
         if let Ok(lanes) = self.lanes.lock() {
-            for l in lanes.values() {
+            for (l, _) in lanes.values() {
                 l.close();
             }
         }
@@ -347,8 +360,12 @@ impl Transport for ArcTransport {
                         }
                     }
                 }
-                t.lane_for(name, best_effort)
-                    .push(Outgoing::Data { origin, envelope })
+                let (lane, slot) = t.lane_for(name, best_effort);
+                let item = Outgoing::Data { origin, envelope };
+                match best_effort {
+                    true => lane.push(item),
+                    false => lane.push_or_write(item, |item| write_here(t, &slot, item)),
+                }
             }
             other => t.control.push(Outgoing::from_frame(other)),
         };
@@ -421,7 +438,12 @@ impl Transport for ArcTransport {
         &self,
         name: Name,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
-        let lane = self.0.lanes.lock().ok().and_then(|l| l.get(&name).cloned());
+        let lane = self
+            .0
+            .lanes
+            .lock()
+            .ok()
+            .and_then(|l| l.get(&name).map(|(l, _)| l.clone()));
         Box::pin(async move {
             if let Some(lane) = lane {
                 lane.wait_space().await;
@@ -430,7 +452,12 @@ impl Transport for ArcTransport {
     }
 
     fn has_space(&self, name: Name) -> bool {
-        let lane = self.0.lanes.lock().ok().and_then(|l| l.get(&name).cloned());
+        let lane = self
+            .0
+            .lanes
+            .lock()
+            .ok()
+            .and_then(|l| l.get(&name).map(|(l, _)| l.clone()));
         lane.is_none_or(|l| l.has_space())
     }
 
@@ -444,7 +471,7 @@ impl Transport for ArcTransport {
         if let Ok(lanes) = t.lanes.lock() {
             // Topics past `max_lanes` share a lane: count each lane once.
             let mut seen = std::collections::HashSet::new();
-            for l in lanes.values() {
+            for (l, _) in lanes.values() {
                 if seen.insert(Arc::as_ptr(l)) {
                     depth = depth + l.depth();
                 }

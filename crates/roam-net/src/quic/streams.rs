@@ -9,6 +9,7 @@ use roam_proto::frame::{data_header, DATA_HEADER_LEN};
 use roam_proto::RouterId;
 use tracing::{debug, warn};
 
+use super::lane_stream::{lock, LaneStream, StreamSlot};
 use super::QuicTransport;
 use crate::fec::{self, GapError, GapReader};
 use crate::lane::{Lane, Weighted};
@@ -25,20 +26,15 @@ const WRITE_BATCH_BYTES: usize = 256 << 10;
 /// thousands of tiny buffers.
 const COALESCE_MAX: usize = 16 << 10;
 
-/// Writes `lane`'s frames on `s` from stream offset `offset` (past what was written on it
-/// before, such as the control stream's Hello).
+/// Writes `lane`'s frames on the stream in `slot`, which it leaves there between writes so
+/// that a sender finding the lane empty can write itself ([`write_here`]).
 pub(super) async fn write_lane(
     t: Arc<QuicTransport>,
-    mut s: quinn::SendStream,
     lane: Arc<Lane<Outgoing>>,
-    mut offset: u64,
+    slot: Arc<StreamSlot>,
 ) {
     let mut chunks: Vec<Bytes> = Vec::with_capacity(2 * WRITE_BATCH_FRAMES);
     let mut batch: Vec<Outgoing> = Vec::with_capacity(WRITE_BATCH_FRAMES);
-    // `offset`: where the next frame starts on the stream, for repairs that name it.
-    let stream = u64::from(s.id());
-    // quinn opens every stream at priority 0, bulk's.
-    let mut priority = Priority::Bulk;
     while let Some(first) = lane.pop().await {
         // Whatever else is queued already goes in the same write.
         let mut bytes = first.size();
@@ -48,55 +44,82 @@ pub(super) async fn write_lane(
             bytes += item.size();
             batch.push(item);
         }
-        let frames = batch.len();
-        let largest = batch.iter().map(Weighted::size).max().unwrap_or(0);
-        // Repairs only while the link keeps up (nothing else waits in the lane): where
-        // messages queue for it, the link is the bottleneck, the repairs would take capacity
-        // the waiting messages need, and a message's wait is the queue, not a lost packet.
-        let view = if t.cfg.fec {
-            t.repair_view()
-        } else {
-            Default::default()
+        // The stream stays in the slot between writes; while the lane says its writer is
+        // busy, no sender takes it, so it is there.
+        let Some(mut ls) = lock(&slot).take() else {
+            lane.close();
+            return;
         };
-        let loss = view.loss;
-        let repairing = fec::worth_repairing(loss) && lane.queued_bytes() == 0;
-        let large = if repairing && largest >= fec::ALONE_MIN {
-            large_frames(&batch, offset)
-        } else {
-            Vec::new()
-        };
-        let start = offset;
-        offset += bytes as u64;
-        coalesce(&mut batch, &mut chunks);
-        // A write of small frames goes again as copies while the path has room for them;
-        // until they are made, its pieces are shared, not copied.
-        let written =
-            (repairing && view.copies && largest < fec::ALONE_MIN && bytes <= fec::BATCH_MAX)
-                .then(|| chunks.clone());
-        let wanted = Priority::of(largest);
-        if wanted != priority {
-            priority = wanted;
-            let _ = s.set_priority(priority as i32);
-        }
-        if let Err(e) = s.write_all_chunks(&mut chunks).await {
-            debug!("lane closed: {e}");
+        if !write_batch(&t, &mut ls, &lane, &mut batch, &mut chunks, bytes).await {
             lane.close();
             return;
         }
-        chunks.clear();
-        t.stats.count_out_many(frames, bytes);
-        if !large.is_empty() {
-            send_large_repairs(&t, stream, large, loss);
-        }
-        if let Some(pieces) = written {
-            send_write_copies(&t, stream, start, &pieces);
-        }
+        ls.last_write = std::time::Instant::now();
+        *lock(&slot) = Some(ls);
+        lane.written();
     }
     // Closed: everything queued has been written. Wait until the peer acknowledged it, so a
     // program that exits right after publishing loses nothing.
-    if s.finish().is_ok() {
-        let _ = s.stopped().await;
+    let Some(LaneStream { mut stream, .. }) = lock(&slot).take() else {
+        return;
+    };
+    if stream.finish().is_ok() {
+        let _ = stream.stopped().await;
     }
+}
+
+/// One write of a batch of `bytes` bytes; false once the stream is gone.
+async fn write_batch(
+    t: &Arc<QuicTransport>,
+    ls: &mut LaneStream,
+    lane: &Lane<Outgoing>,
+    batch: &mut Vec<Outgoing>,
+    chunks: &mut Vec<Bytes>,
+    bytes: usize,
+) -> bool {
+    let frames = batch.len();
+    let largest = batch.iter().map(Weighted::size).max().unwrap_or(0);
+    let stream = u64::from(ls.stream.id());
+    // Repairs only while the link keeps up (nothing else waits in the lane): where
+    // messages queue for it, the link is the bottleneck, the repairs would take capacity
+    // the waiting messages need, and a message's wait is the queue, not a lost packet.
+    let view = if t.cfg.fec {
+        t.repair_view()
+    } else {
+        Default::default()
+    };
+    let loss = view.loss;
+    let repairing = fec::worth_repairing(loss) && lane.queued_bytes() == 0;
+    let large = if repairing && largest >= fec::ALONE_MIN {
+        large_frames(batch, ls.offset)
+    } else {
+        Vec::new()
+    };
+    let start = ls.offset;
+    ls.offset += bytes as u64;
+    coalesce(batch, chunks);
+    // A write of small frames goes again as copies while the path has room for them;
+    // until they are made, its pieces are shared, not copied.
+    let written = (repairing && view.copies && largest < fec::ALONE_MIN && bytes <= fec::BATCH_MAX)
+        .then(|| chunks.clone());
+    let wanted = Priority::of(largest);
+    if wanted != ls.priority {
+        ls.priority = wanted;
+        let _ = ls.stream.set_priority(wanted as i32);
+    }
+    if let Err(e) = ls.stream.write_all_chunks(chunks).await {
+        debug!("lane closed: {e}");
+        return false;
+    }
+    chunks.clear();
+    t.stats.count_out_many(frames, bytes);
+    if !large.is_empty() {
+        send_large_repairs(t, stream, large, loss);
+    }
+    if let Some(pieces) = written {
+        send_write_copies(t, stream, start, &pieces);
+    }
+    true
 }
 
 /// The data frames of a batch large enough for repairs, with their stream offsets (the batch
@@ -229,7 +252,7 @@ fn coalesce(batch: &mut Vec<Outgoing>, chunks: &mut Vec<Bytes>) {
 
 /// Which of a connection's streams quinn serves first when several have data to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Priority {
+pub(super) enum Priority {
     /// A stream carrying large messages (images, point clouds, maps).
     Bulk = 0,
     /// The rest (joystick, odometry, status, services): sent ahead of bulk data, so a small
@@ -241,7 +264,7 @@ impl Priority {
     /// Messages up to this size are interactive.
     const INTERACTIVE_MAX: usize = 64 << 10;
 
-    fn of(largest_message: usize) -> Priority {
+    pub(super) fn of(largest_message: usize) -> Priority {
         if largest_message <= Self::INTERACTIVE_MAX {
             Priority::Interactive
         } else {
