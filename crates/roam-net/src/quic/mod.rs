@@ -14,6 +14,8 @@ mod readers_first_tests;
 mod repair_inbox;
 mod socket_drops;
 mod streams;
+#[cfg(test)]
+mod tapped_pair;
 mod timer;
 #[cfg(test)]
 mod write_here_tests;

@@ -3,24 +3,11 @@
 //! first, through the tasks it is handed to as in a proxy (the stream reader, which routes
 //! it, and the import), and the acknowledgement after it.
 
-use std::io;
-use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use quinn::udp::{RecvMeta, Transmit};
-use quinn::{AsyncUdpSocket, UdpPoller};
-use roam_proto::frame::Role;
-
-use super::endpoint::{endpoint, transport_config};
-use super::link_socket::LinkSocket;
-use super::timer::EarlyTimerRuntime;
+use super::tapped_pair::{tapped_pair, Pair, Tap};
 use crate::link::LinkConfig;
-use crate::pki::tests::TempDir;
-use crate::pki::{init_ca, issue, load_identity, Validity, ROUTER_SERVER_NAME};
-use crate::tls;
 
 /// What the listening side's socket and its reader did, in order.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -33,53 +20,17 @@ enum Event {
 
 type Log = Arc<Mutex<Vec<Event>>>;
 
-/// roam's link socket, noting every datagram batch taken in and every send.
-#[derive(Debug)]
-struct Logged {
-    socket: Arc<LinkSocket>,
-    log: Log,
-}
+/// Notes every datagram batch taken in and every send.
+#[derive(Debug, Default)]
+struct Logged(Log);
 
-impl AsyncUdpSocket for Logged {
-    fn create_io_poller(self: Arc<Self>) -> Pin<Box<dyn UdpPoller>> {
-        self.socket.clone().create_io_poller()
+impl Tap for Logged {
+    fn sent(&self) {
+        self.0.lock().unwrap().push(Event::Sent);
     }
 
-    fn try_send(&self, transmit: &Transmit) -> io::Result<()> {
-        let sent = self.socket.try_send(transmit);
-        if sent.is_ok() {
-            self.log.lock().unwrap().push(Event::Sent);
-        }
-        sent
-    }
-
-    fn poll_recv(
-        &self,
-        cx: &mut Context,
-        bufs: &mut [io::IoSliceMut<'_>],
-        meta: &mut [RecvMeta],
-    ) -> Poll<io::Result<usize>> {
-        let received = self.socket.poll_recv(cx, bufs, meta);
-        if matches!(received, Poll::Ready(Ok(n)) if n > 0) {
-            self.log.lock().unwrap().push(Event::Received);
-        }
-        received
-    }
-
-    fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.socket.local_addr()
-    }
-
-    fn may_fragment(&self) -> bool {
-        self.socket.may_fragment()
-    }
-
-    fn max_transmit_segments(&self) -> usize {
-        self.socket.max_transmit_segments()
-    }
-
-    fn max_receive_segments(&self) -> usize {
-        self.socket.max_receive_segments()
+    fn received(&self) {
+        self.0.lock().unwrap().push(Event::Received);
     }
 }
 
@@ -95,41 +46,13 @@ fn before_delivery(log: &Log, from: usize) -> Vec<Event> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_message_is_delivered_before_its_acknowledgement_is_sent() {
-    let dir = TempDir::new("readers-first");
-    init_ca(dir.path()).unwrap();
-    issue(dir.path(), "r1", Role::Router, Validity::default()).unwrap();
-    issue(dir.path(), "robot", Role::Client, Validity::default()).unwrap();
-    let router = load_identity(dir.path(), "r1").unwrap();
-    let robot = load_identity(dir.path(), "robot").unwrap();
-    let cfg = LinkConfig::default();
-
-    let log: Log = Arc::default();
-    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let socket = Arc::new(Logged {
-        socket: Arc::new(LinkSocket::new(socket, cfg.max_udp_payload).unwrap()),
-        log: log.clone(),
-    });
-    let server = tls::quinn_server_config(&router, transport_config(&cfg, 4 << 20)).unwrap();
-    let listener = quinn::Endpoint::new_with_abstract_socket(
-        quinn::EndpointConfig::default(),
-        Some(server),
-        socket.clone(),
-        EarlyTimerRuntime::new(cfg.max_udp_payload),
-    )
-    .unwrap();
-    let addr = socket.local_addr().unwrap();
-    let dialer = endpoint(&robot, &cfg, None).unwrap();
-
-    let accepted = tokio::spawn(async move {
-        let conn = listener.accept().await.unwrap().await.unwrap();
-        (listener, conn)
-    });
-    let conn = dialer
-        .connect(addr, ROUTER_SERVER_NAME)
-        .unwrap()
-        .await
-        .unwrap();
-    let (_listener, server_conn) = accepted.await.unwrap();
+    let Pair {
+        socket,
+        server_conn,
+        conn,
+        _kept,
+    } = tapped_pair(&LinkConfig::default(), Logged::default()).await;
+    let log = socket.tap.0.clone();
 
     // The stream is opened by a first message; the reader then waits on it for the second,
     // as a topic's lane does between messages.
