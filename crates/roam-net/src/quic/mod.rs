@@ -316,6 +316,12 @@ impl QuicTransport {
         self.close_data_lanes();
     }
 
+    /// The lane of `name`, if one was made.
+    fn existing_lane(&self, name: Name) -> Option<Arc<Lane<Outgoing>>> {
+        let lanes = self.lanes.lock().ok()?;
+        lanes.get(&name).map(|(lane, _)| lane.clone())
+    }
+
     fn close_data_lanes(&self) {
         if let Ok(lanes) = self.lanes.lock() {
             for (l, _) in lanes.values() {
@@ -440,12 +446,7 @@ impl Transport for ArcTransport {
         &self,
         name: Name,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
-        let lane = self
-            .0
-            .lanes
-            .lock()
-            .ok()
-            .and_then(|l| l.get(&name).map(|(l, _)| l.clone()));
+        let lane = self.0.existing_lane(name);
         Box::pin(async move {
             if let Some(lane) = lane {
                 lane.wait_space().await;
@@ -454,12 +455,7 @@ impl Transport for ArcTransport {
     }
 
     fn has_space(&self, name: Name) -> bool {
-        let lane = self
-            .0
-            .lanes
-            .lock()
-            .ok()
-            .and_then(|l| l.get(&name).map(|(l, _)| l.clone()));
+        let lane = self.0.existing_lane(name);
         lane.is_none_or(|l| l.has_space())
     }
 
