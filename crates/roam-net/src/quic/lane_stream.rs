@@ -59,11 +59,12 @@ pub(super) fn lock(slot: &StreamSlot) -> MutexGuard<'_, Option<LaneStream>> {
 /// the sender's thread per message would send a packet (and make a system call) each.
 const BURST_GAP: Duration = Duration::from_micros(50);
 
-/// Smaller messages go to the writer: sent at once, each would take a packet (and a system
-/// call) of its own, where the writer's batches put messages of many topics that arrive
-/// together in shared packets. 1,000 topics of 128-byte messages at 10 Hz each cost the
-/// exporting proxy 17-22% more CPU sent one by one, and through a router arrived later
-/// (bench/results/lab-write-here.md); a message this large fills most of a packet alone.
+/// Smaller messages go to the writer. Sent from here they were faster proxy to proxy (1,000
+/// topics of 128 bytes at 10 Hz: median one way 94/103 -> 79/84 us, the exporting proxy's
+/// CPU 47.0/49.3 -> 42.1/43.0 us a message) but slower through a router (the 8 B echo in
+/// eight alternating pairs of nine, median 195 -> 245 us, with fewer system calls and
+/// switches than the writer's path), for a reason not found yet; a link does not know
+/// whether its peer forwards (bench/results/lab-write-here-small.md).
 const HERE_MIN: usize = 2 << 10;
 
 /// Frames up to this size go to quinn as one buffer (header and envelope copied together),
@@ -79,8 +80,8 @@ pub(super) fn write_here(t: &QuicTransport, slot: &StreamSlot, item: Outgoing) -
         return Some(item);
     }
     // In a task (a router's link reader) the lane's writer is a task on the same worker,
-    // woken without a system call: handing it the message costs less than sending from here
-    // (bench/results/lab-write-here.md).
+    // woken without a system call: sending from here measured no faster through a router
+    // (bench/results/lab-write-here-small.md), and slower with the first attempt's timer.
     if in_a_task() {
         return Some(item);
     }
