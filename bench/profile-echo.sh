@@ -116,6 +116,14 @@ esac
     >"$out/sink.json" 2>"$out/sink.log" & pids+=($!); sink=$!
 wait_line "$out/sink.json" ready
 if [[ -n "$mode" && "$mode" != stat && ${#middle[@]} -eq 0 ]]; then echo "native has no middle processes to profile" >&2; exit 2; fi
+# perf attaches to the threads that exist when it starts (`-p` follows no thread made later),
+# and a proxy or bridge makes some of its threads (a second CycloneDDS instance with its own
+# receive thread) when the source's topic first appears: a source that only warms the path up
+# (`--count 0`: warm-up messages, which the sink reflects and never counts) makes them first.
+if [[ -n "$mode" ]]; then
+    "$bin/roam-loadgen" source --domain "${domains[0]}" --topic $topic "${gen[@]}" --count 0 \
+        >"$out/warmup.json" 2>"$out/warmup.err" || { echo "warm-up failed: $out/warmup.err" >&2; exit 1; }
+fi
 list=$(IFS=,; echo "${middle[*]:-}")
 profiler=
 source_cmd=("$bin/roam-loadgen")
