@@ -62,9 +62,11 @@ const BURST_GAP: Duration = Duration::from_micros(50);
 /// Smaller messages go to the writer. Sent from here they were faster proxy to proxy (1,000
 /// topics of 128 bytes at 10 Hz: median one way 94/103 -> 79/84 us, the exporting proxy's
 /// CPU 47.0/49.3 -> 42.1/43.0 us a message) but slower through a router (the 8 B echo in
-/// eight alternating pairs of nine, median 195 -> 245 us, with fewer system calls and
-/// switches than the writer's path), for a reason not found yet; a link does not know
-/// whether its peer forwards (bench/results/lab-write-here-small.md).
+/// eight alternating pairs of nine, median 195 -> 245 us): a socket's wake-up brings the
+/// router's worker to the sender's vCPU, and a DDS thread, unlike the writer, goes on working
+/// there, so the worker was moved at every message and ran cold (half as much CPU again on
+/// the same packets). A link does not know whether its peer forwards
+/// (bench/results/lab-write-here-small.md).
 const HERE_MIN: usize = 2 << 10;
 
 /// Frames up to this size go to quinn as one buffer (header and envelope copied together),
