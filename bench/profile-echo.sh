@@ -16,9 +16,11 @@
 #                                           per message varies far less between runs
 #
 #   MODE  (none)    the round trip only
-#         stat      per thread of each proxy/bridge: context switches, system calls, CPU time,
-#                   divided by the round trips (perf stat --per-thread); and the CPU of the
-#                   source and the sink (native too: what the ends cost without a bridge)
+#         stat      per thread of each proxy/bridge: context switches, moves between CPUs
+#                   (perf's cpu-migrations: a moved thread runs with cold caches), system
+#                   calls, CPU time, divided by the round trips (perf stat --per-thread); and
+#                   the CPU of the source and the sink (native too: what the ends cost
+#                   without a bridge)
 #         record    call graphs of both proxies (perf record, DWARF unwinding) into
 #                   $OUT/perf.data; read with `perf report -i $OUT/perf.data`; the CPU by
 #                   async task and the copies by caller go to $OUT/tasks.txt (perf_tasks.py)
@@ -132,7 +134,7 @@ case "$mode" in
 stat) # The middle processes by thread; the source and sink whole: what the ends cost is what
       # the proxies and the ends share on these cores.
       if [[ -n "$list" ]]; then
-          perf stat --per-thread -e context-switches,raw_syscalls:sys_enter,task-clock -p "$list" -o "$out/stat.txt" & profiler=$!
+          perf stat --per-thread -e context-switches,cpu-migrations,raw_syscalls:sys_enter,task-clock -p "$list" -o "$out/stat.txt" & profiler=$!
       else : >"$out/stat.txt"; fi
       perf stat -e task-clock -p "$sink" -o "$out/sink.stat" & ends=$!
       source_cmd=(perf stat -e task-clock -o "$out/source.stat" -- "$bin/roam-loadgen") ;;
@@ -180,7 +182,7 @@ def task_ms(path):
     return 0.0
 per = {}
 for line in open(sys.argv[1]):
-    m = re.match(r"\s*(\S+)-(\d+)\s+([\d.,]+)\s+(?:msec\s+)?(context-switches|raw_syscalls:sys_enter|task-clock)", line)
+    m = re.match(r"\s*(\S+)-(\d+)\s+([\d.,]+)\s+(?:msec\s+)?(context-switches|cpu-migrations|raw_syscalls:sys_enter|task-clock)", line)
     if m:
         ev = per.setdefault(f"{owner.get(m.group(2), '?')}/{m.group(1)}", {})
         ev[m.group(4)] = ev.get(m.group(4), 0.0) + float(m.group(3).replace(",", ""))
@@ -192,9 +194,9 @@ for name, v in sorted(per.items(), key=lambda kv: -kv[1].get("task-clock", 0)):
         total[k] = total.get(k, 0.0) + x
     if v.get("task-clock", 0) < 1:
         continue
-    print(f"  {name:32} {v.get('context-switches', 0) / n:5.2f} switches {v.get('raw_syscalls:sys_enter', 0) / n:5.1f} syscalls {v.get('task-clock', 0) * 1000 / n:6.1f} us CPU")
+    print(f"  {name:32} {v.get('context-switches', 0) / n:5.2f} switches {v.get('cpu-migrations', 0) / n:5.2f} moves {v.get('raw_syscalls:sys_enter', 0) / n:5.1f} syscalls {v.get('task-clock', 0) * 1000 / n:6.1f} us CPU")
 if per:
-    print(f"  {'all threads':32} {total.get('context-switches', 0) / n:5.2f} switches {total.get('raw_syscalls:sys_enter', 0) / n:5.1f} syscalls {total.get('task-clock', 0) * 1000 / n:6.1f} us CPU")
+    print(f"  {'all threads':32} {total.get('context-switches', 0) / n:5.2f} switches {total.get('cpu-migrations', 0) / n:5.2f} moves {total.get('raw_syscalls:sys_enter', 0) / n:5.1f} syscalls {total.get('task-clock', 0) * 1000 / n:6.1f} us CPU")
 src, snk = task_ms(sys.argv[4]) * 1000 / n, task_ms(sys.argv[5]) * 1000 / n
 mid = total.get("task-clock", 0) * 1000 / n
 print(f"the ends: source {src:.1f} us, sink {snk:.1f} us CPU; with the middle {src + snk + mid:.1f} us per message")
