@@ -31,15 +31,45 @@ fn talker(domain: u32, distro: &str) -> Proc {
     )
 }
 
-/// What the first writer of `/chatter` that `domain` discovers carries in USER_DATA.
-fn writer_user_data(domain: u32, logs: &dyn Fn() -> String) -> String {
+/// What the writers of `/chatter` that `domain` discovers carry in USER_DATA, one line
+/// each, up to the first that is `expected` (or all seen in `T`), and the inspector's
+/// details of each (participant, type, QoS). Not only the first: one `make test` run saw a
+/// writer with no USER_DATA in the importing domain before the exporting proxy had announced
+/// anything (so not the import's); a failure's message shows whose each writer was.
+fn writer_user_data(domain: u32, expected: &str) -> (Vec<String>, Vec<String>) {
     let inspector = python(
         "inspector",
         "type_hash.py",
         &["inspect", &domain.to_string(), "chatter"],
     );
-    let line = wait_line(&inspector, "writer ", T);
-    line.unwrap_or_else(|| panic!("no writer of /chatter in domain {domain}: {}", logs()))
+    let end = std::time::Instant::now() + T;
+    let (mut seen, mut details) = (Vec::new(), Vec::new());
+    while std::time::Instant::now() < end {
+        let Some(l) = inspector.line(Duration::from_millis(100)) else {
+            continue;
+        };
+        if l.starts_with("detail ") {
+            details.push(l);
+        } else if l.starts_with("writer ") {
+            let done = l == expected;
+            seen.push(l);
+            if done {
+                break;
+            }
+        }
+    }
+    (seen, details)
+}
+
+/// Asserts that `domain` has a writer of `/chatter` carrying `expected`.
+fn assert_writer(domain: u32, expected: &str, logs: &dyn Fn() -> String) {
+    let (seen, details) = writer_user_data(domain, expected);
+    assert_eq!(
+        seen.last().map(String::as_str),
+        Some(expected),
+        "writers of /chatter in domain {domain}: {seen:?}\n{details:#?}{}",
+        logs()
+    );
 }
 
 #[test]
@@ -65,18 +95,12 @@ fn a_jazzy_talkers_type_hash_crosses_and_a_humble_network_gets_none() {
             humble.logs()
         )
     };
-    assert_eq!(
-        writer_user_data(181, &logs),
-        format!("writer typehash={STRING_HASH};roam-proxy=1;"),
-        "{}",
-        logs()
+    assert_writer(
+        181,
+        &format!("writer typehash={STRING_HASH};roam-proxy=1;"),
+        &logs,
     );
-    assert_eq!(
-        writer_user_data(182, &logs),
-        "writer roam-proxy/1",
-        "{}",
-        logs()
-    );
+    assert_writer(182, "writer roam-proxy/1", &logs);
 }
 
 #[test]
@@ -97,11 +121,10 @@ fn a_humble_talkers_topic_gets_its_definitions_type_hash_in_a_jazzy_network() {
     let logs = || format!("\n--- robot:\n{}\n--- base:\n{}", robot.logs(), base.logs());
     // Computed by the importer from the definition the robot's proxy announced; the same
     // as rosbags' (and rosidl's) hash of std_msgs/msg/String.
-    assert_eq!(
-        writer_user_data(184, &logs),
-        format!("writer typehash={STRING_HASH};roam-proxy=1;"),
-        "{}",
-        logs()
+    assert_writer(
+        184,
+        &format!("writer typehash={STRING_HASH};roam-proxy=1;"),
+        &logs,
     );
 }
 
@@ -126,10 +149,9 @@ fn a_fastdds_humble_talkers_topic_gets_its_definitions_type_hash_in_a_jazzy_netw
         &["--topic", "rt/chatter", "--text", "fast"],
     );
     let logs = || format!("\n--- robot:\n{}\n--- base:\n{}", robot.logs(), base.logs());
-    assert_eq!(
-        writer_user_data(198, &logs),
-        format!("writer typehash={STRING_HASH};roam-proxy=1;"),
-        "{}",
-        logs()
+    assert_writer(
+        198,
+        &format!("writer typehash={STRING_HASH};roam-proxy=1;"),
+        &logs,
     );
 }

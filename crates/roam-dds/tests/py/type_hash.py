@@ -7,7 +7,7 @@ usage: type_hash.py talk DOMAIN TOPIC humble|jazzy
 A jazzy talker carries `typehash=RIHS01_...;` (std_msgs/msg/String's hash, as rmw_dds_common
 encodes it); a humble one carries nothing. It publishes "hello N" every 50 ms. The inspector
 prints "writer USER_DATA" once for every writer of rt/TOPIC it discovers (USER_DATA as text,
-"-" when empty).
+"-" when empty), then "detail ..." (its participant, type and QoS).
 """
 import sys
 import time
@@ -46,4 +46,6 @@ else:
             seen.add(s.key)
             data = s.qos[Policy.Userdata].data if Policy.Userdata in s.qos else b""
             print(f"writer {data.decode(errors='replace') or '-'}", flush=True)
+            # Whose it is, for a failure's message: its participant and the rest of its QoS.
+            print(f"detail participant={s.participant_key} type={s.type_name} qos={s.qos}", flush=True)
         time.sleep(0.02)
