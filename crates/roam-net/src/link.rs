@@ -502,6 +502,15 @@ pub trait Transport: Send + Sync + 'static {
     }
     /// What waits in the link's lanes, not yet handed to the socket or the QUIC connection.
     fn depth(&self) -> crate::lane::Depth;
+    /// Tells the link whether its peer forwards what it gets to others (a router) or only
+    /// delivers it (a proxy linked to this one alone): QUIC sends small messages from the
+    /// routing thread only to the latter.
+    fn set_peer_forwards(&self, _forwards: bool) {}
+    /// What the link was last told by [`Transport::set_peer_forwards`] (a link that does not
+    /// care: yes).
+    fn peer_forwards(&self) -> bool {
+        true
+    }
 }
 
 /// A link's view of its network path, from the QUIC connection's own estimates: what tells
@@ -538,6 +547,14 @@ impl LinkSender {
 
     pub fn close(&self, reason: &str) {
         self.0.close(reason)
+    }
+
+    pub fn set_peer_forwards(&self, forwards: bool) {
+        self.0.set_peer_forwards(forwards)
+    }
+
+    pub fn peer_forwards(&self) -> bool {
+        self.0.peer_forwards()
     }
 
     pub async fn wait_space(&self, name: roam_proto::Name) {

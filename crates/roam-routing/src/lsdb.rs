@@ -94,6 +94,13 @@ impl Lsdb {
         self.dirty = true;
     }
 
+    /// Whether `peer`'s newest LSA names a neighbour other than this router: whether data
+    /// sent to it may go on to others (`None`: no LSA from it yet).
+    pub fn has_others(&self, peer: RouterId) -> Option<bool> {
+        let e = self.entries.get(&peer)?;
+        Some(e.neighbours.iter().any(|n| *n != self.me))
+    }
+
     /// Stores a received LSA if it is newer than what we hold for its origin.
     pub fn insert(&mut self, now: Instant, lsa: &Lsa) -> Insert {
         if lsa.origin == self.me {
@@ -278,6 +285,26 @@ mod tests {
             }
         }
         l
+    }
+
+    #[test]
+    fn a_peer_linked_to_this_router_alone_has_no_others() {
+        let now = Instant::now();
+        let mut l = Lsdb::new(1, Seeded(0));
+        l.set_own(1, 60, &[2, 3]);
+        assert_eq!(l.has_others(2), None, "no LSA from it yet");
+        l.insert(now, &lsa(2, 1, &[1]));
+        assert_eq!(l.has_others(2), Some(false), "a proxy linked to us alone");
+        l.insert(now, &lsa(3, 1, &[1, 4]));
+        assert_eq!(
+            l.has_others(3),
+            Some(true),
+            "a router with another neighbour"
+        );
+        l.insert(now, &lsa(2, 2, &[1, 5]));
+        assert_eq!(l.has_others(2), Some(true), "its newest LSA counts");
+        l.insert(now, &lsa(2, 3, &[]));
+        assert_eq!(l.has_others(2), Some(false), "a peer that lost its links");
     }
 
     #[test]

@@ -381,6 +381,13 @@ impl Router {
     }
 
     /// The current RPF neighbour towards `origin`, if reachable.
+    /// Whether a neighbour forwards: its LSA names routers besides this one, or it sent none
+    /// yet (assumed to). A neighbour that does not only delivers to its own subscribers (a
+    /// proxy linked to this proxy alone).
+    pub fn forwards(&self, peer: RouterId) -> bool {
+        self.lsdb.has_others(peer).unwrap_or(true)
+    }
+
     pub fn parent_of(&mut self, origin: RouterId) -> Option<RouterId> {
         self.lsdb.tree(origin).parent
     }

@@ -316,6 +316,7 @@ mod tests {
             stalled_topics: 1,
             data_age: histogram(&[95, 190, 190, 300, 610, 4100]).snapshot(),
             path,
+            peer_forwards: true,
             closed,
         };
         let quic = PathStats {

@@ -43,6 +43,7 @@ fn link(id: u32, peer: &str, kind: &'static str, path: Option<PathStats>) -> Lin
         stalled_topics: 1,
         data_age: histogram(&[100, 200, 300]).snapshot(),
         path,
+        peer_forwards: true,
         closed: false,
     }
 }

@@ -1,13 +1,14 @@
 //! A lane's QUIC stream, and writing on it from the sender's thread.
 //!
-//! A message of 2 KiB or more routed by a thread that is not one of the runtime's tasks (a
-//! proxy's DDS receive thread), that finds its lane empty and the lane's writer idle, is
-//! written on the stream and sent by that thread (`quinn::SendStream::write_chunks_here`,
-//! roam's change to quinn): no wake-up of the runtime's worker, no task in between. A
-//! message that finds others queued, or the writer busy, is queued behind them as before,
-//! and so is a smaller one, one that follows the stream's last write closely (a burst), one
-//! routed by a task (a router's link reader), and one that needs the writer's care: forward
-//! error correction on a lossy path, or a change of the stream's priority.
+//! A message routed by a thread that is not one of the runtime's tasks (a proxy's DDS
+//! receive thread), of any size to a peer that only delivers or of 2 KiB or more to one that
+//! forwards, that finds its lane empty and the lane's writer idle, is written on the stream
+//! and sent by that thread (`quinn::SendStream::write_chunks_here`, roam's change to quinn):
+//! no wake-up of the runtime's worker, no task in between. A message that finds others
+//! queued, or the writer busy, is queued behind them as before, and so is a smaller one to a
+//! forwarding peer, one that follows the stream's last write closely (a burst), one routed by
+//! a task (a router's link reader), and one that needs the writer's care: forward error
+//! correction on a lossy path, or a change of the stream's priority.
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -59,14 +60,14 @@ pub(super) fn lock(slot: &StreamSlot) -> MutexGuard<'_, Option<LaneStream>> {
 /// the sender's thread per message would send a packet (and make a system call) each.
 const BURST_GAP: Duration = Duration::from_micros(50);
 
-/// Smaller messages go to the writer. Sent from here they were faster proxy to proxy (1,000
-/// topics of 128 bytes at 10 Hz: median one way 94/103 -> 79/84 us, the exporting proxy's
-/// CPU 47.0/49.3 -> 42.1/43.0 us a message) but slower through a router (the 8 B echo in
-/// eight alternating pairs of nine, median 195 -> 245 us): a socket's wake-up brings the
+/// Smaller messages go from here only to a peer that does not forward (a proxy linked to
+/// this one alone), else to the writer. Sent from here they were faster proxy to proxy
+/// (1,000 topics of 128 bytes at 10 Hz: median one way 94/103 -> 79/84 us, the exporting
+/// proxy's CPU 47.0/49.3 -> 42.1/43.0 us a message) but slower through a router (the 8 B echo
+/// in eight alternating pairs of nine, median 195 -> 245 us): a socket's wake-up brings the
 /// router's worker to the sender's vCPU, and a DDS thread, unlike the writer, goes on working
 /// there, so the worker was moved at every message and ran cold (half as much CPU again on
-/// the same packets). A link does not know whether its peer forwards
-/// (bench/results/lab-write-here-small.md).
+/// the same packets) (bench/results/lab-write-here-small.md).
 const HERE_MIN: usize = 2 << 10;
 
 /// Frames up to this size go to quinn as one buffer (header and envelope copied together),
@@ -78,7 +79,7 @@ const ONE_BUFFER_MAX: usize = 16 << 10;
 /// writer must send instead: the item when the stream is not there or the item needs the
 /// writer, the unwritten rest of its bytes when flow control took only part of it.
 pub(super) fn write_here(t: &QuicTransport, slot: &StreamSlot, item: Outgoing) -> Option<Outgoing> {
-    if item.size() < HERE_MIN {
+    if item.size() < HERE_MIN && t.peer_forwards.load(std::sync::atomic::Ordering::Relaxed) {
         return Some(item);
     }
     // In a task (a router's link reader) the lane's writer is a task on the same worker,

@@ -131,6 +131,7 @@ pub async fn establish(
         repairs: RepairInbox::default(),
         path: Mutex::new(PathCache::default()),
         held_past_gaps: std::sync::atomic::AtomicUsize::new(0),
+        peer_forwards: std::sync::atomic::AtomicBool::new(true),
     });
     let control = Arc::new(Mutex::new(Some(LaneStream::new(
         control,
@@ -186,6 +187,9 @@ struct QuicTransport {
     path: Mutex<PathCache>,
     /// Bytes all readers hold past gaps in their streams (see [`QuicTransport::gap_limit`]).
     held_past_gaps: std::sync::atomic::AtomicUsize,
+    /// Whether the peer forwards what it gets (the runtime says, from its link state; until
+    /// then, yes): [`lane_stream::write_here`] sends small messages only to one that does not.
+    peer_forwards: std::sync::atomic::AtomicBool,
 }
 
 /// How often a link's view of its path takes in the connection's counters: reading them
@@ -476,6 +480,18 @@ impl Transport for ArcTransport {
             }
         }
         depth
+    }
+
+    fn set_peer_forwards(&self, forwards: bool) {
+        self.0
+            .peer_forwards
+            .store(forwards, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn peer_forwards(&self) -> bool {
+        self.0
+            .peer_forwards
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 

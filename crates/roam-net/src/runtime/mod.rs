@@ -25,6 +25,8 @@ mod direct_tests;
 #[cfg(test)]
 mod fec_tests;
 #[cfg(test)]
+mod forwarding_tests;
+#[cfg(test)]
 mod link_queue_tests;
 #[cfg(test)]
 mod local_stall_tests;
@@ -190,6 +192,10 @@ pub struct LinkReport {
     pub data_age: crate::latency::LatencySnapshot,
     /// The QUIC connection's path estimates (`None` on TCP links).
     pub path: Option<crate::link::PathStats>,
+    /// Whether the link takes its peer to forward what it gets (its LSAs name routers besides
+    /// this one, or it sent none): QUIC sends small messages from the routing thread only to
+    /// a peer that does not.
+    pub peer_forwards: bool,
     /// The link is down; these are its figures at the end (the last
     /// [`CLOSED_LINKS_KEPT`] closed links are reported).
     pub closed: bool,
@@ -582,7 +588,11 @@ impl Runtime {
             }
             LinkInput::Frame(f) => {
                 tracing::debug!(link, frame = ?f, "control frame");
-                self.core.handle_frame(now, link, f)
+                let lsa = matches!(f, roam_proto::Frame::Lsa(_));
+                self.core.handle_frame(now, link, f);
+                if lsa {
+                    self.tell_links_who_forwards();
+                }
             }
             LinkInput::Closed(reason) => {
                 if let Some(mut entry) = self.links.remove(&link) {
@@ -612,6 +622,18 @@ impl Runtime {
                         let _ = d.send(());
                     }
                 }
+            }
+        }
+    }
+
+    /// Tells each router link whether its peer forwards, from the peers' newest LSAs (a link
+    /// state change is what changes it).
+    fn tell_links_who_forwards(&mut self) {
+        for entry in self.links.values() {
+            if entry.peer.role == Role::Router {
+                entry
+                    .tx
+                    .set_peer_forwards(self.core.forwards(entry.peer.id));
             }
         }
     }
@@ -670,6 +692,7 @@ fn link_report(link: LinkId, l: &LinkEntry) -> LinkReport {
         stalled_topics: 0,
         data_age: s.data_age.snapshot(),
         path: l.tx.path(),
+        peer_forwards: l.tx.peer_forwards(),
         closed: false,
     }
 }
