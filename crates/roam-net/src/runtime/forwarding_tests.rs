@@ -21,6 +21,7 @@ async fn wait_forwards(h: &RouterHandle, peer: &str, want: bool) -> Option<bool>
         if last == Some(want) {
             break;
         }
+        // The report is asked for, not pushed: ask again shortly, until the deadline.
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     last
