@@ -16,6 +16,9 @@ pub enum Suite {
 }
 
 const KIB: usize = 1024;
+/// E1's rounds in the quick and full suites (the first is E1's own): four more of five rows
+/// take two to three minutes on 2 cores and put each goal's ratio at the median of five.
+const E1_ROUNDS: usize = 5;
 
 /// roam with TCP+TLS links instead of QUIC (E1, E2, E6): what the link transport costs.
 const ROAM_TCP: System = System::Roam {
@@ -191,12 +194,7 @@ impl Plan<'_> {
             },
         );
         for &size in sizes {
-            let count = match (self.suite, size) {
-                (Suite::Smoke, _) => 50,
-                (_, s) if s >= 1 << 20 => self.pick(0, 100, 300),
-                (_, s) if s >= 64 * KIB => self.pick(0, 300, 1000),
-                _ => self.pick(0, 1000, 5000),
-            };
+            let count = self.e1_count(size);
             for &sys in &systems {
                 self.run(
                     "e1",
@@ -216,6 +214,37 @@ impl Plan<'_> {
                     None,
                     Load::rtt(Kind::CompressedImage, size, count),
                 );
+            }
+        }
+        self.e1_rounds(sizes);
+    }
+
+    /// Round trips per E1 run of `size`-byte messages.
+    fn e1_count(&self, size: usize) -> u64 {
+        match (self.suite, size) {
+            (Suite::Smoke, _) => 50,
+            (_, s) if s >= 1 << 20 => self.pick(0, 100, 300),
+            (_, s) if s >= 64 * KIB => self.pick(0, 300, 1000),
+            _ => self.pick(0, 1000, 5000),
+        }
+    }
+
+    /// E1's rows the goals read, again, round after round (every size in turn each round), so
+    /// that a ratio is read from several rounds' (`report::rounds`).
+    fn e1_rounds(&mut self, sizes: &[usize]) {
+        let rounds = self.pick(1, E1_ROUNDS, E1_ROUNDS);
+        let systems = self.systems(false);
+        for _ in 2..=rounds {
+            for &size in sizes {
+                let count = self.e1_count(size);
+                for &sys in &systems {
+                    self.run(
+                        crate::report::rounds::EXPERIMENT,
+                        sys,
+                        None,
+                        Load::rtt(Kind::CompressedImage, size, count),
+                    );
+                }
             }
         }
     }

@@ -56,6 +56,7 @@ pub(super) fn e1(r: &Report, s: &mut String) {
         s.push_str(&row);
     }
     s.push('\n');
+    super::rounds::e1(r, s);
     e1_fastdds(r, s);
 }
 

@@ -11,6 +11,7 @@ mod breakdown;
 mod control_plane;
 mod latency;
 mod resources;
+pub mod rounds;
 mod streams;
 mod table;
 mod throughput;
