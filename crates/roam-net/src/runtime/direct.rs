@@ -7,7 +7,7 @@
 //! and in every router (`bench/results/profile-echo.md`: a hop and its scheduling are a few
 //! per cent of the CPU of a round trip, and a wake-up of latency each).
 //!
-//! The routing loop ([`super::run`]) keeps what needs a task: its timers, and the commands
+//! The routing loop ([`super::routing_loop::run`]) keeps what needs a task: its timers, and the commands
 //! and link inputs sent to it. Order is kept with one count: whatever is sent to the loop is
 //! counted until the loop has carried it out, and while anything is, a caller queues behind
 //! it instead of routing itself, so nothing a caller sends overtakes what it sent before.

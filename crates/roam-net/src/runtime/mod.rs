@@ -9,14 +9,21 @@
 //! In-process endpoints (the ROS 2 proxy) use [`RouterHandle`].
 
 mod accept;
+mod config;
 mod dial;
 mod direct;
 mod handle;
 mod local;
+mod peer_addr;
+mod report;
+mod routing_loop;
 mod stall;
 
+pub use config::{RouterConfig, RoutingTimers};
 pub use handle::{LocalPublication, LocalSubscription, RouterHandle};
 pub use local::LocalId;
+pub use peer_addr::{resolve, PeerAddr};
+pub use report::{LinkReport, RouterReport, CLOSED_LINKS_KEPT};
 
 #[cfg(test)]
 mod congestion_tests;
@@ -38,7 +45,6 @@ mod report_tests;
 mod test_support;
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -46,174 +52,18 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use roam_proto::frame::Role;
 use roam_proto::{Name, RouterId};
-use roam_routing::{Event, Router, Stats};
+use roam_routing::{Event, Router};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{info, warn};
 
 use crate::admission::gate::Gate;
-use crate::admission::AdmissionStats;
 use crate::link::{
-    Established, Inbound, LinkConfig, LinkError, LinkId, LinkInput, LinkSender, LocalInfo, PeerInfo,
+    Established, Inbound, LinkError, LinkId, LinkInput, LinkSender, LocalInfo, PeerInfo,
 };
 use crate::pause::Pauses;
-use crate::pki::Identity;
 use crate::{quic, tls};
 
 pub(crate) use direct::{Direct, Queue, Routed};
-
-/// Where to reach a peer router.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PeerAddr {
-    Quic(SocketAddr),
-    Tcp(SocketAddr),
-    /// Through an MQTT broker, at a rendezvous (docs/operations.md).
-    Mqtt(crate::mqtt::MqttPeer),
-}
-
-impl std::str::FromStr for PeerAddr {
-    type Err = String;
-
-    /// `quic://HOST:PORT`, `tcp://HOST:PORT`, `HOST:PORT` (QUIC), or
-    /// `mqtt[s]://[USER:PASS@]HOST:PORT/RENDEZVOUS`.
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (tcp, rest) = match s.split_once("://") {
-            Some(("quic", r)) => (false, r),
-            Some(("tcp", r)) => (true, r),
-            Some(("mqtt" | "mqtts", _)) => {
-                return crate::mqtt::MqttPeer::parse(s).map(PeerAddr::Mqtt)
-            }
-            Some((scheme, _)) => {
-                return Err(format!(
-                    "unknown scheme {scheme:?} in {s:?}: use quic://, tcp:// or mqtt://"
-                ))
-            }
-            None => (false, s),
-        };
-        let addr = resolve(rest)?;
-        Ok(if tcp {
-            PeerAddr::Tcp(addr)
-        } else {
-            PeerAddr::Quic(addr)
-        })
-    }
-}
-
-impl std::fmt::Display for PeerAddr {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PeerAddr::Quic(a) => write!(f, "quic://{a}"),
-            PeerAddr::Tcp(a) => write!(f, "tcp://{a}"),
-            PeerAddr::Mqtt(m) => write!(f, "{m}"),
-        }
-    }
-}
-
-/// Resolves `HOST:PORT` (names through the system resolver).
-pub fn resolve(s: &str) -> Result<SocketAddr, String> {
-    use std::net::ToSocketAddrs;
-    s.to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {s:?}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("{s:?} resolves to no address"))
-}
-
-/// Timers of the routing core.
-#[derive(Debug, Clone)]
-pub struct RoutingTimers {
-    pub lsa_refresh: Duration,
-    pub advert_refresh: Duration,
-    pub sub_refresh: Duration,
-}
-
-impl Default for RoutingTimers {
-    fn default() -> Self {
-        Self {
-            lsa_refresh: Duration::from_secs(10),
-            advert_refresh: Duration::from_secs(30),
-            sub_refresh: Duration::from_secs(30),
-        }
-    }
-}
-
-/// Everything a router process needs.
-#[derive(Clone)]
-pub struct RouterConfig {
-    pub identity: Arc<Identity>,
-    pub listen: Option<SocketAddr>,
-    pub listen_tcp: Option<SocketAddr>,
-    /// Rendezvous in MQTT brokers where dialers find this router.
-    pub listen_mqtt: Vec<crate::mqtt::MqttPeer>,
-    pub connect: Vec<PeerAddr>,
-    pub link: LinkConfig,
-    pub timers: RoutingTimers,
-    /// Longest wait between reconnection attempts.
-    pub max_backoff: Duration,
-    /// How long a reliable topic waits for a full subscriber link before that link loses
-    /// the waiting messages (so one stuck subscriber cannot stop a topic for everyone).
-    pub stall_timeout: Duration,
-}
-
-fn routing_config(id: RouterId, t: &RoutingTimers) -> roam_routing::Config {
-    let now_us = crate::latency::now_us().max(1);
-    roam_routing::Config {
-        router_id: id,
-        initial_seq: now_us,
-        lsa_refresh: t.lsa_refresh,
-        lsa_lifetime: t.lsa_refresh * 4,
-        advert_refresh: t.advert_refresh,
-        advert_lifetime: t.advert_refresh * 3,
-        sub_refresh: t.sub_refresh,
-        sub_lifetime: t.sub_refresh * 3,
-        query_ttl: 16,
-        withdraw_linger: Duration::from_secs(2),
-    }
-}
-
-/// Per-link figures for status output.
-#[derive(Debug, Clone)]
-pub struct LinkReport {
-    pub link: LinkId,
-    pub peer: PeerInfo,
-    pub kind: &'static str,
-    pub frames_in: u64,
-    pub frames_out: u64,
-    pub bytes_in: u64,
-    pub bytes_out: u64,
-    pub dropped_full: u64,
-    pub dropped_stale: u64,
-    /// What waits in the link's lanes now (its send queue).
-    pub queued: crate::lane::Depth,
-    /// Times a reliable topic found the link's lane full and paused its publishers.
-    pub stalls: u64,
-    /// Topics paused on this link now, waiting for room in its lane.
-    pub stalled_topics: usize,
-    /// Age of the data that arrived on the link (see [`crate::latency`]): every bucket, so
-    /// an export format loses nothing; `.summary()` gives the quantiles.
-    pub data_age: crate::latency::LatencySnapshot,
-    /// The QUIC connection's path estimates (`None` on TCP links).
-    pub path: Option<crate::link::PathStats>,
-    /// Whether the link takes its peer to forward what it gets (its LSAs name routers besides
-    /// this one, or it sent none): QUIC sends small messages from the routing thread only to
-    /// a peer that does not.
-    pub peer_forwards: bool,
-    /// The link is down; these are its figures at the end (the last
-    /// [`CLOSED_LINKS_KEPT`] closed links are reported).
-    pub closed: bool,
-}
-
-/// How many closed links' final figures a router keeps for its status report, so a link
-/// that went down (a peer restarted, or both ends stopping together) is still accounted for.
-pub const CLOSED_LINKS_KEPT: usize = 16;
-
-#[derive(Debug, Clone)]
-pub struct RouterReport {
-    pub routing: Stats,
-    pub links: Vec<LinkReport>,
-    /// In-process deliveries dropped because the local subscriber was not reading.
-    pub local_dropped: u64,
-    /// Connections that have not authenticated yet: pending now, and what became of them.
-    pub admission: AdmissionStats,
-}
 
 enum Command {
     Up {
@@ -285,7 +135,7 @@ pub async fn start(
     let gate = Gate::new(config.link.admission());
     let (stopping_tx, stopping) = watch::channel(false);
     let rt = Runtime {
-        core: Router::new(routing_config(id, &config.timers), Instant::now()),
+        core: Router::new(config::routing_config(id, &config.timers), Instant::now()),
         links: HashMap::new(),
         peers: HashMap::new(),
         local: local::Local::default(),
@@ -348,7 +198,7 @@ pub async fn start(
     let gate_at_exit = gate;
     let looped = direct.clone();
     let task = tokio::spawn(async move {
-        run(looped, cmd_rx, in_rx, ep).await;
+        routing_loop::run(looped, cmd_rx, in_rx, ep).await;
         gate_at_exit.flush_all_log();
         // The dialers end at once now; waiting for them means their last words ("closed:
         // the router is shutting down") are logged before the router reports it stopped.
@@ -399,9 +249,6 @@ struct LinkEntry {
     down: Option<oneshot::Sender<()>>,
 }
 
-/// Most commands or link inputs taken per turn of the runtime's loop before it flushes.
-const BATCH: usize = 256;
-
 struct Runtime {
     core: Router,
     links: HashMap<LinkId, LinkEntry>,
@@ -423,84 +270,6 @@ struct Runtime {
     stopping: watch::Sender<bool>,
     /// The routing timer the loop sleeps to (see [`Runtime::timer_moved_earlier`]).
     armed: Option<Instant>,
-}
-
-/// The routing loop: commands and link inputs sent to it, and the core's timers. Messages
-/// are mostly routed by whoever brings them ([`direct`]); what comes here is carried out
-/// under the same lock, in the order sent.
-async fn run(
-    direct: Arc<Direct>,
-    mut cmd: mpsc::Receiver<Command>,
-    mut inbound: mpsc::Receiver<(LinkId, LinkInput)>,
-    ep: quinn::Endpoint,
-) {
-    loop {
-        let deadline = match direct.lock().as_mut() {
-            Some(rt) => rt.arm(),
-            None => return,
-        };
-        let deadline = deadline.map(tokio::time::Instant::from_std);
-        // What is already queued is taken in the same turn, with one reading of the clock
-        // (the routing core's timers need no finer time): one wake-up and one lock for a
-        // burst of messages instead of one each.
-        tokio::select! {
-            biased;
-            c = cmd.recv() => {
-                let Some(c) = c else { break };
-                let now = Instant::now();
-                let mut guard = direct.lock();
-                let Some(rt) = guard.as_mut() else { return };
-                let mut next = Some(c);
-                let mut taken = 0;
-                while let Some(c) = next.take() {
-                    direct.carried_out(1);
-                    if matches!(c, Command::Shutdown) {
-                        if let Some(rt) = guard.take() {
-                            rt.shut_down(ep);
-                        }
-                        return;
-                    }
-                    rt.command(c, now);
-                    // Each command's deliveries and demand changes go out before the
-                    // next command runs: an Unsubscribe after a Send must not find the
-                    // envelope still queued for the subscriber it removes.
-                    rt.flush();
-                    taken += 1;
-                    if taken < BATCH {
-                        next = cmd.try_recv().ok();
-                    }
-                }
-            },
-            m = inbound.recv() => {
-                let Some((link, input)) = m else { break };
-                let now = Instant::now();
-                let mut guard = direct.lock();
-                let Some(rt) = guard.as_mut() else { return };
-                rt.input(link, input, now);
-                direct.carried_out(1);
-                for _ in 1..BATCH {
-                    match inbound.try_recv() {
-                        Ok((link, input)) => {
-                            rt.input(link, input, now);
-                            direct.carried_out(1);
-                        }
-                        Err(_) => break,
-                    }
-                }
-                rt.flush();
-            },
-            _ = direct.timer_moved.notified() => {},
-            _ = sleep_until(deadline) => {
-                if let Some(rt) = direct.lock().as_mut() {
-                    rt.core.handle_timeout(Instant::now());
-                    rt.flush();
-                }
-            },
-        }
-    }
-    if let Some(rt) = direct.lock().take() {
-        rt.shut_down(ep);
-    }
 }
 
 impl Runtime {
@@ -600,7 +369,7 @@ impl Runtime {
                     if self.closed.len() == CLOSED_LINKS_KEPT {
                         self.closed.pop_front();
                     }
-                    let mut last = link_report(link, &entry);
+                    let mut last = report::link_report(link, &entry);
                     last.closed = true;
                     self.closed.push_back(last);
                     // Whatever waited for this link is moot now.
@@ -651,55 +420,5 @@ impl Runtime {
                 Event::Demand { name, wanted } => self.local_demand(name, wanted),
             }
         }
-    }
-
-    fn report(&self) -> RouterReport {
-        let mut links: Vec<LinkReport> = self
-            .links
-            .iter()
-            .map(|(id, l)| {
-                let mut r = link_report(*id, l);
-                r.stalled_topics = self.stalls.keys().filter(|(k, _)| k == id).count();
-                r
-            })
-            .collect();
-        links.sort_by_key(|l| l.link);
-        links.extend(self.closed.iter().cloned());
-        RouterReport {
-            routing: self.core.stats(),
-            links,
-            local_dropped: self.local_dropped,
-            admission: self.gate.stats(),
-        }
-    }
-}
-
-fn link_report(link: LinkId, l: &LinkEntry) -> LinkReport {
-    let s = l.tx.stats();
-    let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-    LinkReport {
-        link,
-        peer: l.peer.clone(),
-        kind: l.tx.0.kind(),
-        frames_in: g(&s.frames_in),
-        frames_out: g(&s.frames_out),
-        bytes_in: g(&s.bytes_in),
-        bytes_out: g(&s.bytes_out),
-        dropped_full: g(&s.dropped_full),
-        dropped_stale: g(&s.dropped_stale),
-        queued: l.tx.depth(),
-        stalls: g(&s.stalls),
-        stalled_topics: 0,
-        data_age: s.data_age.snapshot(),
-        path: l.tx.path(),
-        peer_forwards: l.tx.peer_forwards(),
-        closed: false,
-    }
-}
-
-async fn sleep_until(deadline: Option<tokio::time::Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
     }
 }

@@ -1,5 +1,6 @@
 //! Routers on loopback for the runtime's tests, with a throw-away PKI.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
