@@ -85,10 +85,44 @@ pub fn check_xml(x: &str) -> Result<(), XmlError> {
 ///   per message with one thread, 12.6 us with it (bench/results/lab-e2-recv-thread.md).
 pub fn xml(d: &DdsFile) -> String {
     let env = std::env::var("CYCLONEDDS_URI").ok();
-    xml_over(d, env.as_deref().filter(|e| !e.trim().is_empty()))
+    let loopback = loopback_only(&d.interfaces, is_loopback_interface);
+    xml_over(d, env.as_deref().filter(|e| !e.trim().is_empty()), loopback)
 }
 
-fn xml_over(d: &DdsFile, env: Option<&str>) -> String {
+/// The largest UDP payload the proxy's participant sends when it talks over loopback only.
+/// CycloneDDS sends at most 14,720 bytes per datagram by default, sized to stay near a
+/// 1,500-byte path's MTU in few IP fragments; loopback carries 64 KiB datagrams whole, and
+/// every reader (CycloneDDS's reads up to 64 KiB, Fast DDS's and RustDDS's too) takes them.
+/// A 64 KiB sample then leaves in 2 datagrams instead of 5, a 1 MiB one in 17 instead of 79:
+/// fewer system calls for the proxy that writes it and the node that reads it. Below the
+/// UDP limit (65,507) with room for CycloneDDS's headers.
+pub const LOOPBACK_MAX_MESSAGE_BYTES: u32 = 65_000;
+
+/// Whether every interface named is a loopback one (none named: CycloneDDS picks one, which
+/// may be a real network's).
+fn loopback_only(interfaces: &[String], is_loopback: impl Fn(&str) -> bool) -> bool {
+    !interfaces.is_empty() && interfaces.iter().all(|i| is_loopback(i))
+}
+
+/// Whether `name` (an interface name or an address, as CycloneDDS's `NetworkInterface`
+/// takes either) is this machine's loopback.
+fn is_loopback_interface(name: &str) -> bool {
+    if let Ok(ip) = name.parse::<std::net::IpAddr>() {
+        return ip.is_loopback();
+    }
+    #[cfg(unix)]
+    {
+        use nix::net::if_::InterfaceFlags;
+        if let Ok(addrs) = nix::ifaddrs::getifaddrs() {
+            return addrs
+                .filter(|a| a.interface_name == name)
+                .any(|a| a.flags.contains(InterfaceFlags::IFF_LOOPBACK));
+        }
+    }
+    false
+}
+
+fn xml_over(d: &DdsFile, env: Option<&str>, loopback: bool) -> String {
     if let Some(x) = &d.config_xml {
         return x.clone();
     }
@@ -115,6 +149,14 @@ fn xml_over(d: &DdsFile, env: Option<&str>) -> String {
     if !d.peers.is_empty() {
         // Unicast peers usually mean multicast is unavailable (e.g. Wi-Fi, loopback).
         x.push_str("<AllowMulticast>false</AllowMulticast>");
+    }
+    if loopback {
+        // Repairs too: a lost datagram held dozens of fragments, and sent again one per
+        // 1,456-byte datagram (CycloneDDS's default) they took seconds to catch up.
+        x.push_str(&format!(
+            "<MaxMessageSize>{LOOPBACK_MAX_MESSAGE_BYTES}B</MaxMessageSize>\
+             <MaxRexmitMessageSize>{LOOPBACK_MAX_MESSAGE_BYTES}B</MaxRexmitMessageSize>"
+        ));
     }
     x.push_str("</General>");
     if !d.peers.is_empty() {
@@ -150,26 +192,62 @@ mod tests {
             bulk_types: None,
         };
         let internal = "<Internal><SocketReceiveBufferSize min=\"default\" max=\"8388608B\"/><MultipleReceiveThreads>true</MultipleReceiveThreads></Internal>";
-        let x = xml_over(&d, Some("file:///ignored.xml"));
+        let x = xml_over(&d, Some("file:///ignored.xml"), false);
         assert_eq!(x, format!("{internal}{}", roam_dds::loopback_config()));
         // What roam writes is well-formed by the same check users' XML gets.
         check_xml(&x).unwrap();
         // Without interfaces or peers, the environment's configuration comes after roam's.
-        assert_eq!(xml_over(&DdsFile::default(), None), internal);
+        assert_eq!(xml_over(&DdsFile::default(), None, false), internal);
         assert_eq!(
-            xml_over(&DdsFile::default(), Some("file:///etc/cdds.xml")),
+            xml_over(&DdsFile::default(), Some("file:///etc/cdds.xml"), false),
             format!("{internal},file:///etc/cdds.xml")
         );
         let only_buffer = DdsFile {
             receive_buffer_bytes: Some(1 << 20),
             ..DdsFile::default()
         };
-        assert!(xml_over(&only_buffer, None).contains("max=\"1048576B\""));
+        assert!(xml_over(&only_buffer, None, false).contains("max=\"1048576B\""));
         let given = DdsFile {
             config_xml: Some("<General/>".into()),
             ..DdsFile::default()
         };
-        assert_eq!(xml_over(&given, Some("x")), "<General/>");
+        assert_eq!(xml_over(&given, Some("x"), true), "<General/>");
+    }
+
+    #[test]
+    fn a_loopback_only_participant_sends_large_datagrams() {
+        let d = DdsFile {
+            interfaces: vec!["lo".into()],
+            peers: vec!["127.0.0.1".into()],
+            ..DdsFile::default()
+        };
+        let x = xml_over(&d, None, true);
+        assert!(
+            x.contains(
+                "<MaxMessageSize>65000B</MaxMessageSize>\
+                 <MaxRexmitMessageSize>65000B</MaxRexmitMessageSize></General>"
+            ),
+            "{x}"
+        );
+        check_xml(&x).unwrap();
+        assert!(!xml_over(&d, None, false).contains("MaxMessageSize"));
+        // Which interfaces count as loopback only.
+        let lo = |n: &str| n == "lo" || n == "lo2";
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(loopback_only(&names(&["lo"]), lo));
+        assert!(loopback_only(&names(&["lo", "lo2"]), lo));
+        assert!(!loopback_only(&names(&["lo", "eth0"]), lo));
+        assert!(
+            !loopback_only(&names(&[]), lo),
+            "none named: CycloneDDS picks"
+        );
+        assert!(is_loopback_interface("127.0.0.1"));
+        assert!(is_loopback_interface("::1"));
+        assert!(!is_loopback_interface("192.0.2.1"));
+        assert!(!is_loopback_interface("no-such-interface"));
+        // Every Linux network namespace has its loopback, named lo.
+        #[cfg(target_os = "linux")]
+        assert!(is_loopback_interface("lo"));
     }
 
     #[test]
