@@ -503,8 +503,7 @@ pub trait Transport: Send + Sync + 'static {
     /// What waits in the link's lanes, not yet handed to the socket or the QUIC connection.
     fn depth(&self) -> crate::lane::Depth;
     /// Tells the link whether its peer forwards what it gets to others (a router) or only
-    /// delivers it (a proxy linked to this one alone): QUIC sends small messages from the
-    /// routing thread only to the latter.
+    /// delivers it (a proxy linked to this one alone), which its report shows.
     fn set_peer_forwards(&self, _forwards: bool) {}
     /// What the link was last told by [`Transport::set_peer_forwards`] (a link that does not
     /// care: yes).

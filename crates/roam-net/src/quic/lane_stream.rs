@@ -1,14 +1,13 @@
 //! A lane's QUIC stream, and writing on it from the sender's thread.
 //!
 //! A message routed by a thread that is not one of the runtime's tasks (a proxy's DDS
-//! receive thread), of any size to a peer that only delivers or of 2 KiB or more to one that
-//! forwards, that finds its lane empty and the lane's writer idle, is written on the stream
-//! and sent by that thread (`quinn::SendStream::write_chunks_here`, roam's change to quinn):
-//! no wake-up of the runtime's worker, no task in between. A message that finds others
-//! queued, or the writer busy, is queued behind them as before, and so is a smaller one to a
-//! forwarding peer, one that follows the stream's last write closely (a burst), one routed by
-//! a task (a router's link reader), and one that needs the writer's care: forward error
-//! correction on a lossy path, or a change of the stream's priority.
+//! receive thread) that finds its lane empty and the lane's writer idle is written on the
+//! stream and sent by that thread (`quinn::SendStream::write_chunks_here`, roam's change to
+//! quinn): no wake-up of the runtime's worker, no task in between. A message that finds
+//! others queued, or the writer busy, is queued behind them as before, and so is one that
+//! follows the stream's last write closely (a burst), one routed by a task (a router's link
+//! reader), and one that needs the writer's care: forward error correction on a lossy path,
+//! or a change of the stream's priority.
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -60,16 +59,6 @@ pub(super) fn lock(slot: &StreamSlot) -> MutexGuard<'_, Option<LaneStream>> {
 /// the sender's thread per message would send a packet (and make a system call) each.
 const BURST_GAP: Duration = Duration::from_micros(50);
 
-/// Smaller messages go from here only to a peer that does not forward (a proxy linked to
-/// this one alone), else to the writer. Sent from here they were faster proxy to proxy
-/// (1,000 topics of 128 bytes at 10 Hz: median one way 94/103 -> 79/84 us, the exporting
-/// proxy's CPU 47.0/49.3 -> 42.1/43.0 us a message) but slower through a router (the 8 B echo
-/// in eight alternating pairs of nine, median 195 -> 245 us): a socket's wake-up brings the
-/// router's worker to the sender's vCPU, and a DDS thread, unlike the writer, goes on working
-/// there, so the worker was moved at every message and ran cold (half as much CPU again on
-/// the same packets) (bench/results/lab-write-here-small.md).
-const HERE_MIN: usize = 2 << 10;
-
 /// Frames up to this size go to quinn as one buffer (header and envelope copied together),
 /// as the writer's batches do: quinn keeps every buffer until it is acknowledged.
 const ONE_BUFFER_MAX: usize = 16 << 10;
@@ -78,10 +67,18 @@ const ONE_BUFFER_MAX: usize = 16 << 10;
 /// `Lane::push_or_write` with the lane empty and its writer idle). Gives back what the
 /// writer must send instead: the item when the stream is not there or the item needs the
 /// writer, the unwritten rest of its bytes when flow control took only part of it.
+///
+/// Messages of every size go from here, to a router too. Small ones once went only to a peer
+/// that delivers: on an Intel Xeon lab machine the 8 B echo through a router was slower when
+/// they left from here (eight alternating pairs of nine, 195 -> 245 us), the router's worker
+/// moved at every message to the vCPU of the DDS thread that woke it
+/// (bench/results/lab-write-here-small.md). On an AMD EPYC it was the other way round (8 B
+/// and 1 KiB through a router 2-30% shorter in twelve alternating pairs of twelve, the
+/// router's worker moving 0.45 times a round trip instead of 1.5, the path's CPU 12% lower;
+/// bench/results/lab-write-here-router.md). Where the router runs on another host, as in a
+/// deployment, only the proxy's saving is left: a wake-up of its worker, a context switch and
+/// two system calls fewer per message.
 pub(super) fn write_here(t: &QuicTransport, slot: &StreamSlot, item: Outgoing) -> Option<Outgoing> {
-    if item.size() < HERE_MIN && t.peer_forwards.load(std::sync::atomic::Ordering::Relaxed) {
-        return Some(item);
-    }
     // In a task (a router's link reader) the lane's writer is a task on the same worker,
     // woken without a system call: sending from here measured no faster through a router
     // (bench/results/lab-write-here-small.md), and slower with the first attempt's timer.

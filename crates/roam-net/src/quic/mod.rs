@@ -188,7 +188,7 @@ struct QuicTransport {
     /// Bytes all readers hold past gaps in their streams (see [`QuicTransport::gap_limit`]).
     held_past_gaps: std::sync::atomic::AtomicUsize,
     /// Whether the peer forwards what it gets (the runtime says, from its link state; until
-    /// then, yes): [`lane_stream::write_here`] sends small messages only to one that does not.
+    /// then, yes), for the link's report.
     peer_forwards: std::sync::atomic::AtomicBool,
 }
 
