@@ -163,12 +163,32 @@ impl Writer {
     /// [`DdsError::is_timeout`]) while the readers have too much unacknowledged data; a
     /// [non-blocking](WriterOptions::non_blocking) one fails with the timeout at once.
     pub fn write_cdr(&self, cdr: &[u8]) -> Result<(), DdsError> {
+        self.write_cdr_at(cdr, None)
+    }
+
+    /// Like [`Self::write_cdr`], with the sample's source timestamp (nanoseconds since the
+    /// Unix epoch) given rather than read from the clock: a forwarded sample keeps the one
+    /// its publisher gave it, as readers see within one DDS domain.
+    pub fn write_cdr_at(&self, cdr: &[u8], source_time_ns: Option<u64>) -> Result<(), DdsError> {
         let serdata = self.serdata(cyclors::ddsi_serdata_kind_SDK_DATA, cdr)?;
-        // SAFETY: dds_writecdr takes over our reference to `serdata` (it is released by the
-        // writer history), on success and on failure once the writer is locked; the writer
-        // is ours and alive, so the lock cannot fail.
-        check("dds_writecdr", unsafe {
-            cyclors::dds_writecdr(self.handle, serdata)
+        let Some(t) = source_time_ns else {
+            // SAFETY: dds_writecdr takes over our reference to `serdata` (it is released by
+            // the writer history), on success and on failure once the writer is locked; the
+            // writer is ours and alive, so the lock cannot fail.
+            return check("dds_writecdr", unsafe {
+                cyclors::dds_writecdr(self.handle, serdata)
+            })
+            .map(drop);
+        };
+        // SAFETY: `serdata` is a fresh serdata we hold the only reference to; dds_writecdr
+        // sets these two fields the same way, with the clock's time.
+        unsafe {
+            (*serdata).statusinfo = 0;
+            (*serdata).timestamp.v = dds_timestamp(t);
+        }
+        // SAFETY: as above; dds_forwardcdr is dds_writecdr keeping the fields we set.
+        check("dds_forwardcdr", unsafe {
+            cyclors::dds_forwardcdr(self.handle, serdata)
         })?;
         Ok(())
     }
@@ -177,16 +197,36 @@ impl Writer {
     /// [`SampleKind::Disposed`](crate::SampleKind) sample carries it) is `key`. Typed topics
     /// only ([`TopicInfo::described`]).
     pub fn dispose_cdr(&self, key: &[u8]) -> Result<(), DdsError> {
-        self.write_key(key, cyclors::DDSI_STATUSINFO_DISPOSE)
+        self.dispose_cdr_at(key, None)
+    }
+
+    /// Like [`Self::dispose_cdr`], with the source timestamp given (see [`Self::write_cdr_at`]).
+    pub fn dispose_cdr_at(&self, key: &[u8], source_time_ns: Option<u64>) -> Result<(), DdsError> {
+        self.write_key(key, cyclors::DDSI_STATUSINFO_DISPOSE, source_time_ns)
     }
 
     /// Unregisters the instance whose serialized key is `key`: this writer no longer updates
     /// it (a transient-local writer forgets its history). Typed topics only.
     pub fn unregister_cdr(&self, key: &[u8]) -> Result<(), DdsError> {
-        self.write_key(key, cyclors::DDSI_STATUSINFO_UNREGISTER)
+        self.unregister_cdr_at(key, None)
     }
 
-    fn write_key(&self, key: &[u8], statusinfo: u32) -> Result<(), DdsError> {
+    /// Like [`Self::unregister_cdr`], with the source timestamp given (see
+    /// [`Self::write_cdr_at`]).
+    pub fn unregister_cdr_at(
+        &self,
+        key: &[u8],
+        source_time_ns: Option<u64>,
+    ) -> Result<(), DdsError> {
+        self.write_key(key, cyclors::DDSI_STATUSINFO_UNREGISTER, source_time_ns)
+    }
+
+    fn write_key(
+        &self,
+        key: &[u8],
+        statusinfo: u32,
+        source_time_ns: Option<u64>,
+    ) -> Result<(), DdsError> {
         if self.info.descriptor.is_none() {
             return Err(DdsError::InvalidArgument(format!(
                 "topic {}: instance lifecycle needs the topic's type (a blob topic has no keys)",
@@ -198,7 +238,10 @@ impl Writer {
         // status and time before handing it over is how CycloneDDS's own dispose works.
         unsafe {
             (*serdata).statusinfo = statusinfo;
-            (*serdata).timestamp.v = cyclors::dds_time();
+            (*serdata).timestamp.v = match source_time_ns {
+                Some(t) => dds_timestamp(t),
+                None => cyclors::dds_time(),
+            };
         }
         // SAFETY: as in write_cdr: dds_forwardcdr takes over our reference; unlike
         // dds_writecdr it keeps the status info (dispose / unregister) we set.
@@ -305,4 +348,10 @@ unsafe extern "C" fn on_publication_matched(
     if std::panic::catch_unwind(call).is_err() {
         tracing::error!("roam-dds: an on_readers callback panicked");
     }
+}
+
+/// A source time as CycloneDDS's timestamp: nanoseconds since the Unix epoch, below
+/// `DDS_NEVER` (i64::MAX), which is not a time.
+fn dds_timestamp(ns: u64) -> i64 {
+    i64::try_from(ns).unwrap_or(i64::MAX).min(i64::MAX - 1)
 }

@@ -44,7 +44,24 @@ pub const KEEP_LAST_BYTES: usize = 8 << 20;
 pub const SEAL_ELSEWHERE: usize = 256 << 10;
 
 /// A payload waiting to be sealed and sent.
-pub type Pending = (PayloadKind, Bytes);
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pending {
+    pub kind: PayloadKind,
+    pub payload: Bytes,
+    /// The publisher's own time of it (a DDS sample's source timestamp, nanoseconds since
+    /// the Unix epoch), sealed with it when known.
+    pub source_time_ns: Option<u64>,
+}
+
+impl Pending {
+    pub fn new(kind: PayloadKind, payload: Bytes, source_time_ns: Option<u64>) -> Self {
+        Self {
+            kind,
+            payload,
+            source_time_ns,
+        }
+    }
+}
 
 #[derive(Default)]
 struct State {
@@ -116,10 +133,10 @@ impl Backlog {
             Ok(s) => s,
             Err(p) => p.into_inner(),
         };
-        if !s.draining && s.queue.is_empty() && !paused && payload.1.len() < SEAL_ELSEWHERE {
+        if !s.draining && s.queue.is_empty() && !paused && payload.payload.len() < SEAL_ELSEWHERE {
             return Offer::SendNow(payload);
         }
-        let len = payload.1.len();
+        let len = payload.payload.len();
         let max_bytes = self.when_full.max_bytes();
         while !s.queue.is_empty() {
             let over_bytes = s.bytes + len > max_bytes;
@@ -131,9 +148,9 @@ impl Backlog {
                 break;
             }
             if let WhenFull::DropOldest { .. } = self.when_full {
-                let oldest = s.queue.iter().position(|(k, _)| *k == PayloadKind::Data);
+                let oldest = s.queue.iter().position(|p| p.kind == PayloadKind::Data);
                 if let Some(old) = oldest.and_then(|i| s.queue.remove(i)) {
-                    s.bytes -= old.1.len();
+                    s.bytes -= old.payload.len();
                     s.data -= 1;
                     dropped.fetch_add(1, Ordering::Relaxed);
                     continue;
@@ -151,7 +168,7 @@ impl Backlog {
             };
         }
         s.bytes += len;
-        s.data += usize::from(payload.0 == PayloadKind::Data);
+        s.data += usize::from(payload.kind == PayloadKind::Data);
         s.queue.push_back(payload);
         if s.draining {
             Offer::Queued
@@ -170,8 +187,8 @@ impl Backlog {
         };
         match s.queue.pop_front() {
             Some(p) => {
-                s.bytes -= p.1.len();
-                s.data -= usize::from(p.0 == PayloadKind::Data);
+                s.bytes -= p.payload.len();
+                s.data -= usize::from(p.kind == PayloadKind::Data);
                 drop(s);
                 self.room.notify_all();
                 Some(p)
@@ -207,14 +224,14 @@ mod tests {
     use super::*;
 
     fn env(n: usize, tag: u8) -> Pending {
-        (PayloadKind::Data, Bytes::from(vec![tag; n]))
+        Pending::new(PayloadKind::Data, Bytes::from(vec![tag; n]), None)
     }
 
     /// Everything the backlog holds, in the order it hands it out: each entry's kind and
     /// first byte (its tag).
     fn drained(b: &Backlog) -> Vec<(PayloadKind, u8)> {
         std::iter::from_fn(|| b.next())
-            .map(|(k, p)| (k, p.first().copied().unwrap_or(0)))
+            .map(|p| (p.kind, p.payload.first().copied().unwrap_or(0)))
             .collect()
     }
 
@@ -291,7 +308,7 @@ mod tests {
             !offering.is_finished(),
             "a full backlog makes the caller wait"
         );
-        assert_eq!(b.next().map(|e| e.1.len()), Some(BACKLOG_BYTES + 1));
+        assert_eq!(b.next().map(|e| e.payload.len()), Some(BACKLOG_BYTES + 1));
         assert_eq!(offering.join().unwrap(), Offer::Queued);
         assert_eq!(b.depth(), (1, 1));
     }
@@ -303,7 +320,7 @@ mod tests {
         let third = KEEP_LAST_BYTES / 3 - 16;
         assert_eq!(b.offer(env(third, 1), true, &dropped), Offer::StartDrainer);
         // A lifecycle change is never dropped, even when it is the oldest.
-        let dispose = (PayloadKind::Dispose, Bytes::from_static(b"key"));
+        let dispose = Pending::new(PayloadKind::Dispose, Bytes::from_static(b"key"), None);
         assert_eq!(b.offer(dispose, true, &dropped), Offer::Queued);
         assert_eq!(b.offer(env(third, 2), true, &dropped), Offer::Queued);
         assert_eq!(b.offer(env(third, 3), true, &dropped), Offer::Queued);
@@ -327,7 +344,7 @@ mod tests {
         let b = Backlog::new(WhenFull::DropOldest { depth: 2 });
         let dropped = AtomicU64::new(0);
         assert_eq!(b.offer(env(10, 1), true, &dropped), Offer::StartDrainer);
-        let dispose = (PayloadKind::Dispose, Bytes::from_static(b"key"));
+        let dispose = Pending::new(PayloadKind::Dispose, Bytes::from_static(b"key"), None);
         assert_eq!(b.offer(dispose, true, &dropped), Offer::Queued);
         // The lifecycle change does not count: two samples wait.
         assert_eq!(b.offer(env(10, 2), true, &dropped), Offer::Queued);
@@ -354,6 +371,6 @@ mod tests {
         assert_eq!(b.offer(env(image, 2), true, &dropped), Offer::Queued);
         assert_eq!(dropped.load(Ordering::Relaxed), 1);
         assert_eq!(b.depth(), (1, image));
-        assert_eq!(b.next().map(|p| p.1[0]), Some(2));
+        assert_eq!(b.next().map(|p| p.payload[0]), Some(2));
     }
 }

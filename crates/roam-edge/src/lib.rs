@@ -37,6 +37,7 @@ mod subscriber;
 
 pub use action::{ActionClient, ActionError, ActionRef, ActionServer};
 pub use announce::ANNOUNCE_PERIOD;
+pub use backlog::Pending;
 pub use edge::{Description, Edge, EdgeError, TopicRef};
 pub use port::Port;
 pub use publisher::{Publisher, StreamSpec};

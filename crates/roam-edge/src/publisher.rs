@@ -11,7 +11,7 @@ use roam_proto::{Name, PayloadKind, Sealer};
 use tokio::sync::watch;
 
 use crate::announce::{Announcer, Change};
-use crate::backlog::{Backlog, Offer, WhenFull, SEAL_ELSEWHERE};
+use crate::backlog::{Backlog, Offer, Pending, WhenFull, SEAL_ELSEWHERE};
 use crate::edge::{Edge, EdgeError, TopicRef};
 use crate::port::Port;
 use crate::stats::{Direction, TopicStats};
@@ -194,10 +194,24 @@ impl Publisher {
 
     /// Seals one payload into this stream's next envelope (counted as sent or failed).
     pub fn seal(&self, kind: PayloadKind, payload: &[u8]) -> Result<Bytes, EdgeError> {
+        self.seal_at(kind, payload, None)
+    }
+
+    /// Like [`Self::seal`], with the source's own time of the message (a DDS sample's source
+    /// timestamp, nanoseconds since the Unix epoch) sealed with it, for importers to write
+    /// the sample with ([`crate::Received::source_time_ns`]).
+    pub fn seal_at(
+        &self,
+        kind: PayloadKind,
+        payload: &[u8],
+        source_time_ns: Option<u64>,
+    ) -> Result<Bytes, EdgeError> {
         let mut out = Vec::new();
         let sealed = match self.inner.sealer.lock() {
-            Ok(mut s) => s.seal_kind(kind, payload, now_us(), &mut out),
-            Err(p) => p.into_inner().seal_kind(kind, payload, now_us(), &mut out),
+            Ok(mut s) => s.seal_at(kind, payload, now_us(), source_time_ns, &mut out),
+            Err(p) => p
+                .into_inner()
+                .seal_at(kind, payload, now_us(), source_time_ns, &mut out),
         };
         match sealed {
             Ok(()) => {
@@ -240,17 +254,14 @@ impl Publisher {
     /// so the calling thread, which may serve every other topic too, goes on; it blocks only
     /// while the backlog is full. Large payloads ([`SEAL_ELSEWHERE`] and up) always go that
     /// way: their sealing is not done on the caller's thread. Errors of payloads sent later
-    /// are counted in the topic's stats (`failed`), not returned.
-    pub fn publish_blocking(&self, kind: PayloadKind, payload: Bytes) -> Result<(), EdgeError> {
+    /// are counted in the topic's stats (`failed`), not returned. The pending payload's
+    /// source time, when it has one, is sealed with it ([`Self::seal_at`]).
+    pub fn publish_blocking(&self, pending: Pending) -> Result<(), EdgeError> {
         let paused = self.inner.port.would_wait(&self.inner.name);
         let overwritten = &self.inner.stats.overwritten;
-        match self
-            .inner
-            .backlog
-            .offer((kind, payload), paused, overwritten)
-        {
-            Offer::SendNow((kind, payload)) => {
-                let env = self.seal(kind, &payload)?;
+        match self.inner.backlog.offer(pending, paused, overwritten) {
+            Offer::SendNow(p) => {
+                let env = self.seal_at(p.kind, &p.payload, p.source_time_ns)?;
                 self.inner
                     .port
                     .send_blocking(self.inner.name, env)
@@ -270,11 +281,11 @@ impl Publisher {
                         if inner.qos.reliable && inner.backlog.replaces() {
                             inner.port.wait_unpaused(&inner.name).await;
                         }
-                        let Some((kind, payload)) = publisher.inner.backlog.next() else {
+                        let Some(pending) = publisher.inner.backlog.next() else {
                             break;
                         };
                         // Failures are counted by `seal` and `send`.
-                        if let Some(env) = publisher.seal_off_runtime(kind, payload).await {
+                        if let Some(env) = publisher.seal_off_runtime(pending).await {
                             let _ = publisher.send(env).await;
                         }
                     }
@@ -287,15 +298,17 @@ impl Publisher {
 
     /// Seals for the drainer: a large payload on a blocking thread, so the runtime's workers
     /// (which carry every other topic's sends) are not held for milliseconds.
-    async fn seal_off_runtime(&self, kind: PayloadKind, payload: Bytes) -> Option<Bytes> {
-        if payload.len() < SEAL_ELSEWHERE {
-            return self.seal(kind, &payload).ok();
+    async fn seal_off_runtime(&self, p: Pending) -> Option<Bytes> {
+        if p.payload.len() < SEAL_ELSEWHERE {
+            return self.seal_at(p.kind, &p.payload, p.source_time_ns).ok();
         }
         let publisher = self.clone();
-        tokio::task::spawn_blocking(move || publisher.seal(kind, &payload).ok())
-            .await
-            .ok()
-            .flatten()
+        tokio::task::spawn_blocking(move || {
+            publisher.seal_at(p.kind, &p.payload, p.source_time_ns).ok()
+        })
+        .await
+        .ok()
+        .flatten()
     }
 
     /// Payloads and bytes waiting in this publisher's backlog.

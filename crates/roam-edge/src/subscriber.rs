@@ -89,6 +89,9 @@ pub struct Received {
     pub header: EnvelopeHeader,
     /// The realm member that signed it, in signed mode.
     pub signer: Option<String>,
+    /// The publisher's own time of the message (a DDS sample's source timestamp,
+    /// nanoseconds since the Unix epoch), when its sealer gave one.
+    pub source_time_ns: Option<u64>,
 }
 
 struct DataSub {
@@ -392,6 +395,7 @@ impl Subscriber {
             kind: opened.header.flags.payload_kind(),
             header: opened.header,
             signer: opened.signer,
+            source_time_ns: opened.source_time_ns,
         };
         let earlier_held = self
             .held

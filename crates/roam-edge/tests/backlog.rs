@@ -89,8 +89,12 @@ async fn a_paused_topic_waits_in_its_backlog_while_another_flows_from_the_same_t
     let (p, name) = (image_pub.clone(), image_pub.name());
     tokio::task::spawn_blocking(move || {
         for i in 0..3u32 {
-            p.publish_blocking(PayloadKind::Data, Bytes::copy_from_slice(&i.to_be_bytes()))
-                .unwrap();
+            p.publish_blocking(roam_edge::Pending::new(
+                PayloadKind::Data,
+                Bytes::copy_from_slice(&i.to_be_bytes()),
+                None,
+            ))
+            .unwrap();
         }
     })
     .await
@@ -99,12 +103,20 @@ async fn a_paused_topic_waits_in_its_backlog_while_another_flows_from_the_same_t
     let (p, j) = (image_pub.clone(), joy_pub.clone());
     let publishing = tokio::task::spawn_blocking(move || {
         for i in 3..200u32 {
-            p.publish_blocking(PayloadKind::Data, Bytes::copy_from_slice(&i.to_be_bytes()))
-                .unwrap();
+            p.publish_blocking(roam_edge::Pending::new(
+                PayloadKind::Data,
+                Bytes::copy_from_slice(&i.to_be_bytes()),
+                None,
+            ))
+            .unwrap();
         }
         for i in 0..5u32 {
-            j.publish_blocking(PayloadKind::Data, Bytes::copy_from_slice(&i.to_be_bytes()))
-                .unwrap();
+            j.publish_blocking(roam_edge::Pending::new(
+                PayloadKind::Data,
+                Bytes::copy_from_slice(&i.to_be_bytes()),
+                None,
+            ))
+            .unwrap();
         }
     });
     tokio::time::timeout(T, publishing)
@@ -162,7 +174,11 @@ async fn large_payloads_sealed_off_the_thread_arrive_whole_and_in_order_with_sma
     tokio::task::spawn_blocking(move || {
         for pl in sent {
             publisher
-                .publish_blocking(PayloadKind::Data, Bytes::from(pl))
+                .publish_blocking(roam_edge::Pending::new(
+                    PayloadKind::Data,
+                    Bytes::from(pl),
+                    None,
+                ))
                 .unwrap();
         }
     })
@@ -192,10 +208,18 @@ async fn large_envelopes_open_in_place_on_a_current_thread_runtime() {
     let (publisher, sent) = (p.clone(), big.clone());
     tokio::task::spawn_blocking(move || {
         publisher
-            .publish_blocking(PayloadKind::Data, Bytes::from(sent))
+            .publish_blocking(roam_edge::Pending::new(
+                PayloadKind::Data,
+                Bytes::from(sent),
+                None,
+            ))
             .unwrap();
         publisher
-            .publish_blocking(PayloadKind::Data, Bytes::from_static(b"after"))
+            .publish_blocking(roam_edge::Pending::new(
+                PayloadKind::Data,
+                Bytes::from_static(b"after"),
+                None,
+            ))
             .unwrap();
     })
     .await
@@ -238,7 +262,11 @@ async fn a_keep_last_topic_pushed_back_on_drops_its_oldest_and_never_holds_the_t
             let mut body = vec![0u8; SIZE];
             body[0] = i;
             publisher
-                .publish_blocking(PayloadKind::Data, Bytes::from(body))
+                .publish_blocking(roam_edge::Pending::new(
+                    PayloadKind::Data,
+                    Bytes::from(body),
+                    None,
+                ))
                 .unwrap();
         }
     });
@@ -293,7 +321,11 @@ async fn a_keep_last_topic_pushed_back_on_keeps_only_its_depth_waiting() {
         std::thread::spawn(move || {
             for i in range {
                 publisher
-                    .publish_blocking(PayloadKind::Data, Bytes::copy_from_slice(&i.to_be_bytes()))
+                    .publish_blocking(roam_edge::Pending::new(
+                        PayloadKind::Data,
+                        Bytes::copy_from_slice(&i.to_be_bytes()),
+                        None,
+                    ))
                     .unwrap();
             }
         })

@@ -4,14 +4,15 @@
 //! offset size field
 //!  0      1   version (1)
 //!  1      1   flags   (bit 0 signed, bit 1 best effort, bit 2 clear text, bit 3 dispose,
-//!                      bit 4 unregister, bit 5 keep latest; other bits must be zero, and
-//!                      3 and 4 not both)
+//!                      bit 4 unregister, bit 5 keep latest, bit 6 source time; other bits
+//!                      must be zero, and 3 and 4 not both)
 //!  2      2   reserved, zero
 //!  4     32   name
 //! 36      8   sender session (random per sealer)
 //! 44      8   sequence (starts at 1, strictly increasing per session)
 //! 52      8   send time, microseconds since the Unix epoch (sender's clock)
-//! 60      n   AEAD ciphertext of the payload
+//! 60      n   AEAD ciphertext of the payload [with source time: and 8 more bytes, the
+//!             publisher's own time of the message, nanoseconds since the Unix epoch, BE]
 //! 60+n   16   AEAD tag
 //! [if signed]
 //!        32   signer Ed25519 public key
@@ -29,6 +30,8 @@ pub const HEADER_LEN: usize = 60;
 pub const TAG_LEN: usize = 16;
 pub const SIGNER_LEN: usize = 32;
 pub const SIGNATURE_LEN: usize = 64;
+/// The source time at the end of the plaintext ([`EnvelopeFlags::SOURCE_TIME`]).
+pub const SOURCE_TIME_LEN: usize = 8;
 /// The smallest valid envelope: a header and the tag of an empty payload.
 pub const MIN_LEN: usize = HEADER_LEN + TAG_LEN;
 
@@ -54,12 +57,18 @@ impl EnvelopeFlags {
     /// holds such a stream back as soon as a lane toward its subscribers is full, rather than
     /// queueing one more sample behind it, so the next sample sent is the newest there is.
     pub const KEEP_LATEST: u8 = 0x20;
+    /// The plaintext ends with the publisher's own time of the message (for a DDS sample its
+    /// source timestamp), 8 bytes, nanoseconds since the Unix epoch, big-endian, encrypted
+    /// with the payload: an importer writes the sample with the timestamp its publisher gave
+    /// it, as within one DDS domain.
+    pub const SOURCE_TIME: u8 = 0x40;
     const KNOWN: u8 = Self::SIGNED
         | Self::BEST_EFFORT
         | Self::CLEAR
         | Self::DISPOSE
         | Self::UNREGISTER
-        | Self::KEEP_LATEST;
+        | Self::KEEP_LATEST
+        | Self::SOURCE_TIME;
 
     pub fn signed(self) -> bool {
         self.0 & Self::SIGNED != 0
@@ -75,6 +84,10 @@ impl EnvelopeFlags {
 
     pub fn keep_latest(self) -> bool {
         self.0 & Self::KEEP_LATEST != 0
+    }
+
+    pub fn source_time(self) -> bool {
+        self.0 & Self::SOURCE_TIME != 0
     }
 
     /// What the payload is: data, or an instance lifecycle change.
@@ -160,7 +173,12 @@ impl EnvelopeHeader {
             seq: r.u64()?,
             send_time_us: r.u64()?,
         };
-        if bytes.len() < header.trailer_len() + HEADER_LEN {
+        let source_time = if header.flags.source_time() {
+            SOURCE_TIME_LEN
+        } else {
+            0
+        };
+        if bytes.len() < header.trailer_len() + HEADER_LEN + source_time {
             return Err(EnvelopeError::TooShort);
         }
         Ok(header)

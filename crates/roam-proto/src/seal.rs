@@ -24,7 +24,7 @@ use ring::signature::{self, Ed25519KeyPair, KeyPair};
 
 use crate::envelope::{
     EnvelopeError, EnvelopeFlags, EnvelopeHeader, PayloadKind, HEADER_LEN, SIGNATURE_LEN,
-    SIGNER_LEN, TAG_LEN,
+    SIGNER_LEN, SOURCE_TIME_LEN, TAG_LEN,
 };
 use crate::name::Name;
 use crate::realm::RealmSecret;
@@ -227,34 +227,58 @@ impl Sealer {
         send_time_us: u64,
         out: &mut Vec<u8>,
     ) -> Result<(), SealError> {
+        self.seal_at(kind, payload, send_time_us, None, out)
+    }
+
+    /// Like [`Self::seal_kind`], with the publisher's own time of the message (a DDS
+    /// sample's source timestamp, nanoseconds since the Unix epoch) sealed after the payload
+    /// ([`EnvelopeFlags::SOURCE_TIME`]), for [`Opened::source_time_ns`].
+    pub fn seal_at(
+        &mut self,
+        kind: PayloadKind,
+        payload: &[u8],
+        send_time_us: u64,
+        source_time_ns: Option<u64>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), SealError> {
         if self.next_seq == u64::MAX {
             return Err(SealError::Exhausted);
         }
         let seq = self.next_seq;
         self.next_seq += 1;
+        let source_time = source_time_ns.map(u64::to_be_bytes);
+        let extra: &[u8] = match &source_time {
+            Some(b) => b,
+            None => &[],
+        };
+        let mut flags = kind.apply(self.flags);
+        if source_time.is_some() {
+            flags.0 |= EnvelopeFlags::SOURCE_TIME;
+        }
         let header = EnvelopeHeader {
-            flags: kind.apply(self.flags),
+            flags,
             name: self.name,
             session: self.session,
             seq,
             send_time_us,
         };
-        let body_end = HEADER_LEN + payload.len();
+        let body_end = HEADER_LEN + payload.len() + extra.len();
         let tag_end = body_end + TAG_LEN;
-        zeroed(out, self.sealed_len(payload.len()));
+        zeroed(out, self.sealed_len(payload.len() + extra.len()));
         out[..HEADER_LEN].copy_from_slice(&header.to_bytes());
         let signer_pk = self.signer.as_ref().map(|s| s.public_key());
         if self.flags.clear() {
             // Header and payload are the associated data; nothing is encrypted. A signature
             // (below) covers the signer key.
-            out[HEADER_LEN..body_end].copy_from_slice(payload);
+            out[HEADER_LEN..HEADER_LEN + payload.len()].copy_from_slice(payload);
+            out[HEADER_LEN + payload.len()..body_end].copy_from_slice(extra);
             let tag = self
                 .key
                 .seal_in_place_separate_tag(nonce(seq), Aad::from(&out[..body_end]), &mut [])
                 .map_err(|_| SealError::Crypto)?;
             out[body_end..tag_end].copy_from_slice(tag.as_ref());
         } else {
-            self.encrypt(seq, signer_pk.as_ref(), payload, &mut out[..tag_end])?;
+            self.encrypt(seq, signer_pk.as_ref(), payload, extra, &mut out[..tag_end])?;
         }
         if let (Some(signer), Some(pk)) = (&self.signer, signer_pk) {
             out[tag_end..tag_end + SIGNER_LEN].copy_from_slice(&pk);
@@ -264,17 +288,18 @@ impl Sealer {
         Ok(())
     }
 
-    /// Encrypts `payload` into `out` after its header, tag last; the header (and signer key)
-    /// are the associated data.
+    /// Encrypts `payload` and then `extra` into `out` after its header, tag last; the header
+    /// (and signer key) are the associated data.
     fn encrypt(
         &self,
         seq: u64,
         signer_pk: Option<&[u8; 32]>,
         payload: &[u8],
+        extra: &[u8],
         out: &mut [u8],
     ) -> Result<(), SealError> {
         let (head, rest) = out.split_at_mut(HEADER_LEN);
-        let (body, tag) = rest.split_at_mut(payload.len());
+        let (body, extra_and_tag) = rest.split_at_mut(payload.len());
         let mut aad_buf = [0u8; HEADER_LEN + SIGNER_LEN];
         let aad: &[u8] = match signer_pk {
             Some(pk) => {
@@ -285,7 +310,14 @@ impl Sealer {
             None => head,
         };
         self.key
-            .seal_out_of_place_scatter(nonce(seq), Aad::from(aad), payload, body, &[], tag)
+            .seal_out_of_place_scatter(
+                nonce(seq),
+                Aad::from(aad),
+                payload,
+                body,
+                extra,
+                extra_and_tag,
+            )
             .map_err(|_| SealError::Crypto)
     }
 
@@ -360,6 +392,9 @@ pub struct Opened {
     pub header: EnvelopeHeader,
     /// The realm member that signed it, in signed mode.
     pub signer: Option<String>,
+    /// The publisher's own time of the message (a DDS sample's source timestamp),
+    /// nanoseconds since the Unix epoch, when its sealer gave one ([`Sealer::seal_at`]).
+    pub source_time_ns: Option<u64>,
 }
 
 struct SessionState {
@@ -436,7 +471,12 @@ impl Opener {
 
         if let Some(state) = self.sessions.get_mut(&id) {
             let signer = open_checked(state, &self.config, &header, envelope, sealed_end, out)?;
-            return Ok(Opened { header, signer });
+            let source_time_ns = take_source_time(&header, out);
+            return Ok(Opened {
+                header,
+                signer,
+                source_time_ns,
+            });
         }
         // A new session's key is derived here but remembered only once an envelope
         // authenticates, so forgeries cannot push real sessions out of the cache.
@@ -455,7 +495,12 @@ impl Opener {
             self.sessions.pop_lru();
         }
         self.sessions.put(id, state);
-        Ok(Opened { header, signer })
+        let source_time_ns = take_source_time(&header, out);
+        Ok(Opened {
+            header,
+            signer,
+            source_time_ns,
+        })
     }
 }
 
@@ -532,6 +577,19 @@ fn open_body(
         return Err(OpenError::Forged);
     }
     Ok(signer)
+}
+
+/// Takes the source time off the end of an opened plaintext whose header says it has one
+/// (`EnvelopeHeader::parse` made sure the envelope is long enough to hold it).
+fn take_source_time(header: &EnvelopeHeader, out: &mut Vec<u8>) -> Option<u64> {
+    if !header.flags.source_time() {
+        return None;
+    }
+    let at = out.len().checked_sub(SOURCE_TIME_LEN)?;
+    let mut b = [0u8; SOURCE_TIME_LEN];
+    b.copy_from_slice(&out[at..]);
+    out.truncate(at);
+    Some(u64::from_be_bytes(b))
 }
 
 /// Sets `out` to `len` zero bytes. A buffer too small is replaced by one from zeroed memory

@@ -353,3 +353,74 @@ fn lifecycle_envelopes_say_so_and_the_kind_cannot_be_altered() {
         OpenError::Forged
     );
 }
+
+#[test]
+fn source_time_travels_sealed_after_the_payload_in_every_mode() {
+    let source = 1_764_000_000_123_456_789u64;
+    let robot = Arc::new(SigningIdentity::from_seed(&[1; 32]));
+    let members = HashMap::from([(robot.public_key(), "robot".to_string())]);
+    for (clear, signed) in [(false, false), (true, false), (false, true), (true, true)] {
+        let signer = signed.then(|| robot.clone());
+        let mut s = Sealer::new(&realm(1), name(), false, signer)
+            .unwrap()
+            .clear_text(clear);
+        let config = OpenerConfig {
+            members: members.clone(),
+            ..OpenerConfig::default()
+        };
+        let mut o = Opener::new(&realm(1), config);
+        let (mut env, mut out) = (Vec::new(), Vec::new());
+        for payload in [&b""[..], b"hello", &[9u8; 5000][..]] {
+            s.seal_at(PayloadKind::Data, payload, 5, Some(source), &mut env)
+                .unwrap();
+            assert_eq!(env.len(), s.sealed_len(payload.len() + SOURCE_TIME_LEN));
+            let opened = o.open(&env, 5, &mut out).unwrap();
+            assert_eq!(out, payload, "clear {clear} signed {signed}");
+            assert_eq!(opened.source_time_ns, Some(source));
+            assert!(opened.header.flags.source_time());
+            if !clear {
+                // Encrypted with the payload: not in the clear.
+                assert!(!env.windows(8).any(|w| w == source.to_be_bytes()));
+            }
+        }
+        // Without one, none comes out, and the plaintext is the payload alone.
+        s.seal_kind(PayloadKind::Data, b"plain", 6, &mut env)
+            .unwrap();
+        let opened = o.open(&env, 6, &mut out).unwrap();
+        assert_eq!(
+            (out.as_slice(), opened.source_time_ns),
+            (&b"plain"[..], None)
+        );
+    }
+}
+
+#[test]
+fn a_source_time_cannot_be_altered_added_or_removed() {
+    let mut s = Sealer::new(&realm(1), name(), false, None)
+        .unwrap()
+        .clear_text(true);
+    let mut out = Vec::new();
+    let mut env = Vec::new();
+    s.seal_at(PayloadKind::Data, b"hello", 5, Some(42), &mut env)
+        .unwrap();
+    // Clear text shows it; changing it breaks the tag.
+    let at = HEADER_LEN + 5;
+    assert_eq!(env[at..at + 8], 42u64.to_be_bytes());
+    let mut forged = env.clone();
+    forged[at + 7] ^= 1;
+    let mut o = Opener::new(&realm(1), OpenerConfig::default());
+    assert_eq!(o.open(&forged, 5, &mut out), Err(OpenError::Forged));
+    // Clearing the flag (to pass the time off as payload) breaks it too.
+    let mut forged = env.clone();
+    forged[1] &= !EnvelopeFlags::SOURCE_TIME;
+    assert_eq!(o.open(&forged, 5, &mut out), Err(OpenError::Forged));
+    // Setting it on an envelope too short to hold one is malformed, not a panic.
+    let mut short = Sealer::new(&realm(1), name(), false, None).unwrap();
+    let mut tiny = short.seal_to_vec(b"", 7).unwrap();
+    tiny[1] |= EnvelopeFlags::SOURCE_TIME;
+    assert!(matches!(
+        o.open(&tiny, 7, &mut out),
+        Err(OpenError::Malformed(EnvelopeError::TooShort))
+    ));
+    assert!(o.open(&env, 5, &mut out).is_ok());
+}

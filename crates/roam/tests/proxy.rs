@@ -578,3 +578,52 @@ fn a_namespace_lets_identical_robots_share_a_realm() {
         "robot2 got robot1's command"
     );
 }
+
+#[test]
+fn a_sample_keeps_its_publishers_source_timestamp_across_the_proxies() {
+    // Within one DDS domain a reader sees the timestamp the writer gave each sample (rosbag2
+    // records it; ddsperf reads its lowest bit as a request for a reply). Through roam it
+    // must be the same, not the importing proxy's clock: here an hour old and odd.
+    let net = Net::new("proxy-stamps");
+    let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
+    let robot = net.proxy(
+        "robot",
+        55,
+        &addr,
+        "exports:\n  - topic: /stamped\n    realm: test\n",
+    );
+    let _base = net.proxy(
+        "base",
+        56,
+        &addr,
+        "imports:\n  - topic: /stamped\n    realm: test\n",
+    );
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    let base_stamp = (now_ns - 3_600_000_000_000) | 1;
+    let stamp_arg = base_stamp.to_string();
+    let _talker = python(
+        "talker",
+        "talker.py",
+        &["55", "rt/stamped", "tick", "--stamp", &stamp_arg],
+    );
+    let listener = python("listener", "listener.py", &["56", "rt/stamped", "--stamps"]);
+    let mut seen = 0;
+    while seen < 5 {
+        let Some(l) = wait_line(&listener, "data: tick", Duration::from_secs(30)) else {
+            panic!("nothing crossed: {}", robot.logs());
+        };
+        // "data: tick N stamp: NS"
+        let words: Vec<&str> = l.split_whitespace().collect();
+        let n: u64 = words[2].parse().unwrap();
+        let stamp: u64 = words[4].parse().unwrap();
+        assert_eq!(
+            stamp,
+            base_stamp + n,
+            "message {n} lost its source timestamp: {l}"
+        );
+        seen += 1;
+    }
+}

@@ -1,8 +1,9 @@
 """A ROS 2-style listener: prints every std_msgs/String received on a DDS topic.
 
-usage: listener.py DOMAIN TOPIC [--summary] [--transient-local]
+usage: listener.py DOMAIN TOPIC [--summary] [--transient-local] [--stamps]
 Prints "ready" once the reader exists, then one line per sample: "data: TEXT", or with
---summary "len: N sha256: HEX" (for big samples).
+--summary "len: N sha256: HEX" (for big samples); --stamps adds " stamp: NS", the sample's
+source timestamp.
 """
 import argparse
 import hashlib
@@ -18,6 +19,7 @@ p.add_argument("domain", type=int)
 p.add_argument("topic")
 p.add_argument("--summary", action="store_true")
 p.add_argument("--transient-local", action="store_true", help="ask for samples published before this reader existed")
+p.add_argument("--stamps", action="store_true", help="print each sample's source timestamp too")
 a = p.parse_args()
 exit_on_sigterm()
 
@@ -33,6 +35,8 @@ while True:
         if a.summary:
             data = s.data.encode()
             print(f"len: {len(data)} sha256: {hashlib.sha256(data).hexdigest()}", flush=True)
+        elif a.stamps:
+            print(f"data: {s.data} stamp: {s.sample_info.source_timestamp}", flush=True)
         else:
             print(f"data: {s.data}", flush=True)
     time.sleep(0.01)

@@ -20,7 +20,9 @@ use roam_dds::{
 };
 use roam_edge::definitions::{Definition, DefinitionSource};
 use roam_edge::stats::{Direction, TopicStats};
-use roam_edge::{Edge, PayloadKind, Publisher, Realm, StreamQos, StreamSpec, TopicRef, XTypes};
+use roam_edge::{
+    Edge, PayloadKind, Pending, Publisher, Realm, StreamQos, StreamSpec, TopicRef, XTypes,
+};
 use tokio::sync::{mpsc, watch};
 use tracing::{info, warn};
 
@@ -660,13 +662,16 @@ fn sample_handler(table: Arc<RwLock<RouteTable>>) -> impl Fn(Sample) + Send + Sy
             Lookup::Send(p, copies) => {
                 record_dds_age(&p, &s);
                 let kind = payload_kind(s.kind);
+                // The publisher's timestamp goes along, for importers to write the sample
+                // with it (DDS gives an invalid one as zero or less).
+                let source_time = u64::try_from(s.source_timestamp_ns).ok().filter(|&t| t > 0);
                 // The sample's bytes, still in CycloneDDS's buffer: copies share them, and
                 // the seal reads them there.
                 let cdr = s.cdr;
                 // A failure is counted by the publisher.
-                let _ = p.publish_blocking(kind, cdr.clone());
+                let _ = p.publish_blocking(Pending::new(kind, cdr.clone(), source_time));
                 for c in copies {
-                    let _ = c.publish_blocking(kind, cdr.clone());
+                    let _ = c.publish_blocking(Pending::new(kind, cdr.clone(), source_time));
                 }
             }
             Lookup::Skip | Lookup::Ruled => {}

@@ -240,7 +240,7 @@ impl Copies {
             });
         match w {
             Some(w) => {
-                let (plain, _) = write_import(w, plain, &dds_topic).await;
+                let (plain, _) = write_import(w, plain, r.source_time_ns, &dds_topic).await;
                 if let Err(e) = w.flush() {
                     warn!(topic = %dds_topic, "DDS flush failed: {e}");
                 }
@@ -385,12 +385,12 @@ async fn write(
         return plain;
     };
     let (plain, ok) = match r.kind {
-        PayloadKind::Data => write_import(w, plain, local).await,
+        PayloadKind::Data => write_import(w, plain, r.source_time_ns, local).await,
         PayloadKind::Dispose | PayloadKind::Unregister => {
             let done = if r.kind == PayloadKind::Dispose {
-                w.dispose_cdr(&plain)
+                w.dispose_cdr_at(&plain, r.source_time_ns)
             } else {
-                w.unregister_cdr(&plain)
+                w.unregister_cdr_at(&plain, r.source_time_ns)
             };
             if let Err(e) = &done {
                 warn!(topic = %local, "DDS instance lifecycle write failed: {e}");

@@ -20,10 +20,16 @@ const INLINE_WRITE_MAX: usize = 256 << 10;
 const WRITE_PATIENCE: Duration = Duration::from_secs(10);
 
 /// Writes one sample (the writer never blocks: see [`INLINE_WRITE_MAX`] and
-/// [`write_patiently`]); hands the buffer back for reuse, and whether the write succeeded.
-pub async fn write_import(writer: &Arc<Writer>, cdr: Vec<u8>, local: &str) -> (Vec<u8>, bool) {
+/// [`write_patiently`]) with its publisher's source timestamp when the envelope carried one;
+/// hands the buffer back for reuse, and whether the write succeeded.
+pub async fn write_import(
+    writer: &Arc<Writer>,
+    cdr: Vec<u8>,
+    source_time_ns: Option<u64>,
+    local: &str,
+) -> (Vec<u8>, bool) {
     if cdr.len() <= INLINE_WRITE_MAX {
-        match writer.write_cdr(&cdr) {
+        match writer.write_cdr_at(&cdr, source_time_ns) {
             Ok(()) => return (cdr, true),
             Err(e) if !e.is_timeout() => {
                 warn!(topic = %local, "DDS write failed: {e}");
@@ -35,7 +41,7 @@ pub async fn write_import(writer: &Arc<Writer>, cdr: Vec<u8>, local: &str) -> (V
     }
     let w = writer.clone();
     let done = tokio::task::spawn_blocking(move || {
-        let r = write_patiently(&w, &cdr);
+        let r = write_patiently(&w, &cdr, source_time_ns);
         (cdr, r)
     });
     match done.await {
@@ -54,11 +60,15 @@ pub async fn write_import(writer: &Arc<Writer>, cdr: Vec<u8>, local: &str) -> (V
 /// Writes a sample with a non-blocking writer, retrying while CycloneDDS reports
 /// back-pressure (a timeout: slow readers, not failure), with growing pauses (a retry copies
 /// the sample again). Gives up after [`WRITE_PATIENCE`].
-fn write_patiently(writer: &Writer, cdr: &[u8]) -> Result<(), roam_dds::DdsError> {
+fn write_patiently(
+    writer: &Writer,
+    cdr: &[u8],
+    source_time_ns: Option<u64>,
+) -> Result<(), roam_dds::DdsError> {
     let deadline = std::time::Instant::now() + WRITE_PATIENCE;
     let mut pause = Duration::from_micros(50);
     loop {
-        match writer.write_cdr(cdr) {
+        match writer.write_cdr_at(cdr, source_time_ns) {
             Err(e) if e.is_timeout() && std::time::Instant::now() < deadline => {
                 // What earlier batched writes queued must go out for the readers to ack it.
                 let _ = writer.flush();
