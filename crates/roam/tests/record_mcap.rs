@@ -17,7 +17,14 @@ fn record_writes_realm_topics_that_mcap_and_rosbags_read_back_exactly() {
     let net = Net::new("record-mcap");
     let defs = definitions(&net.dir);
     let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
-    let _talker = python("talker", "talker.py", &["93", "rt/chatter", "hello"]);
+    // The talker stamps "hello N" with source timestamp STAMP + N: the file's publish times
+    // must be those (rosbag2's send time), not when a proxy sealed or the recorder got them.
+    let stamp: u64 = 1_700_000_000_000_000_001;
+    let _talker = python(
+        "talker",
+        "talker.py",
+        &["93", "rt/chatter", "hello", "--stamp", &stamp.to_string()],
+    );
     let _points = dds("points", &["talk", "93", "rt/point_out"]);
     let robot = net.proxy(
         "robot",
@@ -98,6 +105,18 @@ fn record_writes_realm_topics_that_mcap_and_rosbags_read_back_exactly() {
             hellos.push(d.strip_prefix("hello ").unwrap().parse::<u64>().unwrap());
         }
         assert_eq!(hellos.len(), n(chatter), "{prefix}");
+        if prefix == "mcap-msg" {
+            // "mcap-time /chatter LOG PUBLISH", one after each message line.
+            let publish: Vec<u64> = with("mcap-time /chatter ")
+                .iter()
+                .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+                .collect();
+            let expected: Vec<u64> = hellos.iter().map(|n| stamp + n).collect();
+            assert_eq!(
+                publish, expected,
+                "publish times are not the source timestamps"
+            );
+        }
         assert!(
             hellos.windows(2).all(|w| w[1] == w[0] + 1),
             "{prefix}: not consecutive: {hellos:?}"

@@ -260,7 +260,11 @@ async fn follow(
                 topic: topic.clone(),
                 dds_type: dds_type.clone(),
                 log: unix_ns(),
-                publish: r.header.send_time_us.saturating_mul(1000),
+                // The publisher's source timestamp when the envelope carries one (a DDS
+                // sample's, as rosbag2 records it), else the sealer's send time.
+                publish: r
+                    .source_time_ns
+                    .unwrap_or_else(|| r.header.send_time_us.saturating_mul(1000)),
                 cdr: buf,
             };
             if tx.send(item).await.is_err() {

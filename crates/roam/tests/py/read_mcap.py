@@ -5,7 +5,7 @@ usage: read_mcap.py FILE
 Lines: "mcap TOPIC SCHEMA ENCODING COUNT" per channel (SCHEMA "-" for a channel without one,
 whose messages are "mcap-raw TOPIC LENGTH") (the `mcap` package, messages decoded
 with mcap-ros2-support from the file's own schemas), "mcap-msg TOPIC JSON" for each decoded
-message, then "rosbags TOPIC TYPE COUNT" per connection and "rosbags-msg TOPIC JSON" per
+message followed by "mcap-time TOPIC LOG_TIME PUBLISH_TIME" (nanoseconds), then "rosbags TOPIC TYPE COUNT" per connection and "rosbags-msg TOPIC JSON" per
 message (rosbags' AnyReader, types from the file).
 """
 import json
@@ -42,6 +42,7 @@ with open(path, "rb") as f:
         channels[channel.topic] = (schema.name, schema.encoding, channel.message_encoding)
         decoded = factory.decoder_for(channel.message_encoding, schema)(message.data)
         print("mcap-msg", channel.topic, json.dumps(plain(decoded), sort_keys=True), flush=True)
+        print("mcap-time", channel.topic, message.log_time, message.publish_time, flush=True)
 for topic, (name, enc, menc) in sorted(channels.items()):
     print("mcap", topic, name, f"{enc}/{menc}", counts[topic], flush=True)
 
