@@ -616,9 +616,13 @@ fn judge(t: &RouteTable, k: &StreamKey, p: &Publisher, s: &Sample) -> Option<Vec
         peer: peer.as_deref(),
         size: s.cdr.len(),
     };
-    let v = ctx
-        .rules
-        .evaluate(&m, d.map(|d| d.schema()), d.map(|d| d.ros2msg()), &s.cdr);
+    let v = ctx.rules.evaluate(
+        &m,
+        d.map(|d| d.schema()),
+        d.map(|d| d.ros2msg()),
+        &s.cdr,
+        source_time(s),
+    );
     if !v.passes() {
         TopicStats::count(&p.stats().ruled);
         return None;
@@ -642,6 +646,11 @@ fn payload_kind(k: SampleKind) -> PayloadKind {
     }
 }
 
+/// The sample's source timestamp, when valid (DDS gives an invalid one as zero or less).
+fn source_time(s: &Sample) -> Option<u64> {
+    u64::try_from(s.source_timestamp_ns).ok().filter(|&t| t > 0)
+}
+
 /// How long DDS took from the publisher's write to this hop.
 fn record_dds_age(p: &Publisher, s: &Sample) {
     if s.source_timestamp_ns > 0 {
@@ -663,8 +672,8 @@ fn sample_handler(table: Arc<RwLock<RouteTable>>) -> impl Fn(Sample) + Send + Sy
                 record_dds_age(&p, &s);
                 let kind = payload_kind(s.kind);
                 // The publisher's timestamp goes along, for importers to write the sample
-                // with it (DDS gives an invalid one as zero or less).
-                let source_time = u64::try_from(s.source_timestamp_ns).ok().filter(|&t| t > 0);
+                // with it.
+                let source_time = source_time(&s);
                 // The sample's bytes, still in CycloneDDS's buffer: copies share them, and
                 // the seal reads them there.
                 let cdr = s.cdr;

@@ -187,7 +187,7 @@ impl Judge {
             peer: Some(r.signer.as_deref().unwrap_or(&info.announcer)),
             size: cdr.len(),
         };
-        let v = leg.rules.evaluate(&m, schema, text, cdr);
+        let v = leg.rules.evaluate(&m, schema, text, cdr, r.source_time_ns);
         if !v.passes() {
             TopicStats::count(&sub.stats().ruled);
             return None;

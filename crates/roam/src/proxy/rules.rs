@@ -18,7 +18,7 @@ use roam_rules::{Content, Engine, Message, Module, ParseError, Rules, Verdict};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-use super::rules_log::LogFiles;
+use super::rules_log::{LogFiles, LogMessage};
 
 /// Messages larger than this are not decoded for FIELD or MESSAGE (those conditions then do
 /// not hold): rules must not turn an image into megabytes of JSON per frame.
@@ -172,13 +172,15 @@ impl ProxyRules {
 
     /// Evaluates the rules on one message, and hands it to the files of matching `Log`
     /// actions. `schema`: the type's definition, if known, for FIELD and MESSAGE; `definition`
-    /// its ros2msg text (the schema of a Log file).
+    /// its ros2msg text (the schema of a Log file); `source_time_ns`: its publisher's source
+    /// timestamp, when known (a Log file's publish time).
     pub fn evaluate(
         &self,
         m: &Message,
         schema: Option<&MessageType>,
         definition: Option<&str>,
         cdr: &[u8],
+        source_time_ns: Option<u64>,
     ) -> Verdict {
         if !self.active.load(Ordering::Relaxed) {
             return Verdict::default();
@@ -190,8 +192,14 @@ impl ProxyRules {
         };
         let v = self.engine().evaluate(m, &mut content, Instant::now());
         if !v.logs.is_empty() {
-            self.logs
-                .write(&v.logs, m.topic, m.type_name, definition, cdr);
+            let msg = LogMessage {
+                topic: m.topic,
+                dds_type: m.type_name,
+                definition,
+                cdr,
+                source_time_ns,
+            };
+            self.logs.write(&v.logs, &msg);
         }
         v
     }
@@ -250,7 +258,7 @@ impl roam_gateway::rules::MessageRules for ProxyRules {
             peer: m.peer,
             size: cdr.len(),
         };
-        self.evaluate(&msg, schema, None, cdr).passes()
+        self.evaluate(&msg, schema, None, cdr, None).passes()
     }
 }
 

@@ -30,7 +30,20 @@ struct Entry {
     dds_type: String,
     definition: Option<Arc<str>>,
     log_ns: u64,
+    /// Its publisher's source timestamp, else when it was logged.
+    publish_ns: u64,
     cdr: Vec<u8>,
+}
+
+/// A message the rules log, as the proxy has it.
+pub struct LogMessage<'a> {
+    pub topic: &'a str,
+    pub dds_type: &'a str,
+    /// The type's ros2msg text, the file's schema, when known.
+    pub definition: Option<&'a str>,
+    pub cdr: &'a [u8],
+    /// The publisher's source timestamp (nanoseconds since the Unix epoch), when known.
+    pub source_time_ns: Option<u64>,
 }
 
 struct LogFile {
@@ -72,14 +85,7 @@ impl LogFiles {
     }
 
     /// Hands one message to each of `files` (as the rules name them).
-    pub fn write(
-        &self,
-        files: &[String],
-        topic: &str,
-        dds_type: &str,
-        definition: Option<&str>,
-        cdr: &[u8],
-    ) {
+    pub fn write(&self, files: &[String], m: &LogMessage) {
         let log_ns = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
@@ -95,11 +101,12 @@ impl LogFiles {
                 .or_insert_with(|| start(path.clone()));
             let Some(tx) = &file.tx else { continue };
             let entry = Entry {
-                topic: topic.to_string(),
-                dds_type: dds_type.to_string(),
-                definition: definition.map(Arc::from),
+                topic: m.topic.to_string(),
+                dds_type: m.dds_type.to_string(),
+                definition: m.definition.map(Arc::from),
                 log_ns,
-                cdr: cdr.to_vec(),
+                publish_ns: m.source_time_ns.unwrap_or(log_ns),
+                cdr: m.cdr.to_vec(),
             };
             match tx.try_send(entry) {
                 Ok(()) => {}
@@ -199,7 +206,7 @@ fn writer(path: PathBuf, rx: Receiver<Entry>, dropped: Arc<AtomicU64>) {
                         &e.dds_type,
                         Sample {
                             log_time_ns: e.log_ns,
-                            publish_time_ns: e.log_ns,
+                            publish_time_ns: e.publish_ns,
                             cdr: &e.cdr,
                         },
                         Instant::now(),
@@ -239,29 +246,34 @@ mod tests {
         let logs = LogFiles::new(&dir);
         let cdr = [0u8, 1, 0, 0, 2, 0, 0, 0, b'a', 0];
         let files = vec!["t.mcap".to_string()];
-        for _ in 0..3 {
-            logs.write(
-                &files,
-                "/t",
-                "std_msgs::msg::dds_::String_",
-                Some("string data\n"),
-                &cdr,
-            );
-        }
+        let msg = |source_time_ns| LogMessage {
+            topic: "/t",
+            dds_type: "std_msgs::msg::dds_::String_",
+            definition: Some("string data\n"),
+            cdr: &cdr,
+            source_time_ns,
+        };
+        // With a source timestamp it is the publish time; without, the log time is.
+        logs.write(&files, &msg(Some(42)));
+        logs.write(&files, &msg(None));
+        logs.write(&files, &msg(Some(43)));
         logs.finish_all();
         let before = std::fs::read(dir.join("t.mcap")).unwrap();
-        logs.write(
-            &files,
-            "/t",
-            "std_msgs::msg::dds_::String_",
-            Some("string data\n"),
-            &cdr,
-        );
+        logs.write(&files, &msg(Some(44)));
         drop(logs);
         let after = std::fs::read(dir.join("t.mcap")).unwrap();
         assert_eq!(before, after, "a late message rewrote the finished file");
-        let n = mcap::MessageStream::new(&after).unwrap().count();
-        assert_eq!(n, 3);
+        let times: Vec<(u64, u64)> = mcap::MessageStream::new(&after)
+            .unwrap()
+            .map(|m| {
+                let m = m.unwrap();
+                (m.log_time, m.publish_time)
+            })
+            .collect();
+        assert_eq!(times.len(), 3);
+        assert_eq!((times[0].1, times[2].1), (42, 43));
+        assert!(times[0].0 > 1_600_000_000_000_000_000, "{times:?}");
+        assert_eq!(times[1].1, times[1].0, "{times:?}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
