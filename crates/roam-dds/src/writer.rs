@@ -171,26 +171,7 @@ impl Writer {
     /// its publisher gave it, as readers see within one DDS domain.
     pub fn write_cdr_at(&self, cdr: &[u8], source_time_ns: Option<u64>) -> Result<(), DdsError> {
         let serdata = self.serdata(cyclors::ddsi_serdata_kind_SDK_DATA, cdr)?;
-        let Some(t) = source_time_ns else {
-            // SAFETY: dds_writecdr takes over our reference to `serdata` (it is released by
-            // the writer history), on success and on failure once the writer is locked; the
-            // writer is ours and alive, so the lock cannot fail.
-            return check("dds_writecdr", unsafe {
-                cyclors::dds_writecdr(self.handle, serdata)
-            })
-            .map(drop);
-        };
-        // SAFETY: `serdata` is a fresh serdata we hold the only reference to; dds_writecdr
-        // sets these two fields the same way, with the clock's time.
-        unsafe {
-            (*serdata).statusinfo = 0;
-            (*serdata).timestamp.v = dds_timestamp(t);
-        }
-        // SAFETY: as above; dds_forwardcdr is dds_writecdr keeping the fields we set.
-        check("dds_forwardcdr", unsafe {
-            cyclors::dds_forwardcdr(self.handle, serdata)
-        })?;
-        Ok(())
+        self.forward(serdata, 0, source_time_ns)
     }
 
     /// Disposes the instance whose serialized key (4-byte header included, as a
@@ -234,8 +215,19 @@ impl Writer {
             )));
         }
         let serdata = self.serdata(cyclors::ddsi_serdata_kind_SDK_KEY, key)?;
-        // SAFETY: `serdata` is a fresh serdata we hold the only reference to; setting its
-        // status and time before handing it over is how CycloneDDS's own dispose works.
+        self.forward(serdata, statusinfo, source_time_ns)
+    }
+
+    /// Writes `serdata` (a fresh one, whose only reference we hand over) with the status
+    /// (0: data) and source timestamp given, the clock's when none is: what `dds_writecdr`
+    /// does with the clock, and CycloneDDS's own dispose with a status.
+    fn forward(
+        &self,
+        serdata: *mut cyclors::ddsi_serdata,
+        statusinfo: u32,
+        source_time_ns: Option<u64>,
+    ) -> Result<(), DdsError> {
+        // SAFETY: `serdata` is a fresh serdata we hold the only reference to.
         unsafe {
             (*serdata).statusinfo = statusinfo;
             (*serdata).timestamp.v = match source_time_ns {
@@ -243,8 +235,10 @@ impl Writer {
                 None => cyclors::dds_time(),
             };
         }
-        // SAFETY: as in write_cdr: dds_forwardcdr takes over our reference; unlike
-        // dds_writecdr it keeps the status info (dispose / unregister) we set.
+        // SAFETY: dds_forwardcdr takes over our reference to `serdata` (it is released by
+        // the writer history), on success and on failure once the writer is locked; the
+        // writer is ours and alive, so the lock cannot fail. Unlike dds_writecdr it keeps
+        // the status and timestamp set above.
         check("dds_forwardcdr", unsafe {
             cyclors::dds_forwardcdr(self.handle, serdata)
         })?;
