@@ -106,14 +106,10 @@ fn record_writes_realm_topics_that_mcap_and_rosbags_read_back_exactly() {
         }
         assert_eq!(hellos.len(), n(chatter), "{prefix}");
         if prefix == "mcap-msg" {
-            // "mcap-time /chatter LOG PUBLISH", one after each message line.
-            let publish: Vec<u64> = with("mcap-time /chatter ")
-                .iter()
-                .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
-                .collect();
-            let expected: Vec<u64> = hellos.iter().map(|n| stamp + n).collect();
+            let published = publish_times(&lines, "/chatter", "hello ");
+            let expected: Vec<(u64, u64)> = hellos.iter().map(|n| (*n, stamp + n)).collect();
             assert_eq!(
-                publish, expected,
+                published, expected,
                 "publish times are not the source timestamps"
             );
         }

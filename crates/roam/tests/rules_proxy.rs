@@ -149,6 +149,9 @@ fn wait_count(p: &Proc, needles: &[&str], key: &str, at_least: u64) -> bool {
     false
 }
 
+/// The source timestamp the /chatter talker of the Log test writes its message 0 with.
+const STAMP: u64 = 1_700_000_000_000_000_000;
+
 #[test]
 fn filter_drop_copy_and_a_field_condition_on_real_traffic() {
     let net = Net::new("rules-filter");
@@ -183,7 +186,11 @@ fn filter_drop_copy_and_a_field_condition_on_real_traffic() {
         &addr,
         &imports(&["/chatter", "/chatter_copy", "/noise", "/points"]),
     );
-    let _talker = peer("talker", &["talk", "81", "rt/chatter", "hello"]);
+    let stamp = STAMP.to_string();
+    let _talker = peer(
+        "talker",
+        &["talk", "81", "rt/chatter", "hello", "--stamp", &stamp],
+    );
     let _noise = peer("noise", &["talk", "81", "rt/noise", "noise"]);
     let _map = peer("map", &["talk", "81", "rt/points", "", "--frame", "map"]);
     let _odom = peer("odom", &["talk", "81", "rt/points", "", "--frame", "odom"]);
@@ -264,6 +271,13 @@ fn filter_drop_copy_and_a_field_condition_on_real_traffic() {
             .any(|l| l.starts_with("mcap /chatter std_msgs/msg/String ros2msg/cdr ")),
         "{lines:?}"
     );
+    // Each message's publish time is the talker's source timestamp (STAMP + N for "hello N"),
+    // not the time the proxy logged it: what rosbag2 writes there.
+    let published = publish_times(&lines, "/chatter", "hello ");
+    assert!(published.len() >= 20, "{lines:?}");
+    for (n, publish) in &published {
+        assert_eq!(*publish, STAMP + n, "message {n}: {lines:?}");
+    }
     let lines = read_mcap(&dir.join("odom.mcap"));
     let frames: Vec<&String> = lines
         .iter()

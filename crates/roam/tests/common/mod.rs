@@ -515,6 +515,21 @@ pub fn read_mcap(path: &Path) -> Vec<String> {
     panic!("read_mcap.py did not finish: {lines:?}\n{}", reader.logs());
 }
 
+/// (N, publish time) of each message "PREFIX N" on `topic` in read_mcap.py's output, whose
+/// "mcap-time TOPIC LOG PUBLISH" line follows each "mcap-msg TOPIC JSON" line.
+pub fn publish_times(lines: &[String], topic: &str, prefix: &str) -> Vec<(u64, u64)> {
+    let (msg, time) = (format!("mcap-msg {topic} "), format!("mcap-time {topic} "));
+    lines
+        .windows(2)
+        .filter_map(|w| {
+            let v: serde_json::Value = serde_json::from_str(w[0].strip_prefix(&msg)?).ok()?;
+            let n = v["data"].as_str()?.strip_prefix(prefix)?.parse().ok()?;
+            let publish = w[1].strip_prefix(&time)?.split(' ').nth(1)?.parse().ok()?;
+            Some((n, publish))
+        })
+        .collect()
+}
+
 /// The next stdout line of `p` starting with `prefix` (others are skipped), within `timeout`.
 pub fn wait_line(p: &Proc, prefix: &str, timeout: Duration) -> Option<String> {
     let end = Instant::now() + timeout;

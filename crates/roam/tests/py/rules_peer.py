@@ -1,12 +1,13 @@
 """ROS 2-style peers for the rules tests (PyPI cyclonedds, as rmw_cyclonedds puts them on the wire).
 
-usage: rules_peer.py talk DOMAIN TOPIC TEXT [--period S] [--node NAME] [--frame FRAME]
+usage: rules_peer.py talk DOMAIN TOPIC TEXT [--period S] [--node NAME] [--frame FRAME] [--stamp NS]
        rules_peer.py listen DOMAIN TOPIC [--point]
 talk publishes std_msgs/String "TEXT N" for N = 0, 1, ...; with --frame, a
 geometry_msgs/PointStamped whose header.frame_id is FRAME and point.x is N. With --node it
 announces itself as the ROS 2 node /NAME owning its writer in ros_discovery_info (what
-rmw does), before publishing. listen prints "data: TEXT" per String, or "point: FRAME X"
-per PointStamped. Both print "ready" once their endpoint exists.
+rmw does), before publishing. With --stamp, message N is written with the source timestamp
+NS + N (nanoseconds) instead of the clock's. listen prints "data: TEXT" per String, or
+"point: FRAME X" per PointStamped. Both print "ready" once their endpoint exists.
 """
 import argparse
 import os
@@ -51,6 +52,7 @@ p.add_argument("--period", type=float, default=0.05)
 p.add_argument("--node")
 p.add_argument("--frame")
 p.add_argument("--point", action="store_true")
+p.add_argument("--stamp", type=int, default=None)
 a = p.parse_args()
 exit_on_sigterm()
 
@@ -83,13 +85,14 @@ if a.node:
 print("ready", flush=True)
 n = 0
 while True:
+    stamp = None if a.stamp is None else a.stamp + n
     if point:
         now = time.time()
         writer.write(PointStamped_(
             header=Header_(stamp=Time_(int(now), int((now % 1) * 1e9)), frame_id=a.frame),
             point=Point_(float(n), 0.0, 0.0),
-        ))
+        ), timestamp=stamp)
     else:
-        writer.write(String_(data=f"{a.text} {n}"))
+        writer.write(String_(data=f"{a.text} {n}"), timestamp=stamp)
     n += 1
     time.sleep(a.period)
