@@ -33,6 +33,8 @@ pub struct Sample {
     /// The CDR with its encapsulation header.
     pub cdr: Vec<u8>,
     pub received: SystemTime,
+    /// The publisher's source timestamp (ns since the Unix epoch), when it sent one.
+    pub source_time_ns: Option<u64>,
     /// The type's codec, when a definition is known.
     pub codec: Option<MessageType>,
 }
@@ -741,6 +743,7 @@ async fn read_subscription<C>(
                 let sample = Sample {
                     cdr,
                     received: SystemTime::now(),
+                    source_time_ns: r.source_time_ns,
                     codec: codec.clone(),
                 };
                 {

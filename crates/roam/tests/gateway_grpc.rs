@@ -119,7 +119,18 @@ fn grpc_clients_reach_dds_nodes_rosbridge_clients_services_and_actions() {
     let net = Net::new("gw-grpc");
     let defs = definitions(&net.dir);
     let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
-    let _talker = python("talker", "talker.py", &["97", "rt/chatter", "hello"]);
+    // Message N carries the source timestamp STAMP + N ns: 1,700,000,000 s and N ns.
+    let _talker = python(
+        "talker",
+        "talker.py",
+        &[
+            "97",
+            "rt/chatter",
+            "hello",
+            "--stamp",
+            "1700000000000000000",
+        ],
+    );
     let listener = python("listener", "listener.py", &["97", "rt/from_grpc"]);
     let _server = python("server", "service.py", &["server", "97", "add_two_ints"]);
     let _robot = net.proxy(
@@ -139,7 +150,7 @@ fn grpc_clients_reach_dds_nodes_rosbridge_clients_services_and_actions() {
     let full = Some(FULL);
 
     // DDS node -> gRPC, as JSON and as the raw CDR (a std_msgs/String after its 4-byte
-    // encapsulation header).
+    // encapsulation header), each message with its publisher's source timestamp.
     let json = grpc(
         "sub-json",
         g,
@@ -151,11 +162,15 @@ fn grpc_clients_reach_dds_nodes_rosbridge_clients_services_and_actions() {
             "std_msgs/msg/String",
             "--count",
             "2",
+            "--times",
         ],
     );
     let l = expect(&json, "msg ", &gw);
     let m = json_after(&l, "msg ");
-    assert!(m["data"].as_str().unwrap().starts_with("hello "), "{l}");
+    let n = m["data"].as_str().unwrap().strip_prefix("hello ");
+    let n: u64 = n.and_then(|n| n.parse().ok()).expect(&l);
+    let t = expect(&json, "source ", &gw);
+    assert_eq!(t, format!("source 1700000000 {n}"), "for {l}");
     let cdr = grpc(
         "sub-cdr",
         g,
@@ -185,6 +200,7 @@ fn grpc_clients_reach_dds_nodes_rosbridge_clients_services_and_actions() {
             "std_msgs/msg/String",
             "--count",
             "1",
+            "--times",
         ],
     );
     expect(&sub, "subscribed", &gw);
@@ -222,6 +238,8 @@ fn grpc_clients_reach_dds_nodes_rosbridge_clients_services_and_actions() {
             .starts_with("grpc "),
         "{l}"
     );
+    // Published by a gRPC client: no source timestamp to pass on.
+    assert_eq!(expect(&sub, "source ", &gw), "source -");
     let l = expect(&sub_cdr, "cdr ", &gw);
     assert!(l.starts_with("cdr 00010000 grpc "), "{l}");
     let _pub_cdr = grpc(

@@ -6,7 +6,7 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::{Instant, UNIX_EPOCH};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use futures_util::Stream;
 use tonic::Status;
@@ -100,13 +100,19 @@ impl Subscription {
         let t = s.received.duration_since(UNIX_EPOCH).unwrap_or_default();
         Some(pb::SubscribeResponse {
             payload,
-            receive_time: Some(pb::Time {
-                sec: i64::try_from(t.as_secs()).unwrap_or(i64::MAX),
-                nanosec: t.subsec_nanos(),
-            }),
+            receive_time: Some(time_of(t)),
             dropped: std::mem::take(&mut self.dropped),
             dropped_total: self.dropped_total,
             skipped: std::mem::take(&mut self.skipped),
+            source_time: s.source_time_ns.map(|ns| time_of(Duration::from_nanos(ns))),
         })
+    }
+}
+
+/// A time since the Unix epoch as builtin_interfaces/Time.
+fn time_of(t: Duration) -> pb::Time {
+    pb::Time {
+        sec: i64::try_from(t.as_secs()).unwrap_or(i64::MAX),
+        nanosec: t.subsec_nanos(),
     }
 }

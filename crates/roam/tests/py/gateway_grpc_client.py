@@ -6,10 +6,11 @@ usage: gateway_grpc_client.py ADDR [--token T] [--ca PEM [--server-name N] [--ce
                               COMMAND ...
   With --ca, the channel is TLS (grpcio's own BoringSSL) verifying the gateway against PEM,
   presenting a client certificate with --cert/--key.
-  sub TOPIC [--type T] [--cdr] [--count N] [--queue-length N] [--slow S]
+  sub TOPIC [--type T] [--cdr] [--count N] [--queue-length N] [--slow S] [--times]
         prints "subscribed" once the gateway has the subscription, then "msg JSON" per message
         (with --cdr: "cdr HEADER_HEX TEXT", TEXT the std_msgs/String read from the CDR after
         its 4-byte header), and "dropped N TOTAL" when the gateway dropped messages for it;
+        with --times, "source SEC NANOSEC" (or "source -" when unset) after each message;
         --slow S sleeps S seconds after each message; exits after N messages
   pub TOPIC TYPE JSON [--cdr-string] [--count N] [--period S] [--pad N]
         publishes JSON ("$N" in it replaced by a counter; --pad N appends N "x" to its "data")
@@ -112,6 +113,9 @@ def cmd_sub(a, stub, md):
                 if isinstance(m.get("data"), str) and len(m["data"]) > 200:
                     m["data"] = m["data"][:40] + f"...({len(m['data'])})"
                 out("msg", json.dumps(m, sort_keys=True))
+            if a.times:
+                t = item.source_time
+                out("source", f"{t.sec} {t.nanosec}" if item.HasField("source_time") else "-")
             n += 1
             if a.count and n >= a.count:
                 call.cancel()
@@ -270,6 +274,7 @@ s.add_argument("--cdr", action="store_true")
 s.add_argument("--count", type=int, default=0)
 s.add_argument("--queue-length", type=int, default=0)
 s.add_argument("--slow", type=float, default=0)
+s.add_argument("--times", action="store_true")
 s = sub.add_parser("pub")
 s.add_argument("topic")
 s.add_argument("type")
