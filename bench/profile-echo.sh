@@ -29,6 +29,8 @@
 #
 #   LINK  options of the proxies' links, as in their file's link: section (for example
 #         LINK='max_udp_payload_bytes: 9000')
+#   ROUTER_ARGS  more `roam router` options for the router row (for example
+#         ROUTER_ARGS='--worker-threads 2')
 #   BIN   directory with roam and roam-loadgen [target/profiling if built, else target/release]
 #   OUT   scratch directory [/tmp/roam-profile-echo]
 #   ZENOH the roam-zenoh-bridge binary [the cached build of bench/zenoh-bridge/build.sh]
@@ -96,7 +98,7 @@ router)
     for id in proxy-a proxy-b r1; do "$bin/roam" pki issue $id --dir "$out/pki" --role router >/dev/null; done
     "$bin/roam" realm new lab --out "$out/lab.realm" >/dev/null
     "$bin/roam" router --id r1 --pki "$out/pki" --status-interval 0 --listen 127.0.0.1:32283 \
-        ${scheme:+--listen-tcp 127.0.0.1:32283} >"$out/router.log" 2>&1 & pids+=($!); middle+=($!); labels+=(router)
+        ${scheme:+--listen-tcp 127.0.0.1:32283} ${ROUTER_ARGS:-} >"$out/router.log" 2>&1 & pids+=($!); middle+=($!); labels+=(router)
     wait_line "$out/router.log" listening
     proxy_yaml proxy-b 62 "$topic/echo" "$topic" "upstream: [${scheme}127.0.0.1:32283]" >"$out/proxy-b.yaml"
     proxy_yaml proxy-a 61 "$topic" "$topic/echo" "upstream: [${scheme}127.0.0.1:32283]" >"$out/proxy-a.yaml"
