@@ -231,8 +231,16 @@ pub fn field_type_text(ty: &FieldType) -> String {
     }
 }
 
-/// Prints a literal so the `.msg` parser reads it back. Strings are quoted only where a default
-/// needs it (a constant's value runs to the end of its line).
+/// Whether a string constant's value, written bare, would read back as something else: the
+/// parser trims the line's ends and takes off one pair of enclosing quotes.
+fn constant_needs_quotes(s: &str) -> bool {
+    let quoted = |q: char| s.len() >= 2 && s.starts_with(q) && s.ends_with(q);
+    s.trim() != s || quoted('"') || quoted('\'')
+}
+
+/// Prints a literal so the `.msg` parser reads it back. Strings are quoted where a default needs
+/// it, and in a constant (whose value runs to the end of its line) only where reading it bare
+/// would change it.
 struct LiteralText<'a>(&'a Literal, bool);
 
 impl fmt::Display for LiteralText<'_> {
@@ -245,7 +253,9 @@ impl fmt::Display for LiteralText<'_> {
                 write!(f, "{}", if *x > 0.0 { "inf" } else { "-inf" })
             }
             Literal::Float(x) => write!(f, "{x:?}"),
-            Literal::String(s) if self.1 => write!(f, "\"{}\"", s.replace('"', "\\\"")),
+            Literal::String(s) if self.1 || constant_needs_quotes(s) => {
+                write!(f, "\"{}\"", s.replace('"', "\\\""))
+            }
             Literal::String(s) => write!(f, "{s}"),
             Literal::Array(items) => {
                 write!(f, "[")?;

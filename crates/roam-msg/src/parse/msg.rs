@@ -289,6 +289,23 @@ mod tests {
     }
 
     #[test]
+    fn string_constants_that_need_quotes_keep_them_in_the_canonical_text() {
+        // Values a bare constant would lose: blanks at its ends, one pair of enclosing quotes.
+        let text =
+            "string A=' '\nstring B=\" x\"\nstring C=\"'q'\"\nstring D='\"'\nstring E=plain text\n";
+        let def = parse_msg(&tn("p/msg/T"), text).unwrap();
+        let values: Vec<&Literal> = def.constants.iter().map(|c| &c.value).collect();
+        let s = |v: &str| Literal::String(v.into());
+        assert_eq!(
+            values,
+            [&s(" "), &s(" x"), &s("'q'"), &s("\""), &s("plain text")]
+        );
+        let again = def.to_msg_text();
+        assert_eq!(parse_msg(&def.name, &again).unwrap(), def, "{again}");
+        assert!(again.contains("string E=plain text\n"), "{again}");
+    }
+
+    #[test]
     fn errors_name_the_line() {
         let e = parse_msg(&tn("p/msg/T"), "int32 a\nint32\n").unwrap_err();
         assert_eq!(e.line, 2);
