@@ -3,8 +3,9 @@
 //! stream; roam's processes report the age of the data at every hop in the metrics snapshots
 //! they leave in their metrics files, which the lab reads. With Fast DDS installed, one E2 row
 //! has Fast DDS nodes on both sides of roam (proxy to proxy): the lab builds its Fast DDS load
-//! generator (bench/fastdds) and that stream is delivered whole too. Asserts delivery and that
-//! measurements exist, never a speed.
+//! generator (bench/fastdds) and that stream is delivered whole too. E1's floor (a bare UDP
+//! echo through copies of `roam-lab --floor-forwarder`) answers every echo at every E1 size.
+//! Asserts delivery and that measurements exist, never a speed.
 
 use std::process::Command;
 
@@ -75,6 +76,26 @@ fn the_lab_smoke_suite_delivers_through_native_dds_and_roam() {
         }
         seen.insert(label);
     }
+    // E1's floor: the bare-UDP echo through 0, 2 and 3 copies of `roam-lab --floor-forwarder`
+    // at each E1 size, every echo back.
+    let floor = report["floor"].as_array().expect("floor");
+    let e1_sizes: std::collections::BTreeSet<u64> = ms
+        .iter()
+        .filter(|m| m["experiment"] == "e1")
+        .map(|m| m["load"]["size"].as_u64().unwrap())
+        .collect();
+    for size in &e1_sizes {
+        for forwarders in [0, 2, 3] {
+            let run = floor
+                .iter()
+                .find(|f| f["size"] == *size && f["forwarders"] == forwarders)
+                .unwrap_or_else(|| panic!("no floor run of {size} B through {forwarders}"));
+            assert!(run["error"].is_null(), "{run}");
+            assert_eq!(run["lost"], 0, "{run}");
+            assert!(run["median_us"].as_f64().unwrap() > 0.0, "{run}");
+        }
+    }
+    assert!(!e1_sizes.is_empty());
     assert!(seen.contains("native DDS"), "{seen:?}");
     assert!(seen.contains("roam, 1 router"), "{seen:?}");
     assert!(seen.contains("roam, proxy to proxy"), "{seen:?}");

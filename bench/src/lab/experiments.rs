@@ -41,6 +41,8 @@ pub struct Plan<'a> {
     pub hol: Vec<super::hol::HolRun>,
     /// E13's runs (many topics at once).
     pub many_topics: Vec<super::many_topics::ManyTopicsRun>,
+    /// E1's floor, next to each round.
+    pub floor: Vec<super::floor::FloorRun>,
 }
 
 impl Plan<'_> {
@@ -216,7 +218,30 @@ impl Plan<'_> {
                 );
             }
         }
+        self.e1_floor(1, sizes);
         self.e1_rounds(sizes);
+    }
+
+    /// The machine's floor under E1 (`floor.rs`), in round `round`, every size.
+    fn e1_floor(&mut self, round: usize, sizes: &[usize]) {
+        let exe = match std::env::current_exe() {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("  e1 floor left out: {e}");
+                return;
+            }
+        };
+        for &size in sizes {
+            let count = self.e1_count(size);
+            for forwarders in crate::report::FLOOR_SHAPES {
+                eprintln!("  e1 floor, {forwarders} in between, {size} B x{count}");
+                let r = super::floor::run(&exe, round, size, forwarders, count);
+                if let Some(e) = &r.error {
+                    eprintln!("    failed: {}", e.lines().next().unwrap_or(""));
+                }
+                self.floor.push(r);
+            }
+        }
     }
 
     /// Round trips per E1 run of `size`-byte messages.
@@ -234,7 +259,8 @@ impl Plan<'_> {
     fn e1_rounds(&mut self, sizes: &[usize]) {
         let rounds = self.pick(1, E1_ROUNDS, E1_ROUNDS);
         let systems = self.systems(false);
-        for _ in 2..=rounds {
+        for round in 2..=rounds {
+            self.e1_floor(round, sizes);
             for &size in sizes {
                 let count = self.e1_count(size);
                 for &sys in &systems {

@@ -8,6 +8,7 @@ mod experiments;
 mod fairness;
 mod fairness_report;
 mod fastdds;
+mod floor;
 mod flows;
 mod hol;
 mod hol_report;
@@ -45,7 +46,12 @@ usage: roam-lab [--smoke|--quick|--full] [--only e1,e2,...] [--zenoh PATH|--zeno
                  bench/fastdds into target/fastdds-loadgen (cmake, fastddsgen, Debian's
                  libfastrtps-dev) and leaves them out only when that fails
   --out FILE     results JSON [bench/results/lab.json]
-  --markdown F   report [bench/RESULTS.md]; --smoke writes neither unless asked";
+  --markdown F   report [bench/RESULTS.md]; --smoke writes neither unless asked
+
+  E1's floor runs copies of roam-lab itself as its middle and far end:
+  --floor-forwarder PORT  pass datagrams between 127.0.0.1:PORT and whoever else sends
+  --floor-echo            echo each whole message back
+  (each prints `port N` once bound and runs until stopped)";
 
 fn zenoh_default() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("ROAM_ZENOH_BRIDGE") {
@@ -90,6 +96,10 @@ fn run() -> Result<(), String> {
             "--zenoh" => zenoh = Some(it.next().ok_or("--zenoh needs a path")?.into()),
             "--zenoh-off" => zenoh = None,
             "--fastdds-off" => fastdds = false,
+            "--floor-forwarder" => {
+                return floor::forwarder(&it.next().ok_or("--floor-forwarder needs a port")?)
+            }
+            "--floor-echo" => return floor::echo(),
             "--out" => out = Some(PathBuf::from(it.next().ok_or("--out needs a file")?)),
             "--markdown" => {
                 markdown = Some(PathBuf::from(it.next().ok_or("--markdown needs a file")?))
@@ -133,6 +143,7 @@ fn run() -> Result<(), String> {
         fairness: Vec::new(),
         hol: Vec::new(),
         many_topics: Vec::new(),
+        floor: Vec::new(),
     };
     plan.run_all();
     let mut report = report::Report::new(
@@ -145,6 +156,7 @@ fn run() -> Result<(), String> {
     report.fairness = std::mem::take(&mut plan.fairness);
     report.hol = std::mem::take(&mut plan.hol);
     report.many_topics = std::mem::take(&mut plan.many_topics);
+    report.floor = std::mem::take(&mut plan.floor);
     report.routing_plane = std::fs::read(bench.join("results/routing-plane.json"))
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok());
@@ -160,7 +172,8 @@ fn run() -> Result<(), String> {
             .many_topics
             .iter()
             .filter(|r| r.error.is_some())
-            .count();
+            .count()
+        + report.floor.iter().filter(|r| r.error.is_some()).count();
     if let Some(out) = &out {
         if let Some(d) = out.parent() {
             std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;

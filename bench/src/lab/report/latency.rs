@@ -57,6 +57,7 @@ pub(super) fn e1(r: &Report, s: &mut String) {
     }
     s.push('\n');
     super::rounds::e1(r, s);
+    super::floor::e1(r, s);
     e1_fastdds(r, s);
 }
 

@@ -9,6 +9,7 @@
 
 mod breakdown;
 mod control_plane;
+mod floor;
 mod latency;
 mod resources;
 pub mod rounds;
@@ -27,6 +28,7 @@ use serde_json::Value;
 use super::experiments::Suite;
 use super::measure::Measurement;
 use super::systems::Lab;
+pub(super) use floor::SHAPES as FLOOR_SHAPES;
 use table::size;
 pub(super) use table::us;
 
@@ -55,6 +57,8 @@ pub struct Report {
     pub hol: Vec<super::hol::HolRun>,
     /// E13: many topics at once.
     pub many_topics: Vec<super::many_topics::ManyTopicsRun>,
+    /// E1's floor: the bare-UDP echo through processes that only pass it on.
+    pub floor: Vec<super::floor::FloorRun>,
 }
 
 impl Report {
@@ -81,6 +85,7 @@ impl Report {
             fairness: Vec::new(),
             hol: Vec::new(),
             many_topics: Vec::new(),
+            floor: Vec::new(),
         }
     }
 }

@@ -67,7 +67,7 @@ impl Rounds {
             .unwrap_or(0)
     }
 
-    fn of(&self, sz: usize, sys: System) -> &[Option<f64>] {
+    pub(super) fn of(&self, sz: usize, sys: System) -> &[Option<f64>] {
         self.sizes
             .iter()
             .find(|(s, _)| *s == sz)
@@ -105,7 +105,7 @@ pub(super) fn spread(v: &[f64]) -> Option<(f64, f64, f64)> {
     Some((median, v[0], v[n - 1]))
 }
 
-fn times(v: &[f64]) -> String {
+pub(super) fn times(v: &[f64]) -> String {
     match spread(v) {
         Some((m, lo, hi)) => format!("{} ({}-{})", us(Some(m)), us(Some(lo)), us(Some(hi))),
         None => "—".into(),
