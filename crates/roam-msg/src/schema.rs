@@ -238,6 +238,14 @@ fn constant_needs_quotes(s: &str) -> bool {
     s.trim() != s || quoted('"') || quoted('\'')
 }
 
+/// Whether a string array element must be written bare: quoted, a trailing backslash would
+/// escape the closing quote (rosidl's syntax has no escape for a backslash), so such an element
+/// is written as it is, which reads back whenever the parser could have made it (no comma, no
+/// space at either end, no quote first).
+fn element_needs_bare(s: &str) -> bool {
+    s.ends_with('\\') && !s.contains(',') && s.trim() == s && !s.starts_with(['"', '\''])
+}
+
 /// Prints a literal so the `.msg` parser reads it back. Strings are quoted where a default needs
 /// it, and in a constant (whose value runs to the end of its line) only where reading it bare
 /// would change it.
@@ -263,7 +271,10 @@ impl fmt::Display for LiteralText<'_> {
                     if i > 0 {
                         write!(f, ", ")?;
                     }
-                    write!(f, "{}", LiteralText(item, true))?;
+                    match item {
+                        Literal::String(s) if element_needs_bare(s) => write!(f, "{s}")?,
+                        _ => write!(f, "{}", LiteralText(item, true))?,
+                    }
                 }
                 write!(f, "]")
             }

@@ -306,6 +306,22 @@ mod tests {
     }
 
     #[test]
+    fn string_array_elements_ending_in_a_backslash_survive_the_canonical_text() {
+        // Quoted, `"a\"` would leave its closing quote escaped; bare, it reads back.
+        let text = "string[] d [\\, a\\, \"q,\", \"x\\\"y\"]\nstring[<=2] e [b\\]\n";
+        let def = parse_msg(&tn("p/msg/T"), text).unwrap();
+        let s = |v: &str| Literal::String(v.into());
+        assert_eq!(
+            def.fields[0].default,
+            Some(Literal::Array(vec![s("\\"), s("a\\"), s("q,"), s("x\"y")]))
+        );
+        let again = def.to_msg_text();
+        assert_eq!(parse_msg(&def.name, &again).unwrap(), def, "{again}");
+        // Other elements stay quoted as before.
+        assert!(again.contains(r#"[\, a\, "q,", "x\"y"]"#), "{again}");
+    }
+
+    #[test]
     fn errors_name_the_line() {
         let e = parse_msg(&tn("p/msg/T"), "int32 a\nint32\n").unwrap_err();
         assert_eq!(e.line, 2);
