@@ -30,13 +30,15 @@ fn of_shape(runs: &[FloorRun], sz: usize, forwarders: usize) -> impl Iterator<It
         .filter(move |r| r.size == sz && r.forwarders == forwarders && r.error.is_none())
 }
 
-/// `added - floor` round by round, where all of them ran.
-fn beyond(added: &[Option<f64>], floor: &[Option<f64>]) -> Vec<f64> {
-    added
-        .iter()
-        .zip(floor)
-        .filter_map(|(a, f)| Some((*a)? - (*f)?))
-        .collect()
+/// `a - b` round by round over `n` rounds: None where either did not run (or ran short).
+fn minus(a: &[Option<f64>], b: &[Option<f64>], n: usize) -> Vec<Option<f64>> {
+    let at = |v: &[Option<f64>], k: usize| v.get(k).copied().flatten();
+    (0..n).map(|k| Some(at(a, k)? - at(b, k)?)).collect()
+}
+
+/// The rounds that have a value.
+fn flat(v: &[Option<f64>]) -> Vec<f64> {
+    v.iter().flatten().copied().collect()
 }
 
 fn two(a: &[f64], b: &[f64]) -> String {
@@ -87,23 +89,10 @@ pub(super) fn e1(r: &Report, s: &mut String) {
     for sz in sizes {
         let [f0, f2, f3] = SHAPES.map(|k| by_round(&r.floor, sz, k, n));
         let native = e1.of(sz, System::Native);
-        let floor2: Vec<Option<f64>> = f2
-            .iter()
-            .zip(&f0)
-            .map(|(a, b)| Some((*a)? - (*b)?))
-            .collect();
-        let floor3: Vec<Option<f64>> = f3
-            .iter()
-            .zip(&f0)
-            .map(|(a, b)| Some((*a)? - (*b)?))
-            .collect();
-        let per_round = |sys: System| -> Vec<Option<f64>> {
-            let a = e1.of(sz, sys);
-            (0..n)
-                .map(|k| Some(a.get(k).copied().flatten()? - native.get(k).copied().flatten()?))
-                .collect()
-        };
-        let flat = |v: &[Option<f64>]| v.iter().flatten().copied().collect::<Vec<f64>>();
+        let floor2 = minus(&f2, &f0, n);
+        let floor3 = minus(&f3, &f0, n);
+        let p2p = minus(e1.of(sz, System::ROAM_P2P), native, n);
+        let routed = minus(e1.of(sz, System::ROAM), native, n);
         let cpu = |k: usize| -> Vec<f64> {
             of_shape(&r.floor, sz, k)
                 .filter_map(|r| r.forwarder_cpu_us)
@@ -117,13 +106,10 @@ pub(super) fn e1(r: &Report, s: &mut String) {
             rounds::times(&flat(&f2)),
             rounds::times(&flat(&f3)),
             two(&flat(&floor2), &flat(&floor3)),
+            two(&flat(&p2p), &flat(&routed)),
             two(
-                &flat(&per_round(System::ROAM_P2P)),
-                &flat(&per_round(System::ROAM))
-            ),
-            two(
-                &beyond(&per_round(System::ROAM_P2P), &floor2),
-                &beyond(&per_round(System::ROAM), &floor3)
+                &flat(&minus(&p2p, &floor2, n)),
+                &flat(&minus(&routed, &floor3, n))
             ),
             two(&cpu(2), &cpu(3)),
         );
@@ -162,6 +148,6 @@ mod tests {
     fn roams_own_work_is_what_it_adds_minus_the_floor_in_the_same_round() {
         let added = [Some(200.0), Some(180.0), None];
         let floor = [Some(60.0), None, Some(50.0)];
-        assert_eq!(beyond(&added, &floor), [140.0]);
+        assert_eq!(flat(&minus(&added, &floor, 3)), [140.0]);
     }
 }
