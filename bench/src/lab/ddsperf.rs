@@ -3,7 +3,9 @@
 //! `DDSPerfRDataKS` topic forwarded by `dds_topic:` entries). Besides the rates: the samples
 //! ddsperf saw missing, the datagrams roam's QUIC links lost on loopback, CPU per message of
 //! every roam process, and whether their memory comes back near idle within a minute of the
-//! burst. The Zenoh bridge has no row: zenoh-plugin-ros2dds forwards ROS 2 topics only.
+//! burst; and ddsperf's own CPU (its per-second thread loads), which says what the ends leave
+//! the processes in between on this machine (`report::budget`). The Zenoh bridge has no row:
+//! zenoh-plugin-ros2dds forwards ROS 2 topics only.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -13,6 +15,7 @@ use roam_bench::procs::{rss_kb, Proc, Usage};
 use serde::Serialize;
 
 use super::hops::Hop;
+use super::report::budget::{cut_cell, CpuPerMessage, GOAL_SHARE};
 use super::systems::{Lab, System, Vendor};
 
 const DDSPERF: &str = "/usr/bin/ddsperf";
@@ -52,6 +55,9 @@ pub struct DdsperfRun {
     pub cpu: Vec<Usage>,
     /// CPU time per received message, each roam process (microseconds).
     pub cpu_us_per_message: Vec<(String, f64)>,
+    /// ddsperf's pub and sub together, percent of one core: the medians of the thread loads
+    /// each prints every second (the sub's over the seconds it received in).
+    pub ends_cpu_percent: Option<f64>,
     pub memory: Vec<Memory>,
     pub error: Option<String>,
 }
@@ -77,6 +83,7 @@ pub fn run(lab: &Lab, system: System, size: usize, seconds: u64) -> DdsperfRun {
         link_congestion_events: None,
         cpu: Vec::new(),
         cpu_us_per_message: Vec::new(),
+        ends_cpu_percent: None,
         memory: Vec::new(),
         error: None,
     };
@@ -140,6 +147,28 @@ fn measure(lab: &Lab, r: &mut DdsperfRun) -> Result<(), String> {
         pub_lines.iter().filter_map(|l| pub_rate(l)).collect(),
     ));
     let stats: Vec<SubLine> = sub_lines.iter().filter_map(|l| sub_line(l)).collect();
+    let pub_load = median(steady(
+        pub_lines
+            .iter()
+            .filter_map(|l| thread_loads(l))
+            .map(|(_, load)| load)
+            .collect(),
+    ));
+    // The sub's loads in the seconds it received in (it runs on for 10 s after the burst).
+    let receiving: Vec<&str> = stats
+        .iter()
+        .filter(|s| s.delta > 0)
+        .map(|s| s.time.as_str())
+        .collect();
+    let sub_load = median(steady(
+        sub_lines
+            .iter()
+            .filter_map(|l| thread_loads(l))
+            .filter(|(time, _)| receiving.contains(time))
+            .map(|(_, load)| load)
+            .collect(),
+    ));
+    r.ends_cpu_percent = pub_load.zip(sub_load).map(|(p, s)| p + s);
     if let Some(last) = stats.last() {
         r.received = last.total;
         r.lost = last.lost;
@@ -257,6 +286,8 @@ fn pub_rate(line: &str) -> Option<f64> {
 /// A subscriber line, `[8495] 1.000  size 1024 total 383512 lost 0 delta 383512 lost 0
 /// rate 383.48 kS/s 3141.44 Mb/s (...)`.
 struct SubLine {
+    /// The second it reports, as ddsperf prints it (`2.001`).
+    time: String,
     total: u64,
     lost: u64,
     delta: u64,
@@ -275,6 +306,7 @@ fn sub_line(line: &str) -> Option<SubLine> {
         _ => return None,
     };
     Some(SubLine {
+        time: (*w.get(1)?).to_string(),
         total: after("total")?.parse().ok()?,
         lost: after("lost")?.parse().ok()?,
         delta: after("delta")?.parse().ok()?,
@@ -282,8 +314,39 @@ fn sub_line(line: &str) -> Option<SubLine> {
     })
 }
 
+/// A process's load line, `[8495] 2.000  rss:7.1MB vcsw:27138 ivcsw:3551 tev:0%+2%
+/// recvUC:43%+16%`: the second it reports, and its threads' user + system loads summed
+/// (percent of one core).
+fn thread_loads(line: &str) -> Option<(&str, f64)> {
+    let mut words = line.split_whitespace();
+    words.next()?.strip_prefix('[')?;
+    let time = words.next()?;
+    words.next()?.strip_prefix("rss:")?;
+    let mut sum = 0.0;
+    for w in words {
+        let Some((_, load)) = w.split_once(':') else {
+            continue;
+        };
+        let Some((user, system)) = load.split_once('+') else {
+            continue;
+        };
+        let percent = |v: &str| v.strip_suffix('%')?.parse::<f64>().ok();
+        sum += percent(user)? + percent(system)?;
+    }
+    Some((time, sum))
+}
+
+/// CPU per message received: ddsperf's pub and sub, and roam's processes between them.
+fn cpu_per_message(r: &DdsperfRun) -> Option<CpuPerMessage> {
+    let rate = r.received_per_s.filter(|&v| v > 0.0)?;
+    Some(CpuPerMessage {
+        ends_us: r.ends_cpu_percent? / 100.0 * 1e6 / rate,
+        between_us: r.cpu_us_per_message.iter().map(|(_, us)| us).sum(),
+    })
+}
+
 /// The E10 section of bench/RESULTS.md.
-pub fn markdown(runs: &[DdsperfRun], s: &mut String) {
+pub fn markdown(runs: &[DdsperfRun], cores: usize, s: &mut String) {
     if runs.is_empty() {
         return;
     }
@@ -365,6 +428,64 @@ pub fn markdown(runs: &[DdsperfRun], s: &mut String) {
         }
     }
     s.push('\n');
+    budget_markdown(runs, cores, s);
+}
+
+/// What 90% of native leaves for roam's processes on this machine, per size.
+fn budget_markdown(runs: &[DdsperfRun], cores: usize, s: &mut String) {
+    let native = |size: usize| {
+        runs.iter()
+            .find(|n| n.size == size && n.system == System::Native)
+            .and_then(|n| n.received_per_s)
+    };
+    let rows: Vec<(&DdsperfRun, CpuPerMessage, f64)> = runs
+        .iter()
+        .filter_map(|r| Some((r, cpu_per_message(r)?, native(r.size)?)))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "What {:.0}% of native leaves for roam's processes on this machine ({cores} cores): at that share of native's rate each \
+         message has cores / rate of the machine's CPU in all; ddsperf's pub and sub (their threads' loads as ddsperf prints them \
+         each second) spend theirs first, and what is left is what every process in between may spend together. Busy = the share \
+         of all cores the row's processes kept busy at its rate.\n",
+        GOAL_SHARE * 100.0
+    );
+    let _ = writeln!(
+        s,
+        "| system | size | received/s | CPU per message: ddsperf / roam | busy | roam may spend at {:.0}% of native | roam would need |\n|---|---|---|---|---|---|---|",
+        GOAL_SHARE * 100.0
+    );
+    for (r, cpu, native_rate) in rows {
+        let Some(rate) = r.received_per_s else {
+            continue;
+        };
+        let need = if r.system == System::Native {
+            "—".to_string()
+        } else {
+            cut_cell(cpu.cut_needed(cores, native_rate))
+        };
+        let between = if r.system == System::Native {
+            "—".to_string()
+        } else {
+            format!("{:.2} µs", cpu.between_us)
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} B | {:.0} | {:.2} µs / {} | {:.0}% | {:.2} µs | {} |",
+            r.label,
+            r.size,
+            rate,
+            cpu.ends_us,
+            between,
+            cpu.busy(cores, rate) * 100.0,
+            cpu.between_allowed_us(cores, native_rate),
+            need
+        );
+    }
+    s.push('\n');
 }
 
 #[cfg(test)]
@@ -382,5 +503,14 @@ mod tests {
         assert_eq!(pub_rate(p), Some(401_000.0));
         assert_eq!(pub_rate("[8494] 1.000  rss:9.0MB vcsw:3072"), None);
         assert_eq!(median(steady(vec![1.0, 5.0, 6.0, 7.0, 2.0])), Some(6.0));
+        assert_eq!(s.time, "2.001");
+        let load = "[15416] 2.000  rss:7.1MB vcsw:27138 ivcsw:3551 tev:0%+2% recvUC:43%+16%";
+        assert_eq!(thread_loads(load), Some(("2.000", 61.0)));
+        assert_eq!(
+            thread_loads("[15427] 3.000  rss:10.0MB vcsw:3035 ivcsw:226 recvUC:3%+3% pub:36%+53%"),
+            Some(("3.000", 95.0))
+        );
+        assert_eq!(thread_loads(p), None);
+        assert_eq!(thread_loads(l), None);
     }
 }

@@ -8,6 +8,7 @@
 //! formats, picking measurements) is in `table`.
 
 mod breakdown;
+pub(crate) mod budget;
 mod control_plane;
 mod floor;
 mod latency;
@@ -131,7 +132,7 @@ pub fn markdown(r: &Report) -> String {
     breakdown::e7(r, &mut s);
     control_plane::e8(r, &mut s);
     resources::e9(r, &mut s);
-    super::ddsperf::markdown(&r.ddsperf, &mut s);
+    super::ddsperf::markdown(&r.ddsperf, r.machine.nproc, &mut s);
     super::fairness_report::markdown(&r.fairness, &mut s);
     super::hol_report::markdown(&r.hol, &mut s);
     super::many_topics_report::markdown(&r.many_topics, &mut s);

@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use super::budget::{self, cut_cell, CpuPerMessage, GOAL_SHARE};
 use super::table::{fastdds_note, of, of_nodes, ratio, us, ZENOH_TCP};
 use super::Report;
 use crate::measure::Measurement;
@@ -55,4 +56,82 @@ pub(super) fn e2(r: &Report, s: &mut String) {
     if of_nodes(r, "e2", Vendor::FastDds).is_empty() {
         fastdds_note(r, s, "E2");
     }
+    cpu_budget(r, &all, s);
+}
+
+/// Each row's CPU per message received: its source and sink, and every process between them.
+fn cpu_per_message(m: &Measurement) -> Option<CpuPerMessage> {
+    let received = m.sink_f(&["counts", "received"]).filter(|&n| n > 0.0)?;
+    let mut cpu = CpuPerMessage {
+        ends_us: 0.0,
+        between_us: 0.0,
+    };
+    for u in &m.usage {
+        let us = u.cpu_seconds * 1e6 / received;
+        match u.process.as_str() {
+            "source" | "sink" => cpu.ends_us += us,
+            _ => cpu.between_us += us,
+        }
+    }
+    Some(cpu)
+}
+
+/// What 90% of native leaves for the processes in between on this machine (`budget`).
+fn cpu_budget(r: &Report, all: &[&Measurement], s: &mut String) {
+    let cores = r.machine.nproc;
+    let native = |nodes: Vendor| {
+        all.iter()
+            .find(|m| m.system == System::Native && m.nodes == nodes && m.ok())
+            .and_then(|m| m.sink_f(&["rate"]))
+    };
+    let Some(cyclone) = native(Vendor::CycloneDds) else {
+        return;
+    };
+    let _ = writeln!(
+        s,
+        "What {:.0}% of native leaves for the processes in between on this machine ({cores} cores): at {:.0}% of native's {:.0} messages/s, \
+         each message has {:.1} µs of the machine's CPU in all (cores / rate); each row's ends (source and sink) spend theirs first, and \
+         what is left is what every process in between (roam's proxies and routers, the Zenoh bridges) may spend together. CPU per \
+         message = each process's CPU time over the run (10 ms ticks) / messages received; busy = the share of all cores the row's \
+         processes kept busy at its rate. Rows with Fast DDS nodes against native Fast DDS's rate.\n",
+        GOAL_SHARE * 100.0,
+        GOAL_SHARE * 100.0,
+        cyclone,
+        budget::machine_us(cores, cyclone),
+    );
+    let _ = writeln!(
+        s,
+        "| system | messages/s | CPU per message: ends / in between | busy | in between may spend at {:.0}% of native | in between would need |\n|---|---|---|---|---|---|",
+        GOAL_SHARE * 100.0
+    );
+    for m in all {
+        let (Some(rate), Some(cpu), Some(native_rate)) =
+            (m.sink_f(&["rate"]), cpu_per_message(m), native(m.nodes))
+        else {
+            continue;
+        };
+        let allowed = cpu.between_allowed_us(cores, native_rate);
+        let need = if m.system == System::Native {
+            "—".to_string()
+        } else {
+            cut_cell(cpu.cut_needed(cores, native_rate))
+        };
+        let between = if m.system == System::Native {
+            "—".to_string()
+        } else {
+            format!("{:.1} µs", cpu.between_us)
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {:.0} | {:.1} µs / {} | {:.0}% | {:.1} µs | {} |",
+            m.label,
+            rate,
+            cpu.ends_us,
+            between,
+            cpu.busy(cores, rate) * 100.0,
+            allowed,
+            need
+        );
+    }
+    s.push('\n');
 }
