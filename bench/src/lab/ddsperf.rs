@@ -15,7 +15,7 @@ use roam_bench::procs::{rss_kb, Proc, Usage};
 use serde::Serialize;
 
 use super::hops::Hop;
-use super::report::budget::{cut_cell, CpuPerMessage, GOAL_SHARE};
+use super::report::budget::{between_cells, CpuPerMessage, GOAL_SHARE};
 use super::systems::{Lab, System, Vendor};
 
 const DDSPERF: &str = "/usr/bin/ddsperf";
@@ -462,16 +462,8 @@ fn budget_markdown(runs: &[DdsperfRun], cores: usize, s: &mut String) {
         let Some(rate) = r.received_per_s else {
             continue;
         };
-        let need = if r.system == System::Native {
-            "—".to_string()
-        } else {
-            cut_cell(cpu.cut_needed(cores, native_rate))
-        };
-        let between = if r.system == System::Native {
-            "—".to_string()
-        } else {
-            format!("{:.2} µs", cpu.between_us)
-        };
+        let (between, need) =
+            between_cells(&cpu, r.system == System::Native, cores, native_rate, 2);
         let _ = writeln!(
             s,
             "| {} | {} B | {:.0} | {:.2} µs / {} | {:.0}% | {:.2} µs | {} |",

@@ -42,12 +42,31 @@ impl CpuPerMessage {
 }
 
 /// A report cell for [`CpuPerMessage::cut_needed`].
-pub fn cut_cell(cut: Option<f64>) -> String {
+fn cut_cell(cut: Option<f64>) -> String {
     match cut {
         Some(x) if x <= 1.0 => "within it".into(),
         Some(x) => format!("{x:.1}x less"),
         None => "nothing is left".into(),
     }
+}
+
+/// The two cells of a row that E2's and E10's tables share: what the processes in between
+/// spent per message (with `decimals`), and the cut the goal needs of them; both "—" for
+/// native, which has nothing in between.
+pub fn between_cells(
+    cpu: &CpuPerMessage,
+    native: bool,
+    cores: usize,
+    native_rate: f64,
+    decimals: usize,
+) -> (String, String) {
+    if native {
+        return ("—".into(), "—".into());
+    }
+    (
+        format!("{:.*} µs", decimals, cpu.between_us),
+        cut_cell(cpu.cut_needed(cores, native_rate)),
+    )
 }
 
 /// The machine's CPU per message, all cores, at [`GOAL_SHARE`] of `native_rate`.
@@ -81,5 +100,13 @@ mod tests {
         assert_eq!(cut_cell(row.cut_needed(2, 100_000.0)), "2.0x less");
         assert_eq!(cut_cell(Some(0.8)), "within it");
         assert_eq!(cut_cell(None), "nothing is left");
+        assert_eq!(
+            between_cells(&row, false, 2, 100_000.0, 1),
+            ("20.0 µs".to_string(), "2.0x less".to_string())
+        );
+        assert_eq!(
+            between_cells(&row, true, 2, 100_000.0, 1),
+            ("—".to_string(), "—".to_string())
+        );
     }
 }

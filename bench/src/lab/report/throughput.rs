@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::budget::{self, cut_cell, CpuPerMessage, GOAL_SHARE};
+use super::budget::{self, CpuPerMessage, GOAL_SHARE};
 use super::table::{fastdds_note, of, of_nodes, ratio, us, ZENOH_TCP};
 use super::Report;
 use crate::measure::Measurement;
@@ -111,16 +111,8 @@ fn cpu_budget(r: &Report, all: &[&Measurement], s: &mut String) {
             continue;
         };
         let allowed = cpu.between_allowed_us(cores, native_rate);
-        let need = if m.system == System::Native {
-            "—".to_string()
-        } else {
-            cut_cell(cpu.cut_needed(cores, native_rate))
-        };
-        let between = if m.system == System::Native {
-            "—".to_string()
-        } else {
-            format!("{:.1} µs", cpu.between_us)
-        };
+        let (between, need) =
+            budget::between_cells(&cpu, m.system == System::Native, cores, native_rate, 1);
         let _ = writeln!(
             s,
             "| {} | {:.0} | {:.1} µs / {} | {:.0}% | {:.1} µs | {} |",
