@@ -73,7 +73,7 @@ pub enum PublishError {
 /// Why a client could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("broker TLS: {0}")]
+    #[error("TLS to the broker: {0}")]
     Tls(#[from] TlsError),
 }
 

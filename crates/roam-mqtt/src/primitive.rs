@@ -178,11 +178,12 @@ fn c_float_parse(s: &str) -> Option<f64> {
     Some(v)
 }
 
-/// As [`c_float_parse`], for a `float32`: a finite text beyond its range is no float.
+/// As [`c_float_parse`], for a `float32`: a finite text beyond its range is no float; `nan`
+/// is a NaN, as `std::stof` reads it.
 fn c_float32_parse(s: &str) -> Option<f32> {
     let v = c_float_parse(s)?;
     let f = v as f32;
-    (f.is_finite() || v.is_infinite()).then_some(f)
+    (f.is_finite() || v.is_infinite() || v.is_nan()).then_some(f)
 }
 
 #[cfg(test)]

@@ -64,6 +64,8 @@ fn in_probes_bool_int_float_then_string() {
         ("2.5", "std_msgs/msg/Float32"),
         ("1e3", "std_msgs/msg/Float32"),
         ("inf", "std_msgs/msg/Float32"),
+        ("nan", "std_msgs/msg/Float32"),
+        ("-NaN", "std_msgs/msg/Float32"),
         ("1e50", "std_msgs/msg/String"),
         ("42 ", "std_msgs/msg/String"),
         ("hello", "std_msgs/msg/String"),
@@ -73,6 +75,8 @@ fn in_probes_bool_int_float_then_string() {
         assert_eq!(probe(text.as_bytes()).0, *ty, "{text:?}");
     }
     assert_eq!(probe(b"42").1, cdr(|w| w.i32(42)));
+    let nan = probe(b"nan").1;
+    assert!(f32::from_le_bytes(nan[4..8].try_into().unwrap()).is_nan());
     assert_eq!(probe(b"hello").1, cdr(|w| w.string("hello")));
     // Not UTF-8: the text is taken lossily, never a panic.
     assert_eq!(probe(&[0xff, 0xfe]).0, "std_msgs/msg/String");

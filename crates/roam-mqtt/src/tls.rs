@@ -20,6 +20,8 @@ pub enum TlsError {
     NoCertificate { path: PathBuf },
     #[error("{path}: no private key in it")]
     NoKey { path: PathBuf },
+    #[error("client.tls.certificate {path}: certificate {index} is an X.509 version 1 certificate, which brokers on current TLS stacks refuse; reissue it as version 3 (openssl x509 -req ... -extfile with basicConstraints and extendedKeyUsage clientAuth)")]
+    Version1 { path: PathBuf, index: usize },
     #[error("{0}")]
     Rustls(#[from] rustls::Error),
 }
@@ -42,6 +44,53 @@ fn certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
         });
     }
     Ok(certs)
+}
+
+/// This client's certificate chain. Its own certificate must be X.509 version 3: the broker
+/// would refuse a version 1 one, and the error would come back as the broker's (a CA may be
+/// version 1: rustls takes such trust anchors).
+fn client_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let chain = certificates(path)?;
+    if chain.first().is_some_and(|c| is_version1(c)) {
+        return Err(TlsError::Version1 {
+            path: path.to_path_buf(),
+            index: 1,
+        });
+    }
+    Ok(chain)
+}
+
+/// Whether a DER certificate is X.509 version 1: its TBSCertificate starts without the
+/// explicit `[0]` version field that versions 2 and 3 carry. Anything that does not even
+/// parse that far is left to rustls to refuse with its own error.
+fn is_version1(der: &[u8]) -> bool {
+    /// The contents of the DER element at the start of `b` if it has tag `tag`.
+    fn contents(b: &[u8], tag: u8) -> Option<&[u8]> {
+        if *b.first()? != tag {
+            return None;
+        }
+        let first = *b.get(1)?;
+        let (len, start) = if first < 0x80 {
+            (first as usize, 2)
+        } else {
+            let n = (first & 0x7f) as usize;
+            if n == 0 || n > 4 {
+                return None;
+            }
+            let len = b
+                .get(2..2 + n)?
+                .iter()
+                .fold(0usize, |a, x| a << 8 | *x as usize);
+            (len, 2 + n)
+        };
+        b.get(start..start.checked_add(len)?)
+    }
+    const SEQUENCE: u8 = 0x30;
+    const VERSION: u8 = 0xa0;
+    contents(der, SEQUENCE)
+        .and_then(|cert| contents(cert, SEQUENCE))
+        .and_then(|tbs| tbs.first())
+        .is_some_and(|tag| *tag != VERSION)
 }
 
 /// The client configuration for a broker: its CA, an optional client certificate, ALPN.
@@ -68,7 +117,7 @@ pub fn client_config(
     };
     let mut config = match (&client.certificate, &client.key) {
         (Some(cert), Some(key)) => {
-            let chain = certificates(cert)?;
+            let chain = client_chain(cert)?;
             let pem = read(key)?;
             let key: PrivateKeyDer<'static> = rustls_pemfile::private_key(&mut pem.as_slice())
                 .ok()
@@ -84,6 +133,26 @@ pub fn client_config(
         .map(|p| p.as_bytes().to_vec())
         .collect();
     Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_1_certificates_are_told_apart() {
+        // SEQUENCE { SEQUENCE { [0] { INTEGER 2 }, INTEGER 1 } }: version 3.
+        let v3 = [
+            0x30, 0x09, 0x30, 0x07, 0xa0, 0x03, 0x02, 0x01, 0x02, 0x02, 0x01,
+        ];
+        // SEQUENCE { SEQUENCE { INTEGER 1 } }: no version field, version 1.
+        let v1 = [0x30, 0x05, 0x30, 0x03, 0x02, 0x01, 0x01];
+        assert!(!is_version1(&v3));
+        assert!(is_version1(&v1));
+        assert!(!is_version1(&[]));
+        assert!(!is_version1(&[0x30, 0x84, 0xff, 0xff, 0xff, 0xff]));
+        assert!(!is_version1(&[0x30, 0x80]));
+    }
 }
 
 /// `server_cert_auth: false`: any certificate is accepted (mqtt_client's option for test
