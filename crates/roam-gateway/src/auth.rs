@@ -44,6 +44,8 @@ pub struct PatternError {
 pub struct Rule {
     allow: GlobSet,
     deny: GlobSet,
+    /// Whether it allows every name (`**` or `/**` allowed, nothing denied).
+    every_name: bool,
 }
 
 impl Rule {
@@ -52,7 +54,13 @@ impl Rule {
         Ok(Rule {
             allow: globs(allow)?,
             deny: globs(deny)?,
+            every_name: deny.is_empty() && allow.iter().any(|p| p == "**" || p == "/**"),
         })
+    }
+
+    /// Whether it allows every name there is.
+    pub fn every_name(&self) -> bool {
+        self.every_name
     }
 
     /// Everything (a gateway without authentication).
@@ -60,6 +68,7 @@ impl Rule {
         Rule::new(&["**".to_string()], &[]).unwrap_or_else(|_| Rule {
             allow: GlobSet::empty(),
             deny: GlobSet::empty(),
+            every_name: false,
         })
     }
 
@@ -101,6 +110,11 @@ impl Permissions {
             publish: Rule::everything(),
             call: Rule::everything(),
         }
+    }
+
+    /// Whether every action is allowed on every name.
+    pub fn unrestricted(&self) -> bool {
+        self.subscribe.every_name() && self.publish.every_name() && self.call.every_name()
     }
 
     pub fn allows(&self, action: Action, name: &str) -> bool {

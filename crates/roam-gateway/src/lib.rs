@@ -25,8 +25,10 @@
 //! Names, sealing, links and reconnection belong to the edge layer and the client link; a
 //! door only translates.
 
+pub mod admission;
 pub mod auth;
 pub mod codec;
+pub mod expiry;
 pub mod foxglove;
 pub mod grpc;
 pub mod listing;
@@ -52,8 +54,9 @@ pub use outbox::OutboxLimits;
 pub struct Limits {
     /// Largest WebSocket frame or message a client may send, in bytes.
     pub max_frame_bytes: usize,
-    /// Clients connected at once at most; more are refused at the handshake.
-    pub max_clients: usize,
+    /// Connection slots: clients with an identity at most, connections authenticating at
+    /// most (in all, per source address), and how long authenticating may take.
+    pub admission: admission::AdmissionLimits,
     /// Per client: what waits to be sent.
     pub outbox: OutboxLimits,
     /// Messages kept per subscription when the client gives no `queue_length`.
@@ -74,7 +77,7 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             max_frame_bytes: 32 << 20,
-            max_clients: 256,
+            admission: admission::AdmissionLimits::default(),
             outbox: OutboxLimits::default(),
             default_queue_length: 100,
             max_queue_length: 10_000,
@@ -89,6 +92,7 @@ impl Default for Limits {
 /// Counters of a gateway, over all its clients.
 #[derive(Debug, Default)]
 pub struct Stats {
+    /// Connections admitted now (with an identity), all doors.
     pub clients: AtomicU64,
     pub clients_total: AtomicU64,
     /// Operations refused for authentication or permission.
@@ -119,7 +123,9 @@ pub struct Gateway {
     /// None: no authentication (every client may do everything).
     pub tokens: Option<auth::Tokens>,
     pub limits: Limits,
-    pub stats: Stats,
+    pub stats: Arc<Stats>,
+    /// Every door's connection slots.
+    pub admission: Arc<admission::Admission>,
     /// The process's rules, when it has a rules file (set once, after start).
     pub rules: std::sync::OnceLock<Arc<dyn rules::MessageRules>>,
 }
@@ -149,14 +155,35 @@ impl Gateway {
             codecs: Arc::new(codec::CodecCache::new(definitions)),
             directory,
             tokens,
+            admission: Arc::new(admission::Admission::new(limits.admission)),
             limits,
-            stats: Stats::default(),
+            stats: Arc::new(Stats::default()),
             rules: std::sync::OnceLock::new(),
         })
     }
 }
 
 impl Gateway {
+    /// A slot for a connection that just arrived from `peer` (refusals are counted per
+    /// cause in [`admission::Admission::refused`]).
+    pub fn arrive(
+        &self,
+        peer: std::net::SocketAddr,
+    ) -> Result<Arc<admission::Slot>, admission::Cause> {
+        admission::Slot::arrive(&self.admission, &self.stats, peer.ip())
+    }
+
+    /// Whether what a client showed at its handshake (a verified certificate's name, a token
+    /// on the upgrade request) proves an identity: always on a gateway without
+    /// authentication.
+    pub fn proves_identity(&self, cert_name: Option<&str>, token: Option<&str>) -> bool {
+        let Some(tokens) = &self.tokens else {
+            return true;
+        };
+        cert_name.is_some_and(|n| tokens.certificate(n).is_ok())
+            || token.is_some_and(|t| tokens.authenticate(t, unix_now()).is_ok())
+    }
+
     /// Whether the rules (if any) let a message pass; a drop is counted.
     pub fn rules_pass(
         &self,

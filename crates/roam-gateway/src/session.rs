@@ -295,14 +295,76 @@ impl<C: Send + 'static> Session<C> {
         r
     }
 
-    /// Whether the client may see a name at all (any of subscribe, publish, call).
-    pub fn may_see(&self, name: &str) -> bool {
+    /// Whether a listing shows the client this name: a topic it may subscribe to or publish
+    /// on, a service or action it may call or serve (serving is publishing's right). A grant
+    /// on one kind never shows names of another, so a broad subscribe pattern lists no
+    /// services.
+    pub fn may_list(&self, kind: ItemKind, name: &str) -> bool {
         let now = crate::unix_now();
-        self.identity.as_ref().is_some_and(|id| {
-            [Action::Subscribe, Action::Publish, Action::Call]
-                .iter()
-                .any(|a| id.check(*a, name, now).is_ok())
-        })
+        let actions: &[Action] = match kind {
+            ItemKind::Topic => &[Action::Subscribe, Action::Publish],
+            ItemKind::Service | ItemKind::Action => &[Action::Call, Action::Publish],
+        };
+        self.identity
+            .as_ref()
+            .is_some_and(|id| actions.iter().any(|a| id.check(*a, name, now).is_ok()))
+    }
+
+    /// Whether the client may read the definition of `ros_type` (`pkg/msg/T`): the type of a
+    /// name its listing shows (a service's or action's parts included), or any type for an
+    /// identity granted every name.
+    pub fn may_read_definition(
+        &self,
+        listing: &roam_edge::directory::Listing,
+        ros_type: &str,
+    ) -> bool {
+        if self
+            .identity
+            .as_ref()
+            .is_some_and(|id| id.permissions.unrestricted())
+        {
+            return true;
+        }
+        let of = |kind: ItemKind, list: &[roam_edge::directory::Listed]| {
+            list.iter().any(|l| {
+                self.may_list(kind, &l.name)
+                    && l.types.iter().any(|t| match kind {
+                        ItemKind::Topic => t == ros_type,
+                        // example_interfaces/srv/AddTwoInts: ..._Request, ..._Response;
+                        // actions: ..._Goal, ..._Result, ..._Feedback and their services.
+                        _ => ros_type
+                            .strip_prefix(t.as_str())
+                            .is_some_and(|rest| rest.starts_with('_')),
+                    })
+            })
+        };
+        of(ItemKind::Topic, &listing.topics)
+            || of(ItemKind::Service, &listing.services)
+            || of(ItemKind::Action, &listing.actions)
+    }
+
+    /// The answer to a rosapi question, from the realm's listing as this client may see it.
+    pub fn rosapi(&self, q: &crate::rosbridge::rosapi::Query) -> serde_json::Value {
+        use crate::rosbridge::rosapi;
+        let listing = self.gw.realm_listing();
+        let (sec, nanosec) = now_pair();
+        rosapi::answer(
+            q,
+            &rosapi::Context {
+                listing: &listing,
+                visible: &|kind, n| self.may_list(kind, n),
+                definition: &|t| {
+                    if !self.may_read_definition(&listing, t) {
+                        return None;
+                    }
+                    self.gw
+                        .codecs
+                        .known(&type_to_dds(t))
+                        .map(|(_, text)| text.to_string())
+                },
+                now: (i64::from(sec), nanosec),
+            },
+        )
     }
 
     /// Whether the client is authenticated (always, without authentication configured).

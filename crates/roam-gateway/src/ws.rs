@@ -1,5 +1,6 @@
 //! What the WebSocket doors (rosbridge, Foxglove) share: accepting connections through the
-//! door's TLS layer, and the token a client gives on its upgrade request.
+//! gateway's admission and the door's TLS layer, the token a client gives on its upgrade
+//! request.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -10,11 +11,14 @@ use tokio::net::TcpListener;
 use tokio_tungstenite::tungstenite::handshake::server::Request;
 use tokio_tungstenite::tungstenite::Error as WsError;
 
+use crate::admission::Slot;
 use crate::tls::{DoorTls, Stream};
 use crate::{Gateway, Stats};
 
-/// Accepts connections on `listener` until the task is dropped: Nagle off, the TLS handshake
-/// (a failure is counted as refused), then `connection` on its own task.
+/// Accepts connections on `listener` until the task is dropped: a slot for each (see
+/// [`crate::admission`]; without one the connection is closed at once), Nagle off, the TLS
+/// handshake (a failure is counted as refused), then `connection` on its own task, with the
+/// slot to admit once its client proves an identity.
 pub async fn accept<F, Fut>(
     gw: &Arc<Gateway>,
     door: &'static str,
@@ -22,7 +26,7 @@ pub async fn accept<F, Fut>(
     tls: DoorTls,
     connection: F,
 ) where
-    F: Fn(Stream, SocketAddr, Option<String>) -> Fut + Send + Sync + 'static,
+    F: Fn(Stream, SocketAddr, Option<String>, Arc<Slot>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<(), WsError>> + Send + 'static,
 {
     let connection = Arc::new(connection);
@@ -35,10 +39,24 @@ pub async fn accept<F, Fut>(
                 continue;
             }
         };
+        let slot = match gw.arrive(peer) {
+            Ok(s) => s,
+            Err(cause) => {
+                tracing::info!("{door} client {peer}: refused: {}", cause.reason());
+                continue;
+            }
+        };
         let _ = stream.set_nodelay(true);
         let (gw, tls, connection) = (gw.clone(), tls.clone(), connection.clone());
         tokio::spawn(async move {
-            let (stream, cert_name) = match tls.accept(stream).await {
+            let accepted = tokio::select! {
+                a = tls.accept(stream) => a,
+                cause = slot.closed() => {
+                    tracing::info!("{door} client {peer}: closed during the TLS handshake: {}", cause.reason());
+                    return;
+                }
+            };
+            let (stream, cert_name) = match accepted {
                 Ok(s) => s,
                 Err(e) => {
                     Stats::count(&gw.stats.refused);
@@ -46,10 +64,22 @@ pub async fn accept<F, Fut>(
                     return;
                 }
             };
-            if let Err(e) = connection(stream, peer, cert_name).await {
+            if let Err(e) = connection(stream, peer, cert_name, slot).await {
                 tracing::debug!("{door} client {peer}: {e}");
             }
         });
+    }
+}
+
+/// Runs a WebSocket handshake until it ends or the slot must close (then None).
+pub async fn handshake<T>(
+    slot: &Slot,
+    timeout: Duration,
+    handshake: impl Future<Output = Result<T, WsError>>,
+) -> Option<Result<T, WsError>> {
+    tokio::select! {
+        r = tokio::time::timeout(timeout, handshake) => r.ok(),
+        _ = slot.closed() => None,
     }
 }
 

@@ -4,7 +4,6 @@
 //! the pure parts; this file only moves frames.
 
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -20,6 +19,7 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use super::client::{send_status, Conn, ConnShared};
 use super::encode::{self, Frame, Level};
 use super::watcher::Catalog;
+use crate::admission::Slot;
 use crate::outbox::Next;
 use crate::session::Outgoing;
 use crate::tls::DoorTls;
@@ -65,9 +65,13 @@ impl Door {
 /// task is dropped.
 pub async fn serve(gw: Arc<Gateway>, listener: TcpListener, tls: DoorTls) {
     let door = Door::new(gw.clone());
-    crate::ws::accept(&gw, "foxglove", listener, tls, move |stream, peer, cert| {
-        connection(door.clone(), stream, peer, cert)
-    })
+    crate::ws::accept(
+        &gw,
+        "foxglove",
+        listener,
+        tls,
+        move |stream, peer, cert, slot| connection(door.clone(), stream, peer, cert, slot),
+    )
     .await
 }
 
@@ -80,13 +84,15 @@ pub fn choose_subprotocol<'a>(offers: impl IntoIterator<Item = &'a str>) -> Opti
         .find_map(|o| SUBPROTOCOLS.iter().find(|s| **s == o).copied())
 }
 
-/// One client, over any stream (plain TCP, TLS): until it leaves or the connection fails.
-/// `cert_name` is the name in a verified client certificate, if any.
+/// One client, over any stream (plain TCP, TLS): until it leaves, the connection fails, its
+/// slot must close (it did not authenticate in time) or its token expires. `cert_name` is the
+/// name in a verified client certificate, if any.
 pub async fn connection<S>(
     door: Arc<Door>,
     stream: S,
     peer: SocketAddr,
     cert_name: Option<String>,
+    slot: Arc<Slot>,
 ) -> Result<(), WsError>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -97,7 +103,6 @@ where
         .max_message_size(Some(limit))
         .max_frame_size(Some(limit));
     let mut token = None;
-    let full = gw.stats.clients.load(Ordering::Relaxed) >= gw.limits.max_clients as u64;
     // The handshake's callback type is tungstenite's (its error is an HTTP response).
     #[allow(clippy::result_large_err)]
     let callback = |req: &Request, mut resp: Response| -> Result<Response, ErrorResponse> {
@@ -107,11 +112,12 @@ where
             *r.status_mut() = status;
             r
         };
-        if full {
-            return Err(refuse(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "too many clients; try again later",
-            ));
+        // Credentials shown now take the client straight to its slot; without them it is
+        // told why and closed at the deadline (this protocol has no later `auth`).
+        if gw.proves_identity(cert_name.as_deref(), token.as_deref()) {
+            if let Err(cause) = slot.admit() {
+                return Err(refuse(StatusCode::SERVICE_UNAVAILABLE, cause.reason()));
+            }
         }
         let offers = req
             .headers()
@@ -129,12 +135,10 @@ where
         Ok(resp)
     };
     let handshake = tokio_tungstenite::accept_hdr_async_with_config(stream, callback, Some(config));
-    let ws = match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
-        Ok(r) => r?,
-        Err(_) => return Ok(()),
+    let ws = match crate::ws::handshake(&slot, HANDSHAKE_TIMEOUT, handshake).await {
+        Some(r) => r?,
+        None => return Ok(()),
     };
-    gw.stats.clients.fetch_add(1, Ordering::Relaxed);
-    Stats::count(&gw.stats.clients_total);
     tracing::info!("foxglove client {peer} connected");
     let out = Arc::new(Outgoing::new(gw.limits.outbox));
     let shared = Arc::new(ConnShared::default());
@@ -171,10 +175,16 @@ where
     let (sink, mut frames) = ws.split();
     let mut writer = tokio::spawn(write(sink, out.clone(), shared.clone()));
     let mut following = true;
+    let expires = crate::expiry::expiry(conn.session().identity().map(|i| &**i));
     let end = loop {
         let msg = tokio::select! {
             m = frames.next() => m,
-            _ = &mut writer => break "the connection closed while sending",
+            _ = &mut writer => break Ending::Quiet("the connection closed while sending"),
+            cause = slot.closed() => break Ending::Told { code: 1008, why: format!("closing: {}", cause.reason()) },
+            _ = crate::expiry::sleep_until(expires) => break Ending::Told {
+                code: 1008,
+                why: crate::expiry::expired(conn.session().identity().map(|i| &**i)),
+            },
             changed = catalog.changed(), if following => {
                 match changed {
                     Ok(()) => {
@@ -187,37 +197,51 @@ where
             }
         };
         match msg {
-            None => break "closed",
+            None => break Ending::Quiet("closed"),
             Some(Ok(Message::Text(t))) => conn.frame(true, t.as_bytes()).await,
             Some(Ok(Message::Binary(b))) => conn.frame(false, &b).await,
-            Some(Ok(Message::Close(_))) => break "closed by the client",
+            Some(Ok(Message::Close(_))) => break Ending::Quiet("closed by the client"),
             Some(Ok(_)) => {}
             Some(Err(WsError::Capacity(e))) => {
                 Stats::count(&gw.stats.bad_frames);
-                let why = format!("refused a frame over the limit of {limit} bytes ({e}); closing");
-                tracing::warn!("foxglove client {peer}: {why}");
-                send_status(&out, Level::Error, &why, None);
-                out.control(
-                    0,
-                    Frame::Close {
-                        code: 1009,
-                        reason: "frame too big".into(),
-                    },
-                );
-                let _ = tokio::time::timeout(Duration::from_secs(2), &mut writer).await;
-                break "frame over the limit";
+                break Ending::Told {
+                    code: 1009,
+                    why: format!("refused a frame over the limit of {limit} bytes ({e}); closing"),
+                };
             }
             Some(Err(e)) => {
                 tracing::debug!("foxglove client {peer}: {e}");
-                break "connection error";
+                break Ending::Quiet("connection error");
             }
         }
     };
-    writer.abort();
+    // Subscriptions and advertisements end with the session, before a close is sent.
     drop(conn);
-    gw.stats.clients.fetch_sub(1, Ordering::Relaxed);
+    let end = match end {
+        Ending::Quiet(why) => why.to_string(),
+        Ending::Told { code, why } => {
+            tracing::info!("foxglove client {peer}: {why}");
+            send_status(&out, Level::Error, &why, None);
+            let reason: String = why.chars().take(100).collect();
+            out.control(0, Frame::Close { code, reason });
+            let _ = tokio::time::timeout(Duration::from_secs(2), &mut writer).await;
+            why
+        }
+    };
+    writer.abort();
+    drop(slot);
     tracing::info!("foxglove client {peer} left ({end})");
     Ok(())
+}
+
+/// Why a connection ends, besides the client leaving.
+enum Ending {
+    /// Sent to the client as an error status, then a close frame with `code`.
+    Told {
+        code: u16,
+        why: String,
+    },
+    Quiet(&'static str),
 }
 
 /// Nanoseconds since the Unix epoch.

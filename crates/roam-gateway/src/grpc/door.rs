@@ -7,9 +7,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::Stream;
+use futures_util::{Stream, StreamExt};
 use roam_edge::ros_names::{full_name, full_type, type_to_dds};
 use roam_edge::TopicRef;
+use roam_proto::directory::ItemKind;
 use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status, Streaming};
 
@@ -19,7 +20,8 @@ use super::pb::{self, Encoding};
 use super::server::ClientCert;
 use super::status;
 use super::subscribe::Subscription;
-use crate::auth::{Action, Refused};
+use crate::auth::{Action, Identity, Refused};
+use crate::rosbridge::rosapi;
 use crate::session::{Input, Outgoing, ServiceTargets, Session, SubscribeRequest};
 use crate::{Gateway, Stats};
 
@@ -35,6 +37,28 @@ pub struct Door {
 }
 
 type EventStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
+
+/// `stream` until the token of `id` expires, then an UNAUTHENTICATED status that says so
+/// (the call ends: what the identity held through it is released).
+fn until_expiry<T: Send + 'static>(
+    stream: EventStream<T>,
+    id: Option<&Identity>,
+) -> EventStream<T> {
+    let Some(at) = crate::expiry::expiry(id) else {
+        return stream;
+    };
+    let why = crate::expiry::expired(id);
+    Box::pin(futures_util::stream::unfold(
+        Some((stream, why)),
+        move |state| async move {
+            let (mut s, why) = state?;
+            tokio::select! {
+                item = s.next() => item.map(|i| (i, Some((s, why)))),
+                _ = tokio::time::sleep_until(at) => Some((Err(Status::unauthenticated(why)), None)),
+            }
+        },
+    ))
+}
 
 /// A message body in the encoding a call chose.
 pub fn input(encoding: Encoding, payload: &[u8]) -> Input<'_> {
@@ -89,7 +113,8 @@ impl Door {
         let mut session = Session::new(self.gw.clone(), out.clone());
         // A verified client certificate of the connection authenticates first; a token can
         // still name another identity.
-        if let Some(ClientCert(Some(name))) = request.extensions().get::<ClientCert>() {
+        let conn = request.extensions().get::<ClientCert>();
+        if let Some(name) = conn.and_then(|c| c.name.as_deref()) {
             session
                 .authenticate_certificate(name)
                 .map_err(|r| status::refused(&r))?;
@@ -107,6 +132,11 @@ impl Door {
                 return Err(status::refused(&Refused::Unauthenticated));
             }
             None => {}
+        }
+        // The first call that proves an identity admits its connection.
+        if let Some(slot) = conn.and_then(|c| c.slot.as_ref()) {
+            slot.admit()
+                .map_err(|cause| Status::unavailable(cause.reason()))?;
         }
         Ok((session, out))
     }
@@ -196,8 +226,12 @@ impl GatewayService for Door {
             })
             .await
             .map_err(|e| status::session(&e))?;
+        let who = session.identity().cloned();
         let sub = Subscription::new(session, out, id, encoding);
-        Ok(Response::new(Box::pin(sub.into_stream())))
+        Ok(Response::new(until_expiry(
+            Box::pin(sub.into_stream()),
+            who.as_deref(),
+        )))
     }
 
     async fn call_service(
@@ -206,9 +240,23 @@ impl GatewayService for Door {
     ) -> Result<Response<pb::CallServiceResponse>, Status> {
         let session = self.session(&request)?;
         let r = request.into_inner();
+        let encoding = encoding(r.encoding)?;
+        if rosapi::is_rosapi(&r.service) {
+            // Answered here as on rosbridge, from the listing this identity may see.
+            if encoding != Encoding::Json {
+                return Err(Status::invalid_argument(
+                    "rosapi answers in JSON: use ENCODING_JSON",
+                ));
+            }
+            let args =
+                (!r.request.is_empty()).then(|| String::from_utf8_lossy(&r.request).into_owned());
+            let q = rosapi::parse(&r.service, args.as_deref())
+                .map_err(|e| Status::invalid_argument(e.to_string()))?;
+            let reply = session.rosapi(&q).to_string().into_bytes();
+            return Ok(Response::new(pb::CallServiceResponse { reply }));
+        }
         let service = name_of("service", &r.service)?;
         self.check(&session, Action::Call, &service)?;
-        let encoding = encoding(r.encoding)?;
         let timeout = self.timeout(r.timeout_s)?;
         let target = self
             .services
@@ -237,7 +285,10 @@ impl GatewayService for Door {
         let encoding = encoding(r.encoding)?;
         let target = self.actions.get(&action, given(&r.r#type)).await?;
         let events = target.send_goal(encoding, &r.goal, self.gw.limits.call_timeout)?;
-        Ok(Response::new(Box::pin(events)))
+        Ok(Response::new(until_expiry(
+            Box::pin(events),
+            session.identity().map(|i| &**i),
+        )))
     }
 
     async fn cancel_goal(
@@ -265,21 +316,22 @@ impl GatewayService for Door {
     ) -> Result<Response<pb::ListTopicsResponse>, Status> {
         let session = self.session(&request)?;
         let listing = self.gw.realm_listing();
-        let visible = |list: Vec<roam_edge::directory::Listed>| -> Vec<pb::Listed> {
-            list.into_iter()
-                .filter(|l| session.may_see(&l.name))
-                .map(|l| pb::Listed {
-                    name: l.name,
-                    types: l.types,
-                    offered_by: l.offered_by.into_iter().map(|p| p.member).collect(),
-                    imported_by: l.imported_by.into_iter().map(|p| p.member).collect(),
-                })
-                .collect()
-        };
+        let visible =
+            |kind: ItemKind, list: Vec<roam_edge::directory::Listed>| -> Vec<pb::Listed> {
+                list.into_iter()
+                    .filter(|l| session.may_list(kind, &l.name))
+                    .map(|l| pb::Listed {
+                        name: l.name,
+                        types: l.types,
+                        offered_by: l.offered_by.into_iter().map(|p| p.member).collect(),
+                        imported_by: l.imported_by.into_iter().map(|p| p.member).collect(),
+                    })
+                    .collect()
+            };
         Ok(Response::new(pb::ListTopicsResponse {
-            topics: visible(listing.topics),
-            services: visible(listing.services),
-            actions: visible(listing.actions),
+            topics: visible(ItemKind::Topic, listing.topics),
+            services: visible(ItemKind::Service, listing.services),
+            actions: visible(ItemKind::Action, listing.actions),
         }))
     }
 
@@ -287,10 +339,16 @@ impl GatewayService for Door {
         &self,
         request: Request<pb::GetDefinitionRequest>,
     ) -> Result<Response<pb::GetDefinitionResponse>, Status> {
-        let _session = self.session(&request)?;
+        let session = self.session(&request)?;
         let asked = request.into_inner().r#type;
         let ros_type =
             full_type(&asked, false).map_err(|e| Status::invalid_argument(format!("type: {e}")))?;
+        if !session.may_read_definition(&self.gw.realm_listing(), &ros_type) {
+            Stats::count(&self.gw.stats.refused);
+            return Err(Status::permission_denied(format!(
+                "{ros_type}: no topic, service or action this identity may use has that type"
+            )));
+        }
         let dds_type = type_to_dds(&ros_type);
         let text = match self.gw.codecs.local(&dds_type).await {
             Some((_, text)) => Some(text),

@@ -4,9 +4,9 @@
 //! stream of connections, and [`serve`] takes any such stream, so TLS (a tokio-rustls
 //! acceptor mapping TCP connections to TLS ones) slots in between without touching the door.
 
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -18,6 +18,7 @@ use tonic::transport::server::Connected;
 
 use super::door::Door;
 use super::pb::gateway_server::GatewayServer;
+use crate::admission::{Cause, Slot};
 use crate::tls::{DoorTls, Stream as TlsStream};
 use crate::{Gateway, Stats};
 
@@ -40,46 +41,101 @@ pub fn tcp_incoming(listener: TcpListener) -> impl Stream<Item = io::Result<TcpS
     })
 }
 
-/// The name a connection's verified client certificate gives its holder (see
-/// [`crate::tls::client_name`]); what tonic hands every call of the connection in its
-/// request extensions.
-#[derive(Debug, Clone, Default)]
-pub struct ClientCert(pub Option<String>);
+/// What tonic hands every call of a connection in its request extensions: the name its
+/// verified client certificate gives its holder (see [`crate::tls::client_name`]) and the
+/// connection's slot, admitted by the first call that proves an identity.
+#[derive(Clone, Default)]
+pub struct ClientCert {
+    pub name: Option<String>,
+    pub slot: Option<Arc<Slot>>,
+}
 
-/// An accepted connection after the door's TLS layer (plain TCP without one).
+/// An accepted connection after the door's TLS layer (plain TCP without one). It fails its
+/// reads and writes once its slot must close (no call proved an identity in time), which
+/// ends the HTTP/2 connection.
 pub struct DoorConn {
     io: TlsStream,
     cert: ClientCert,
+    closed: Pin<Box<dyn Future<Output = Cause> + Send>>,
+}
+
+impl DoorConn {
+    /// An error once the slot must close.
+    fn check_slot(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
+        match self.closed.as_mut().poll(cx) {
+            Poll::Ready(cause) => Err(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                cause.reason(),
+            )),
+            Poll::Pending => Ok(()),
+        }
+    }
 }
 
 /// TLS handshakes under way at once, per door (a client that stalls its handshake holds one
 /// until the handshake timeout).
 const HANDSHAKES: usize = 64;
 
-/// Connections accepted on `listener` through the door's TLS layer (`tls`; plain TCP without a
-/// certificate). A failed handshake is logged and counted as refused; it never ends the
-/// stream.
+/// Connections accepted on `listener` through the gateway's admission (a slot each, see
+/// [`crate::admission`]) and the door's TLS layer (`tls`; plain TCP without a certificate).
+/// A connection whose client certificate proves an identity (or any, without
+/// authentication) is admitted at once; others are by their first authenticated call. A
+/// refusal or failed handshake is logged and counted; it never ends the stream.
 pub fn door_incoming(
     gw: Arc<Gateway>,
     listener: TcpListener,
     tls: DoorTls,
 ) -> impl Stream<Item = io::Result<DoorConn>> + Send {
     tcp_incoming(listener)
-        .map(move |tcp| {
-            let (tls, gw) = (tls.clone(), gw.clone());
-            async move {
-                let peer = tcp.as_ref().ok().and_then(|t| t.peer_addr().ok());
-                match tls.accept(tcp.ok()?).await {
-                    Ok((io, name)) => Some(Ok(DoorConn {
-                        io,
-                        cert: ClientCert(name),
-                    })),
-                    Err(e) => {
-                        Stats::count(&gw.stats.refused);
-                        tracing::info!("grpc client {peer:?}: TLS handshake failed: {e}");
-                        None
+        .filter_map({
+            let gw = gw.clone();
+            move |tcp| {
+                let gw = gw.clone();
+                async move {
+                    let tcp = tcp.ok()?;
+                    let peer = tcp.peer_addr().ok()?;
+                    match gw.arrive(peer) {
+                        Ok(slot) => Some((tcp, peer, slot)),
+                        Err(cause) => {
+                            tracing::info!("grpc client {peer}: refused: {}", cause.reason());
+                            None
+                        }
                     }
                 }
+            }
+        })
+        .map(move |(tcp, peer, slot)| {
+            let (tls, gw) = (tls.clone(), gw.clone());
+            async move {
+                let accepted = tokio::select! {
+                    a = tls.accept(tcp) => a,
+                    cause = slot.closed() => {
+                        tracing::info!("grpc client {peer}: closed during the TLS handshake: {}", cause.reason());
+                        return None;
+                    }
+                };
+                let (io, name) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        Stats::count(&gw.stats.refused);
+                        tracing::info!("grpc client {peer}: TLS handshake failed: {e}");
+                        return None;
+                    }
+                };
+                if gw.proves_identity(name.as_deref(), None) {
+                    if let Err(cause) = slot.admit() {
+                        tracing::warn!("grpc client {peer}: refused: {}", cause.reason());
+                        return None;
+                    }
+                }
+                Some(Ok(DoorConn {
+                    io,
+                    closed: slot.closed_owned(),
+                    cert: ClientCert {
+                        name,
+                        slot: Some(slot),
+                    },
+                }))
             }
         })
         .buffer_unordered(HANDSHAKES)
@@ -100,7 +156,9 @@ impl AsyncRead for DoorConn {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
+        let me = self.get_mut();
+        me.check_slot(cx)?;
+        Pin::new(&mut me.io).poll_read(cx, buf)
     }
 }
 
@@ -110,7 +168,9 @@ impl AsyncWrite for DoorConn {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+        let me = self.get_mut();
+        me.check_slot(cx)?;
+        Pin::new(&mut me.io).poll_write(cx, buf)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -125,8 +185,8 @@ impl AsyncWrite for DoorConn {
 /// Serves the gateway's gRPC door on the connections of `incoming` until the stream ends or
 /// the task is dropped.
 ///
-/// Bounds: requests over `limits.max_frame_bytes` are refused (RESOURCE_EXHAUSTED); at most
-/// `limits.max_clients` connections of all doors at once (more are closed at once); per
+/// Bounds: requests over `limits.max_frame_bytes` are refused (RESOURCE_EXHAUSTED); the
+/// connections themselves are bounded by the gateway's admission ([`door_incoming`]); per
 /// connection at most `max_topics_per_client + max_calls_per_client` calls at once (HTTP/2
 /// concurrent streams).
 pub async fn serve<S, IO>(gw: Arc<Gateway>, incoming: S) -> Result<(), tonic::transport::Error>
@@ -139,95 +199,9 @@ where
         GatewayServer::new(Door::new(gw.clone())).max_decoding_message_size(limits.max_frame_bytes);
     let streams = u32::try_from(limits.max_topics_per_client + limits.max_calls_per_client)
         .unwrap_or(u32::MAX);
-    let counted = incoming.filter_map(move |c| {
-        let gw = gw.clone();
-        async move {
-            match c {
-                Ok(io) => Counted::admit(gw, io).map(Ok),
-                Err(e) => Some(Err(e)),
-            }
-        }
-    });
     tonic::transport::Server::builder()
         .max_concurrent_streams(Some(streams))
         .add_service(service)
-        .serve_with_incoming(counted)
+        .serve_with_incoming(incoming)
         .await
-}
-
-/// A connection counted in the gateway's stats while it is open.
-pub struct Counted<IO> {
-    io: IO,
-    gw: Arc<Gateway>,
-}
-
-impl<IO> Counted<IO> {
-    /// Counts a new connection; None (the connection is closed) when the gateway has
-    /// `max_clients` already.
-    fn admit(gw: Arc<Gateway>, io: IO) -> Option<Counted<IO>> {
-        if gw.stats.clients.load(Ordering::Relaxed) >= gw.limits.max_clients as u64 {
-            tracing::warn!(
-                "grpc: a connection refused: {} clients already (limits.max_clients)",
-                gw.limits.max_clients
-            );
-            return None;
-        }
-        gw.stats.clients.fetch_add(1, Ordering::Relaxed);
-        Stats::count(&gw.stats.clients_total);
-        Some(Counted { io, gw })
-    }
-}
-
-impl<IO> Drop for Counted<IO> {
-    fn drop(&mut self) {
-        self.gw.stats.clients.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-impl<IO: Connected> Connected for Counted<IO> {
-    type ConnectInfo = IO::ConnectInfo;
-
-    fn connect_info(&self) -> Self::ConnectInfo {
-        self.io.connect_info()
-    }
-}
-
-impl<IO: AsyncRead + Unpin> AsyncRead for Counted<IO> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
-    }
-}
-
-impl<IO: AsyncWrite + Unpin> AsyncWrite for Counted<IO> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
-    }
 }

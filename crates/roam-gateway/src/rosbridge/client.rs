@@ -11,7 +11,7 @@ use tokio::sync::Semaphore;
 
 use super::actions::Actions;
 use super::encode::{self, Frame, Level};
-use super::fragment::Reassembly;
+use super::fragment::{FragmentLimits, Reassembly};
 use super::ops::{self, Body, Compression, Op, Refusal};
 use super::rosapi;
 use super::services::Served;
@@ -88,6 +88,7 @@ pub struct Conn {
 impl Conn {
     pub fn new(gw: Arc<Gateway>, out: Arc<Outgoing<Frame>>, shared: Arc<ConnShared>) -> Conn {
         let max = gw.limits.max_frame_bytes;
+        let budget = gw.limits.outbox.max_bytes;
         let calls = Arc::new(Semaphore::new(gw.limits.max_calls_per_client));
         Conn {
             served: Served::new(gw.clone(), out.clone(), shared.clone()),
@@ -95,7 +96,14 @@ impl Conn {
             session: Session::new(gw, out.clone()),
             out,
             shared,
-            fragments: Reassembly::new(max, FRAGMENTED_MESSAGES, FRAGMENT_TIMEOUT),
+            // A message's fragments hold at most a frame's worth; all of them together count
+            // against the client's own budget (what may wait to be sent to it).
+            fragments: Reassembly::new(FragmentLimits {
+                max_bytes: max,
+                max_held: budget,
+                max_messages: FRAGMENTED_MESSAGES,
+                timeout: FRAGMENT_TIMEOUT,
+            }),
             calls,
         }
     }
@@ -320,34 +328,22 @@ impl Conn {
     ) -> Result<(), SessionError> {
         if rosapi::is_rosapi(&service) {
             let text = match &args {
-                Some(Body::Json(j)) => Some(j.get().to_string()),
-                Some(Body::Cbor(_)) => None,
-                None => None,
+                Some(Body::Json(j)) => Ok(Some(j.get().to_string())),
+                Some(Body::Cbor(c)) => rosapi::cbor_args(c).map(Some),
+                None => Ok(None),
             };
-            let reply = match rosapi::parse(&service, text.as_deref()) {
-                Ok(q) => {
-                    let listing = self.gw().realm_listing();
-                    let codecs = self.gw().codecs.clone();
-                    let (sec, nanosec) = crate::session::now_pair();
-                    let values = rosapi::answer(
-                        &q,
-                        &rosapi::Context {
-                            listing: &listing,
-                            visible: &|n| self.session.may_see(n),
-                            definition: &|t| {
-                                codecs
-                                    .known(&roam_edge::ros_names::type_to_dds(t))
-                                    .map(|(_, text)| text.to_string())
-                            },
-                            now: (i64::from(sec), nanosec),
-                        },
-                    );
-                    encode::service_response(
-                        &service,
-                        id.as_deref(),
-                        Ok(values.to_string().as_bytes()),
-                    )
-                }
+            let parsed = text
+                .map_err(|why| rosapi::RosapiError::Args {
+                    service: service.clone(),
+                    why,
+                })
+                .and_then(|t| rosapi::parse(&service, t.as_deref()));
+            let reply = match parsed.map(|q| self.session.rosapi(&q)) {
+                Ok(values) => encode::service_response(
+                    &service,
+                    id.as_deref(),
+                    Ok(values.to_string().as_bytes()),
+                ),
                 Err(e) => encode::service_response(&service, id.as_deref(), Err(&e.to_string())),
             };
             self.out.control(reply.len(), Frame::Text(reply));

@@ -8,6 +8,7 @@
 use roam_edge::directory::Listing;
 use roam_msg::schema::{field_type_text, Literal, Multiplicity};
 use roam_msg::TypeRegistry;
+use roam_proto::directory::ItemKind;
 use serde_json::{json, Value};
 
 /// A rosapi question.
@@ -33,14 +34,18 @@ pub enum RosapiError {
     Args { service: String, why: String },
 }
 
-/// Whether `service` is a rosapi service (answered here, never sent to the realm).
+/// Whether `service` is a rosapi service (answered here, never sent to the realm), by its
+/// full name or relative to the root as roslibjs calls them (`rosapi/topics`).
 pub fn is_rosapi(service: &str) -> bool {
-    service.starts_with("/rosapi/")
+    service.starts_with("/rosapi/") || service.starts_with("rosapi/")
 }
 
 /// The question a call asks; `args` is its JSON (None: no args).
 pub fn parse(service: &str, args: Option<&str>) -> Result<Query, RosapiError> {
-    let name = service.strip_prefix("/rosapi/").unwrap_or(service);
+    let name = service
+        .strip_prefix("/rosapi/")
+        .or_else(|| service.strip_prefix("rosapi/"))
+        .unwrap_or(service);
     let args: Value = match args {
         None => Value::Null,
         Some(text) => serde_json::from_str(text).map_err(|e| RosapiError::Args {
@@ -78,11 +83,66 @@ pub fn parse(service: &str, args: Option<&str>) -> Result<Query, RosapiError> {
     })
 }
 
+/// A rosapi call's CBOR `args` as the JSON text [`parse`] reads: a map (or a list, for
+/// positional args) of strings, numbers and booleans, which is all rosapi requests hold;
+/// anything else in it is left out.
+pub fn cbor_args(bytes: &[u8]) -> Result<String, String> {
+    use minicbor::data::Type;
+    let mut d = minicbor::Decoder::new(bytes);
+    let e = |e: minicbor::decode::Error| e.to_string();
+    fn scalar(d: &mut minicbor::Decoder) -> Result<Option<Value>, minicbor::decode::Error> {
+        Ok(Some(match d.datatype()? {
+            Type::String => Value::from(d.str()?),
+            Type::Bool => Value::from(d.bool()?),
+            Type::U8 | Type::U16 | Type::U32 | Type::U64 => Value::from(d.u64()?),
+            Type::I8 | Type::I16 | Type::I32 | Type::I64 => Value::from(d.i64()?),
+            Type::F16 | Type::F32 | Type::F64 => Value::from(d.f64()?),
+            _ => {
+                d.skip()?;
+                return Ok(None);
+            }
+        }))
+    }
+    let v = match d.datatype().map_err(e)? {
+        Type::Map => {
+            let n = d.map().map_err(e)?.unwrap_or(0);
+            let mut m = serde_json::Map::new();
+            for _ in 0..n {
+                let key = match d.datatype().map_err(e)? {
+                    Type::String => Some(d.str().map_err(e)?.to_string()),
+                    _ => {
+                        d.skip().map_err(e)?;
+                        None
+                    }
+                };
+                let value = scalar(&mut d).map_err(e)?;
+                if let (Some(k), Some(v)) = (key, value) {
+                    m.insert(k, v);
+                }
+            }
+            Value::Object(m)
+        }
+        Type::Array => {
+            let n = d.array().map_err(e)?.unwrap_or(0);
+            let mut items = Vec::new();
+            for _ in 0..n {
+                if let Some(v) = scalar(&mut d).map_err(e)? {
+                    items.push(v);
+                }
+            }
+            Value::Array(items)
+        }
+        Type::Null | Type::Undefined => Value::Null,
+        t => return Err(format!("args are a map or a list, not {t}")),
+    };
+    Ok(v.to_string())
+}
+
 /// What answers a query needs besides the listing.
 pub struct Context<'a> {
     pub listing: &'a Listing,
     /// Whether the client may see this topic, service or action name.
-    pub visible: &'a dyn Fn(&str) -> bool,
+    pub visible: &'a dyn Fn(ItemKind, &str) -> bool,
     /// The ros2msg text of a type (`pkg/msg/T`), when known.
     pub definition: &'a dyn Fn(&str) -> Option<String>,
     /// Now, as (sec, nanosec) since the Unix epoch.
@@ -95,7 +155,7 @@ pub fn answer(q: &Query, cx: &Context) -> Value {
         cx.listing
             .topics
             .iter()
-            .filter(|t| (cx.visible)(&t.name))
+            .filter(|t| (cx.visible)(ItemKind::Topic, &t.name))
             .map(|t| (t.name.clone(), t.types.first().cloned().unwrap_or_default()))
             .collect::<Vec<_>>()
     };
@@ -103,7 +163,7 @@ pub fn answer(q: &Query, cx: &Context) -> Value {
         cx.listing
             .services
             .iter()
-            .filter(|t| (cx.visible)(&t.name))
+            .filter(|t| (cx.visible)(ItemKind::Service, &t.name))
             .collect::<Vec<_>>()
     };
     match q {
@@ -153,7 +213,7 @@ pub fn answer(q: &Query, cx: &Context) -> Value {
                 .listing
                 .actions
                 .iter()
-                .filter(|a| (cx.visible)(&a.name))
+                .filter(|a| (cx.visible)(ItemKind::Action, &a.name))
                 .map(|a| a.name.as_str())
                 .collect();
             json!({ "action_servers": names })
@@ -249,7 +309,10 @@ mod tests {
                 listed("/secret", "std_msgs/msg/String"),
                 listed("/pose", "geometry_msgs/msg/PointStamped"),
             ],
-            services: vec![listed("/add_two_ints", "example_interfaces/srv/AddTwoInts")],
+            services: vec![
+                listed("/add_two_ints", "example_interfaces/srv/AddTwoInts"),
+                listed("/reboot", "std_srvs/srv/Trigger"),
+            ],
             actions: vec![listed("/fibonacci", "example_interfaces/action/Fibonacci")],
         }
     }
@@ -258,7 +321,11 @@ mod tests {
         let l = listing();
         let cx = Context {
             listing: &l,
-            visible: &|n| n != "/secret",
+            // A client that may read topics but call only /add_two_ints.
+            visible: &|kind, n| match kind {
+                ItemKind::Topic => n != "/secret",
+                _ => n == "/add_two_ints",
+            },
             definition: &|t| {
                 (t == "std_msgs/msg/String").then(|| "uint8 A=1\nstring data\n".to_string())
             },
@@ -297,8 +364,12 @@ mod tests {
             json!({"type": "example_interfaces/srv/AddTwoInts"})
         );
         assert_eq!(
+            ask("/rosapi/service_type", Some(r#"["/reboot"]"#)),
+            json!({"type": ""})
+        );
+        assert_eq!(
             ask("/rosapi/action_servers", None),
-            json!({"action_servers": ["/fibonacci"]})
+            json!({"action_servers": []})
         );
         assert_eq!(
             ask("/rosapi/get_time", None),
@@ -319,6 +390,39 @@ mod tests {
             json!({"typedefs": [{"type": "std_msgs/msg/String", "fieldnames": ["data"], "fieldtypes": ["string"],
                 "fieldarraylen": [-1], "examples": [""], "constnames": ["A"], "constvalues": ["1"]}]})
         );
+    }
+
+    #[test]
+    fn relative_names_and_cbor_args_ask_the_same() {
+        assert!(is_rosapi("rosapi/topics"));
+        assert!(!is_rosapi("/robot/rosapi/topics"));
+        assert_eq!(
+            ask("rosapi/topic_type", Some(r#"{"topic":"/pose"}"#)),
+            json!({"type": "geometry_msgs/msg/PointStamped"})
+        );
+        // {"topic": "/pose", "x": [1]} and ["/pose"] in CBOR.
+        let mut map = Vec::new();
+        let mut e = minicbor::Encoder::new(&mut map);
+        e.map(2)
+            .unwrap()
+            .str("topic")
+            .unwrap()
+            .str("/pose")
+            .unwrap();
+        e.str("x").unwrap().array(1).unwrap().u8(1).unwrap();
+        assert_eq!(cbor_args(&map).unwrap(), r#"{"topic":"/pose"}"#);
+        let mut list = Vec::new();
+        minicbor::Encoder::new(&mut list)
+            .array(1)
+            .unwrap()
+            .str("/pose")
+            .unwrap();
+        assert_eq!(
+            ask("/rosapi/topic_type", Some(&cbor_args(&list).unwrap())),
+            json!({"type": "geometry_msgs/msg/PointStamped"})
+        );
+        assert!(cbor_args(&[0xff]).is_err());
+        assert!(cbor_args(&[0x01]).is_err());
     }
 
     #[test]

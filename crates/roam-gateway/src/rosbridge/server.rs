@@ -3,13 +3,13 @@
 //! frames.
 
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
 use tokio::net::TcpListener;
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::http::StatusCode;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
@@ -17,6 +17,7 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use super::client::{send_status, Conn, ConnShared, Delivery};
 use super::encode::{self, Frame, Level};
 use super::ops::Compression;
+use crate::admission::Slot;
 use crate::outbox::Next;
 use crate::session::{Outgoing, Sample};
 use crate::tls::{DoorTls, Stream};
@@ -35,9 +36,19 @@ pub async fn serve(gw: Arc<Gateway>, listener: TcpListener, tls: DoorTls) {
         "rosbridge",
         listener,
         tls,
-        move |stream, peer, cert| connection(g.clone(), stream, peer, cert),
+        move |stream, peer, cert, slot| connection(g.clone(), stream, peer, cert, slot),
     )
     .await
+}
+
+/// Why a connection ends, besides the client leaving.
+enum Ending {
+    /// Sent to the client as an error status, then a close frame with `code`.
+    Told {
+        code: u16,
+        why: String,
+    },
+    Quiet(&'static str),
 }
 
 async fn connection(
@@ -45,31 +56,33 @@ async fn connection(
     stream: Stream,
     peer: SocketAddr,
     cert_name: Option<String>,
+    slot: Arc<Slot>,
 ) -> Result<(), WsError> {
     let limit = gw.limits.max_frame_bytes;
     let config = WebSocketConfig::default()
         .max_message_size(Some(limit))
         .max_frame_size(Some(limit));
     let mut token = None;
-    let full = gw.stats.clients.load(Ordering::Relaxed) >= gw.limits.max_clients as u64;
     // The handshake's callback type is tungstenite's (its error is an HTTP response).
     #[allow(clippy::result_large_err)]
     let callback = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
         token = upgrade_token(req);
-        if full {
-            let mut r = ErrorResponse::new(Some("too many clients; try again later".into()));
-            *r.status_mut() = tokio_tungstenite::tungstenite::http::StatusCode::SERVICE_UNAVAILABLE;
-            return Err(r);
+        // Credentials shown now take the client straight to its slot; otherwise it has until
+        // the deadline to send an `auth` op.
+        if gw.proves_identity(cert_name.as_deref(), token.as_deref()) {
+            if let Err(cause) = slot.admit() {
+                let mut r = ErrorResponse::new(Some(cause.reason().into()));
+                *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+                return Err(r);
+            }
         }
         Ok(resp)
     };
     let handshake = tokio_tungstenite::accept_hdr_async_with_config(stream, callback, Some(config));
-    let ws = match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
-        Ok(r) => r?,
-        Err(_) => return Ok(()),
+    let ws = match crate::ws::handshake(&slot, HANDSHAKE_TIMEOUT, handshake).await {
+        Some(r) => r?,
+        None => return Ok(()),
     };
-    gw.stats.clients.fetch_add(1, Ordering::Relaxed);
-    Stats::count(&gw.stats.clients_total);
     tracing::info!("rosbridge client {peer} connected");
     let out = Arc::new(Outgoing::new(gw.limits.outbox));
     let shared = Arc::new(ConnShared::new());
@@ -89,41 +102,59 @@ async fn connection(
     }
     let (sink, mut frames) = ws.split();
     let mut writer = tokio::spawn(write(sink, out.clone(), shared.clone()));
+    let mut expires = crate::expiry::expiry(conn.session().identity().map(|i| &**i));
     let end = loop {
         let msg = tokio::select! {
             m = frames.next() => m,
-            _ = &mut writer => break "the connection closed while sending",
+            _ = &mut writer => break Ending::Quiet("the connection closed while sending"),
+            cause = slot.closed() => break Ending::Told { code: 1008, why: format!("closing: {}", cause.reason()) },
+            _ = crate::expiry::sleep_until(expires) => break Ending::Told { code: 1008, why: crate::expiry::expired(conn.session().identity().map(|i| &**i)) },
         };
         match msg {
-            None => break "closed",
+            None => break Ending::Quiet("closed"),
             Some(Ok(Message::Text(t))) => conn.frame(true, t.as_bytes()).await,
             Some(Ok(Message::Binary(b))) => conn.frame(false, &b).await,
-            Some(Ok(Message::Close(_))) => break "closed by the client",
-            Some(Ok(_)) => {}
+            Some(Ok(Message::Close(_))) => break Ending::Quiet("closed by the client"),
+            Some(Ok(_)) => continue,
             Some(Err(WsError::Capacity(e))) => {
                 Stats::count(&gw.stats.bad_frames);
-                let why = format!("refused a frame over the limit of {limit} bytes ({e}); closing");
-                tracing::warn!("rosbridge client {peer}: {why}");
-                send_status(&out, &shared, Level::Error, &why, None);
-                out.control(
-                    0,
-                    Frame::Close {
-                        code: 1009,
-                        reason: "frame too big".into(),
-                    },
-                );
-                let _ = tokio::time::timeout(Duration::from_secs(2), &mut writer).await;
-                break "frame over the limit";
+                break Ending::Told {
+                    code: 1009,
+                    why: format!("refused a frame over the limit of {limit} bytes ({e}); closing"),
+                };
             }
             Some(Err(e)) => {
                 tracing::debug!("rosbridge client {peer}: {e}");
-                break "connection error";
+                break Ending::Quiet("connection error");
             }
+        }
+        // An `auth` op may have proved (or changed) the identity.
+        if conn.session().authenticated() {
+            if let Err(cause) = slot.admit() {
+                break Ending::Told {
+                    code: 1013,
+                    why: cause.reason().to_string(),
+                };
+            }
+            expires = crate::expiry::expiry(conn.session().identity().map(|i| &**i));
+        }
+    };
+    // Subscriptions, advertisements, services and actions end with the session, before a
+    // close is sent.
+    drop(conn);
+    let end = match end {
+        Ending::Quiet(why) => why.to_string(),
+        Ending::Told { code, why } => {
+            tracing::info!("rosbridge client {peer}: {why}");
+            send_status(&out, &shared, Level::Error, &why, None);
+            let reason: String = why.chars().take(100).collect();
+            out.control(0, Frame::Close { code, reason });
+            let _ = tokio::time::timeout(Duration::from_secs(2), &mut writer).await;
+            why
         }
     };
     writer.abort();
-    drop(conn);
-    gw.stats.clients.fetch_sub(1, Ordering::Relaxed);
+    drop(slot);
     tracing::info!("rosbridge client {peer} left ({end})");
     Ok(())
 }

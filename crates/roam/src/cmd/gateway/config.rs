@@ -20,7 +20,11 @@
 //!                                  #   (docs/rules.md); SIGHUP reloads them
 //! limits:
 //!   max_frame_bytes: 33554432  # a larger client frame is refused and its connection closed
-//!   max_clients: 256
+//!   max_clients: 256           # clients with an identity, all doors together
+//!   max_pending_clients: 64    # connections not authenticated yet (kept apart: they cannot
+//!                              #   take the slots of clients with credentials)
+//!   max_pending_per_source: 16 # of those, from one address
+//!   auth_timeout_s: 10         # to finish TLS, the WebSocket handshake and authenticate
 //!   client_queue_bytes: 67108864   # per client: what waits to be sent, in all
 //!   default_queue_length: 100      # per subscription, when the client gives none
 //!   max_queue_length: 10000
@@ -270,7 +274,7 @@ foxglove:
     fn a_good_file_gives_the_settings() {
         let c = check(GOOD).unwrap();
         assert_eq!(c.doors.rosbridge.unwrap().to_string(), "127.0.0.1:9191");
-        assert_eq!(c.doors.limits.max_clients, 10);
+        assert_eq!(c.doors.limits.admission.max_clients, 10);
         assert_eq!(c.doors.grpc.unwrap().to_string(), "127.0.0.1:50051");
         assert!(c.doors.tokens.is_some());
         let c = check("id: gw\npki: p\nupstream: [127.0.0.1:1]\nrealm: r\n").unwrap();

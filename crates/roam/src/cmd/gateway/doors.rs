@@ -122,13 +122,21 @@ impl Running {
             t.abort();
         }
         let s = &self.gw.stats;
+        let connections: Vec<String> = self
+            .gw
+            .admission
+            .refused()
+            .into_iter()
+            .map(|(cause, n)| format!("{n} {}", cause.label()))
+            .collect();
         eprintln!(
-            "served {} clients; refused {} ops (authentication, permissions), {} bad frames; dropped {} messages for slow clients, {} by the rules",
+            "served {} clients; refused {} ops (authentication, permissions), {} bad frames; dropped {} messages for slow clients, {} by the rules; connections refused or closed: {}",
             s.clients_total.load(Ordering::Relaxed),
             s.refused.load(Ordering::Relaxed),
             s.bad_frames.load(Ordering::Relaxed),
             s.dropped.load(Ordering::Relaxed),
             s.ruled.load(Ordering::Relaxed),
+            connections.join(", "),
         );
     }
 }

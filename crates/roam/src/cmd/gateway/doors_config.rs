@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use roam_gateway::admission::AdmissionLimits;
 use roam_gateway::auth::{parse_expiry, Identity, Permissions, Rule, TokenEntry, Tokens};
 use roam_gateway::{Limits, OutboxLimits};
 use serde::Deserialize;
@@ -41,6 +42,9 @@ pub struct FoxgloveFile {
 pub struct LimitsFile {
     pub max_frame_bytes: Option<usize>,
     pub max_clients: Option<usize>,
+    pub max_pending_clients: Option<usize>,
+    pub max_pending_per_source: Option<usize>,
+    pub auth_timeout_s: Option<f64>,
     pub client_queue_bytes: Option<usize>,
     pub default_queue_length: Option<usize>,
     pub max_queue_length: Option<usize>,
@@ -245,6 +249,7 @@ impl LimitsFile {
             None => Ok(default),
         };
         let d = Limits::default();
+        let a = d.admission;
         let max_frame_bytes = positive("max_frame_bytes", self.max_frame_bytes, d.max_frame_bytes)?;
         if max_frame_bytes < 1024 {
             return Err(doc.err(
@@ -275,7 +280,20 @@ impl LimitsFile {
         }
         Ok(Limits {
             max_frame_bytes,
-            max_clients: positive("max_clients", self.max_clients, d.max_clients)?,
+            admission: AdmissionLimits {
+                max_clients: positive("max_clients", self.max_clients, a.max_clients)?,
+                max_pending: positive(
+                    "max_pending_clients",
+                    self.max_pending_clients,
+                    a.max_pending,
+                )?,
+                max_pending_per_source: positive(
+                    "max_pending_per_source",
+                    self.max_pending_per_source,
+                    a.max_pending_per_source,
+                )?,
+                auth_deadline: seconds("auth_timeout_s", self.auth_timeout_s, a.auth_deadline)?,
+            },
             outbox: OutboxLimits {
                 max_bytes: positive(
                     "client_queue_bytes",
