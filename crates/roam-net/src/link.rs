@@ -500,6 +500,10 @@ pub trait Transport: Send + Sync + 'static {
     fn path(&self) -> Option<PathStats> {
         None
     }
+    /// The peer's address as this end sees it, where the transport knows it (QUIC does).
+    fn remote(&self) -> Option<std::net::SocketAddr> {
+        None
+    }
     /// What waits in the link's lanes, not yet handed to the socket or the QUIC connection.
     fn depth(&self) -> crate::lane::Depth;
     /// Tells the link whether its peer forwards what it gets to others (a router) or only
@@ -575,6 +579,10 @@ impl LinkSender {
 
     pub fn path(&self) -> Option<PathStats> {
         self.0.path()
+    }
+
+    pub fn remote(&self) -> Option<std::net::SocketAddr> {
+        self.0.remote()
     }
 }
 

@@ -467,6 +467,10 @@ impl Transport for ArcTransport {
         "quic"
     }
 
+    fn remote(&self) -> Option<std::net::SocketAddr> {
+        Some(self.0.conn.remote_address())
+    }
+
     fn depth(&self) -> crate::lane::Depth {
         let t = &self.0;
         let mut depth = t.control.depth();
