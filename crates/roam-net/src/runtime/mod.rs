@@ -112,6 +112,9 @@ enum Command {
     },
 }
 
+/// Longest a stopping router waits for its links' closes to be sent and answered.
+const CLOSE_WAIT: Duration = Duration::from_secs(1);
+
 /// Starts a router: binds its listeners, dials its peers, and runs until shut down.
 pub async fn start(
     config: RouterConfig,
@@ -200,8 +203,13 @@ pub async fn start(
     info!(router = %config.identity.name, id = format_args!("{id:#018x}"), quic = ?quic_addr, tcp = ?tcp_addr, "router started");
     let gate_at_exit = gate;
     let looped = direct.clone();
+    let closing = ep.clone();
     let task = tokio::spawn(async move {
         routing_loop::run(looped, cmd_rx, in_rx, ep).await;
+        // The links' closes are only queued so far: without this the process can exit before
+        // they are sent, and its peers keep routing into the dead links until their idle
+        // timeout. Bounded: a peer that does not answer is not waited for.
+        let _ = tokio::time::timeout(CLOSE_WAIT, closing.wait_idle()).await;
         gate_at_exit.flush_all_log();
         // The dialers end at once now; waiting for them means their last words ("closed:
         // the router is shutting down") are logged before the router reports it stopped.
