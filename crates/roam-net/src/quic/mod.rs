@@ -12,6 +12,7 @@ mod link_socket;
 #[cfg(test)]
 mod readers_first_tests;
 mod repair_inbox;
+mod reset_key;
 mod socket_drops;
 mod streams;
 #[cfg(test)]
