@@ -98,7 +98,7 @@ impl LinkFile {
                 ms,
                 10,
                 DAY_MS,
-                "milliseconds (default 2000)",
+                "milliseconds (default 1000)",
                 "is not a usable reconnection delay",
             )?;
         }
