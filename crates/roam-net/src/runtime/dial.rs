@@ -61,9 +61,16 @@ pub(super) async fn dial_loop(s: Shared, peer: PeerAddr) {
                 info!("link to {peer} lost; reconnecting");
             }
             Err(e) => {
-                let why = dialer::why_unreachable(&peer, &e, s.config.link.handshake_timeout);
                 let wait = backoff.next_wait();
-                warn!("cannot link to {peer}: {why}; retrying in {wait:?}");
+                if e.to_string().contains(super::links::DUPLICATE) {
+                    // The peer closed this link during the Hello because it keeps the one it
+                    // dialed to us: nothing is wrong. Once an attempt completes here, this
+                    // dialer waits for that link instead.
+                    info!("{peer} keeps the link it dialed to this router; retrying in {wait:?}");
+                } else {
+                    let why = dialer::why_unreachable(&peer, &e, s.config.link.handshake_timeout);
+                    warn!("cannot link to {peer}: {why}; retrying in {wait:?}");
+                }
                 tokio::select! {
                     _ = tokio::time::sleep(wait) => {}
                     _ = s.stopping() => return,

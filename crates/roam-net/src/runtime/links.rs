@@ -13,6 +13,8 @@ use crate::link::{Established, LinkId};
 
 /// Why a link replaced by a newer one from the same router is closed (the peer logs it).
 pub(super) const REPLACED: &str = "replaced by a newer link";
+/// Why the losing link of a simultaneous dial is closed (its dialer knows it by this).
+pub(super) const DUPLICATE: &str = "duplicate link";
 
 impl Runtime {
     /// An authenticated link: brought up, or closed in favour of the peer's current link.
@@ -48,7 +50,7 @@ impl Runtime {
                 }
                 Verdict::KeepExisting { current } => {
                     info!(peer = %peer.name, link, "{} and this router dialed each other; keeping link {current}", peer.name);
-                    est.tx.close("duplicate link");
+                    est.tx.close(DUPLICATE);
                     self.wait_for(current, waiting);
                     return;
                 }
