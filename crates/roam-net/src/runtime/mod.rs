@@ -209,7 +209,17 @@ pub async fn start(
         // The links' closes are only queued so far: without this the process can exit before
         // they are sent, and its peers keep routing into the dead links until their idle
         // timeout. Bounded: a peer that does not answer is not waited for.
-        let _ = tokio::time::timeout(CLOSE_WAIT, closing.wait_idle()).await;
+        let since = Instant::now();
+        let closed = tokio::time::timeout(CLOSE_WAIT, closing.wait_idle()).await;
+        tracing::debug!(
+            "links closed in {:?}{}",
+            since.elapsed(),
+            if closed.is_err() {
+                " (not all answered)"
+            } else {
+                ""
+            }
+        );
         gate_at_exit.flush_all_log();
         // The dialers end at once now; waiting for them means their last words ("closed:
         // the router is shutting down") are logged before the router reports it stopped.
