@@ -46,7 +46,7 @@ pub async fn start_router(b: RouterBoot<'_>) -> Result<(RouterHandle, JoinHandle
         connect: b.connect,
         link,
         timers: RoutingTimers::default(),
-        max_backoff: Duration::from_millis(b.link.max_backoff_ms.unwrap_or(2000)),
+        max_backoff: Duration::from_millis(b.link.max_backoff_ms.unwrap_or(1000)),
         stall_timeout: b.link.stall_timeout(),
     };
     let (handle, task) = runtime::start(config).await.map_err(|e| e.to_string())?;

@@ -15,8 +15,8 @@
 //! metrics_listen: 127.0.0.1:9464       # serve GET /metrics to Prometheus (no TLS: keep it local)
 //! worker_threads: 1          # async worker threads (default 1; docs/operations.md "Threads")
 //! link:
-//!   idle_timeout_ms: 10000   # a silent peer is declared dead after this
-//!   keepalive_ms: 1000
+//!   idle_timeout_ms: 3000    # a silent peer is declared dead after this
+//!   keepalive_ms: 500
 //!   max_message_bytes: 134217728
 //!   stall_timeout_ms: 5000   # a subscriber link full this long loses what waits for it
 //!   reliable_queue_messages: 8192  # per topic and link: what waits for the link before the

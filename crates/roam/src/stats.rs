@@ -347,6 +347,7 @@ mod tests {
                 link(2, "backup", "tcp+tls", None, true),
             ],
             local_dropped: 8,
+            replacements: Default::default(),
             admission: AdmissionStats {
                 pending: 1,
                 admitted: 2,

@@ -89,6 +89,7 @@ fn report() -> RouterReport {
             link(2, "r3", "tcp+tls", None),
         ],
         local_dropped: 8,
+        replacements: Default::default(),
         admission: AdmissionStats {
             pending: 1,
             admitted: 2,

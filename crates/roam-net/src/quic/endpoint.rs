@@ -124,7 +124,22 @@ pub fn endpoint(
         return Err(LinkError::Connect("no async runtime for QUIC".into()));
     }
     let runtime = super::timer::EarlyTimerRuntime::new(cfg.max_udp_payload);
-    let mut ep_cfg = quinn::EndpointConfig::default();
+    // Tokens its previous life handed out: a restart on the same address resets the peers'
+    // stale connections instead of leaving them to the idle timeout (see [`super::reset_key`]).
+    let mut ep_cfg = match id.signing_pkcs8.is_empty() {
+        // No secret to derive from: quinn's random keys, valid for this life only.
+        true => quinn::EndpointConfig::default(),
+        false => {
+            let secret = &id.signing_pkcs8;
+            let mut c =
+                quinn::EndpointConfig::new(Arc::new(super::reset_key::ResetKey::derive(secret)));
+            let cid_key = super::reset_key::cid_key(secret);
+            c.cid_generator(move || {
+                Box::new(quinn_proto::HashedConnectionIdGenerator::from_key(cid_key))
+            });
+            c
+        }
+    };
     let _ = ep_cfg.max_udp_payload_size(cfg.max_udp_payload);
     let mut ep = quinn::Endpoint::new(ep_cfg, server, socket, runtime)?;
     ep.set_default_client_config(client);

@@ -12,6 +12,7 @@ mod link_socket;
 #[cfg(test)]
 mod readers_first_tests;
 mod repair_inbox;
+mod reset_key;
 mod socket_drops;
 mod streams;
 #[cfg(test)]
@@ -465,6 +466,10 @@ impl Transport for ArcTransport {
 
     fn kind(&self) -> &'static str {
         "quic"
+    }
+
+    fn remote(&self) -> Option<std::net::SocketAddr> {
+        Some(self.0.conn.remote_address())
     }
 
     fn depth(&self) -> crate::lane::Depth {

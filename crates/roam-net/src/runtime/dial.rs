@@ -1,14 +1,23 @@
 //! A router's dialers: one per configured peer, keeping a link up with backoff until the
 //! router stops.
 
+use std::time::{Duration, Instant};
+
 use tokio::sync::oneshot;
 use tracing::{info, warn};
 
 use super::{Command, PeerAddr, Shared};
 use crate::dialer::{self, Backoff};
 
-/// Keeps one link to `peer` up: dial, wait for it to die, dial again with backoff. Ends
-/// when the router stops; a link closed by that is not "lost" and is not redialled.
+/// A link that lasted this long was a working one: the next attempt starts from the shortest
+/// wait again. One closed sooner (refused by the peer: its identity contested, or the loser
+/// of a simultaneous dial) keeps the backoff growing, so a refusal is not retried ten times
+/// a second.
+const STABLE: Duration = Duration::from_secs(1);
+
+/// Keeps one link to `peer` up: dial, wait for it (or the link kept in its place for the same
+/// router) to die, dial again with backoff. Ends when the router stops; a link closed by
+/// that is not "lost" and is not redialled.
 pub(super) async fn dial_loop(s: Shared, peer: PeerAddr) {
     let mut backoff = Backoff::new(s.config.max_backoff);
     loop {
@@ -30,7 +39,7 @@ pub(super) async fn dial_loop(s: Shared, peer: PeerAddr) {
         match dialed {
             Ok(est) => {
                 info!("link to {} ({peer}) up", est.peer.name);
-                backoff.reset();
+                let up_at = Instant::now();
                 let (down_tx, down_rx) = oneshot::channel();
                 let up = Command::Up {
                     link,
@@ -42,6 +51,9 @@ pub(super) async fn dial_loop(s: Shared, peer: PeerAddr) {
                     return;
                 }
                 let _ = down_rx.await;
+                if up_at.elapsed() >= STABLE {
+                    backoff.reset();
+                }
                 if s.is_stopping() {
                     info!("link to {peer} closed: the router is shutting down");
                     return;
@@ -49,9 +61,16 @@ pub(super) async fn dial_loop(s: Shared, peer: PeerAddr) {
                 info!("link to {peer} lost; reconnecting");
             }
             Err(e) => {
-                let why = dialer::why_unreachable(&peer, &e, s.config.link.handshake_timeout);
                 let wait = backoff.next_wait();
-                warn!("cannot link to {peer}: {why}; retrying in {wait:?}");
+                if e.to_string().contains(super::links::DUPLICATE) {
+                    // The peer closed this link during the Hello because it keeps the one it
+                    // dialed to us: nothing is wrong. Once an attempt completes here, this
+                    // dialer waits for that link instead.
+                    info!("{peer} keeps the link it dialed to this router; retrying in {wait:?}");
+                } else {
+                    let why = dialer::why_unreachable(&peer, &e, s.config.link.handshake_timeout);
+                    warn!("cannot link to {peer}: {why}; retrying in {wait:?}");
+                }
                 tokio::select! {
                     _ = tokio::time::sleep(wait) => {}
                     _ = s.stopping() => return,

@@ -13,8 +13,10 @@ mod config;
 mod dial;
 mod direct;
 mod handle;
+mod links;
 mod local;
 mod peer_addr;
+mod replace;
 mod report;
 mod routing_loop;
 mod stall;
@@ -23,7 +25,7 @@ pub use config::{RouterConfig, RoutingTimers};
 pub use handle::{LocalPublication, LocalSubscription, RouterHandle};
 pub use local::LocalId;
 pub use peer_addr::{resolve, PeerAddr};
-pub use report::{LinkReport, RouterReport, CLOSED_LINKS_KEPT};
+pub use report::{LinkReport, ReplaceStats, RouterReport, CLOSED_LINKS_KEPT};
 
 #[cfg(test)]
 mod congestion_tests;
@@ -51,10 +53,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use roam_proto::frame::Role;
-use roam_proto::{Name, RouterId};
+use roam_proto::Name;
 use roam_routing::{Event, Router};
 use tokio::sync::{mpsc, oneshot, watch};
-use tracing::{info, warn};
+use tracing::info;
 
 use crate::admission::gate::Gate;
 use crate::link::{
@@ -110,6 +112,9 @@ enum Command {
     },
 }
 
+/// Longest a stopping router waits for its links' closes to be sent and answered.
+const CLOSE_WAIT: Duration = Duration::from_secs(1);
+
 /// Starts a router: binds its listeners, dials its peers, and runs until shut down.
 pub async fn start(
     config: RouterConfig,
@@ -137,7 +142,8 @@ pub async fn start(
     let rt = Runtime {
         core: Router::new(config::routing_config(id, &config.timers), Instant::now()),
         links: HashMap::new(),
-        peers: HashMap::new(),
+        peers: replace::Links::new(id, replace::Policy::default()),
+        replacements: ReplaceStats::default(),
         local: local::Local::default(),
         local_dropped: 0,
         closed: std::collections::VecDeque::new(),
@@ -197,8 +203,23 @@ pub async fn start(
     info!(router = %config.identity.name, id = format_args!("{id:#018x}"), quic = ?quic_addr, tcp = ?tcp_addr, "router started");
     let gate_at_exit = gate;
     let looped = direct.clone();
+    let closing = ep.clone();
     let task = tokio::spawn(async move {
         routing_loop::run(looped, cmd_rx, in_rx, ep).await;
+        // The links' closes are only queued so far: without this the process can exit before
+        // they are sent, and its peers keep routing into the dead links until their idle
+        // timeout. Bounded: a peer that does not answer is not waited for.
+        let since = Instant::now();
+        let closed = tokio::time::timeout(CLOSE_WAIT, closing.wait_idle()).await;
+        tracing::debug!(
+            "links closed in {:?}{}",
+            since.elapsed(),
+            if closed.is_err() {
+                " (not all answered)"
+            } else {
+                ""
+            }
+        );
         gate_at_exit.flush_all_log();
         // The dialers end at once now; waiting for them means their last words ("closed:
         // the router is shutting down") are logged before the router reports it stopped.
@@ -246,14 +267,17 @@ impl Shared {
 struct LinkEntry {
     tx: LinkSender,
     peer: PeerInfo,
-    down: Option<oneshot::Sender<()>>,
+    /// Dialers waiting for this peer's link to end before they dial again: the one that
+    /// dialed it, and any whose own link to the same router was closed in its favour.
+    down: Vec<oneshot::Sender<()>>,
 }
 
 struct Runtime {
     core: Router,
     links: HashMap<LinkId, LinkEntry>,
-    /// The one link kept per peer router.
-    peers: HashMap<RouterId, LinkId>,
+    /// The one link kept per peer router, and which of two links to keep ([`replace`]).
+    peers: replace::Links,
+    replacements: ReplaceStats,
     /// In-process publishers and subscribers, any number per name.
     local: local::Local,
     local_dropped: u64,
@@ -304,34 +328,10 @@ impl Runtime {
         match c {
             Command::Up {
                 link,
-                mut est,
+                est,
                 dialed,
                 down,
-            } => {
-                let peer = est.peer.clone();
-                if peer.role == Role::Router {
-                    if let Some(existing) = self.peers.get(&peer.id) {
-                        warn!(
-                            "second link to {} (links {existing} and {link}); keeping the first",
-                            peer.name
-                        );
-                        est.tx.close("duplicate link");
-                        return;
-                    }
-                    self.peers.insert(peer.id, link);
-                }
-                info!(peer = %peer.name, role = ?peer.role, dialed, link, "link up");
-                self.core.link_up(now, link, peer.role, peer.id);
-                self.links.insert(
-                    link,
-                    LinkEntry {
-                        tx: est.tx.clone(),
-                        peer,
-                        down,
-                    },
-                );
-                est.start();
-            }
+            } => self.link_up(link, *est, dialed, down, now),
             Command::Publish { name, id, demand } => self.local_publish(now, name, id, demand),
             Command::Unpublish { name, id } => self.local_unpublish(now, name, id),
             Command::Subscribe { name, id, tx } => self.local_subscribe(now, name, id, tx),
@@ -364,30 +364,9 @@ impl Runtime {
                 }
             }
             LinkInput::Closed(reason) => {
-                if let Some(mut entry) = self.links.remove(&link) {
-                    info!(peer = %entry.peer.name, link, "link down: {reason}");
-                    if self.closed.len() == CLOSED_LINKS_KEPT {
-                        self.closed.pop_front();
-                    }
-                    let mut last = report::link_report(link, &entry);
-                    last.closed = true;
-                    self.closed.push_back(last);
-                    // Whatever waited for this link is moot now.
-                    let stalled: Vec<Name> = self
-                        .stalls
-                        .keys()
-                        .filter(|(l, _)| *l == link)
-                        .map(|(_, n)| *n)
-                        .collect();
-                    for name in stalled {
-                        self.stalls.remove(&(link, name));
-                        self.resume_if_unstalled(name);
-                    }
-                    if self.peers.get(&entry.peer.id) == Some(&link) {
-                        self.peers.remove(&entry.peer.id);
-                    }
-                    self.core.link_down(now, link);
-                    if let Some(d) = entry.down.take() {
+                // A link replaced earlier was already taken down: its end changes nothing.
+                if let Some(entry) = self.remove_link(link, &reason, now) {
+                    for d in entry.down {
                         let _ = d.send(());
                     }
                 }

@@ -52,6 +52,19 @@ pub struct RouterReport {
     pub local_dropped: u64,
     /// Connections that have not authenticated yet: pending now, and what became of them.
     pub admission: AdmissionStats,
+    /// Router links replaced by newer ones, and refused while an identity was contested.
+    pub replacements: ReplaceStats,
+}
+
+/// What became of second links from one router identity (see `runtime/replace.rs`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReplaceStats {
+    /// Links closed in favour of a newer one from the same router (it came back).
+    pub replaced: u64,
+    /// Links refused because their identity's link changed hands too often lately.
+    pub refused: u64,
+    /// Times an identity was found linking from two places at once (each logged once).
+    pub contested: u64,
 }
 
 impl Runtime {
@@ -72,6 +85,7 @@ impl Runtime {
             links,
             local_dropped: self.local_dropped,
             admission: self.gate.stats(),
+            replacements: self.replacements,
         }
     }
 }

@@ -29,7 +29,9 @@ pub fn client_config(conn: &ConnectArgs) -> Result<ClientConfig, String> {
         identity: Arc::new(identity),
         router,
         link,
-        max_backoff: Duration::from_secs(2),
+        // Retrying a router that is down costs one packet a second; finding it back within
+        // a second of its return is worth that.
+        max_backoff: Duration::from_secs(1),
     })
 }
 

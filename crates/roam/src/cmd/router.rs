@@ -39,7 +39,8 @@ pub struct RouterArgs {
     /// This router's identity name (its certificate must have the router role).
     #[arg(long, value_name = "NAME")]
     pub id: Option<String>,
-    /// Declare a silent peer dead after this many milliseconds.
+    /// Declare a silent peer dead after this many milliseconds [default: 3000;
+    /// link.idle_timeout_ms].
     #[arg(long, value_name = "MS")]
     pub idle_timeout_ms: Option<u64>,
     /// Close connections that have not authenticated (TLS handshake and Hello) within this

@@ -54,7 +54,7 @@ impl LinkFile {
                 ms,
                 100,
                 DAY_MS,
-                "milliseconds (default 10000)",
+                "milliseconds (default 3000)",
                 "is not a usable idle timeout: a peer silent this long is declared dead",
             )?;
         }
@@ -64,7 +64,7 @@ impl LinkFile {
                 ms,
                 10,
                 DAY_MS,
-                "milliseconds (default 1000), shorter than link.idle_timeout_ms",
+                "milliseconds (default 500), shorter than link.idle_timeout_ms",
                 "is not a usable keepalive interval",
             )?;
         }
@@ -98,7 +98,7 @@ impl LinkFile {
                 ms,
                 10,
                 DAY_MS,
-                "milliseconds (default 2000)",
+                "milliseconds (default 1000)",
                 "is not a usable reconnection delay",
             )?;
         }
