@@ -295,8 +295,74 @@ fn issue_with_key(
 ) -> Result<(), PkiError> {
     let cert_path = dir.join(format!("{name}.pem"));
     let key_path = dir.join(format!("{name}.key"));
+    let (ca, ca_key) = load_ca(dir)?;
+
+    let mut sans = vec![format!("{name}{IDENTITY_SUFFIX}")];
+    if role == Role::Router {
+        sans.push(ROUTER_SERVER_NAME.to_owned());
+    }
+    let uses = match role {
+        Role::Router => vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ],
+        Role::Client => vec![ExtendedKeyUsagePurpose::ClientAuth],
+    };
+    sign_leaf(
+        name,
+        sans,
+        uses,
+        validity,
+        &key,
+        (&ca, &ca_key),
+        &cert_path,
+        &key_path,
+    )
+}
+
+/// Signs a leaf certificate for `name` (its common name) with `sans` and `uses`, and writes
+/// it and its key as new files.
+#[allow(clippy::too_many_arguments)]
+fn sign_leaf(
+    name: &str,
+    sans: Vec<String>,
+    uses: Vec<ExtendedKeyUsagePurpose>,
+    validity: Validity,
+    key: &KeyPair,
+    (ca, ca_key): (&rcgen::Certificate, &KeyPair),
+    cert_path: &Path,
+    key_path: &Path,
+) -> Result<(), PkiError> {
+    let mut params = CertificateParams::new(sans).map_err(rcgen_err("building the SANs"))?;
+    params.distinguished_name = DistinguishedName::new();
+    params.distinguished_name.push(DnType::CommonName, name);
+    params.is_ca = IsCa::ExplicitNoCa;
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    params.extended_key_usages = uses;
+    params.not_before = validity.not_before;
+    params.not_after = validity.not_after;
+    params.serial_number = Some(random_serial()?);
+    params.use_authority_key_identifier_extension = true;
+    let cert = params
+        .signed_by(key, ca, ca_key)
+        .map_err(rcgen_err("signing the certificate"))?;
+    write_new(key_path, key.serialize_pem().as_bytes(), true)?;
+    write_new(cert_path, cert.pem().as_bytes(), false)?;
+    Ok(())
+}
+
+/// The CA in `dir`, ready to sign: its certificate and its key (checked to be its own).
+fn load_ca(dir: &Path) -> Result<(rcgen::Certificate, KeyPair), PkiError> {
     let ca_cert_path = dir.join(CA_CERT_FILE);
     let ca_key_path = dir.join(CA_KEY_FILE);
+    for file in [&ca_cert_path, &ca_key_path] {
+        if !file.exists() {
+            return Err(PkiError::NoCa {
+                dir: dir.to_owned(),
+                file: file.clone(),
+            });
+        }
+    }
     let ca_der = read_single_cert(&ca_cert_path)?;
     check_key_permissions(&ca_key_path)?;
     let ca_key_pem = read_text(&ca_key_path)?;
@@ -320,36 +386,60 @@ fn issue_with_key(
     let ca = ca_params
         .self_signed(&ca_key)
         .map_err(rcgen_err("loading the CA"))?;
+    Ok((ca, ca_key))
+}
 
-    let mut sans = vec![format!("{name}{IDENTITY_SUFFIX}")];
-    if role == Role::Router {
-        sans.push(ROUTER_SERVER_NAME.to_owned());
+/// The files of identity `name`'s TLS server certificate for clients outside the realm.
+pub fn tls_server_files(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    (
+        dir.join(format!("{name}.tls.pem")),
+        dir.join(format!("{name}.tls.key")),
+    )
+}
+
+/// Issues `NAME.tls.pem` and `NAME.tls.key` (0600): a TLS server certificate for identity
+/// `name` with an ECDSA P-256 key, signed by the CA in `dir`, for a gateway's doors. gRPC's
+/// own TLS (BoringSSL in grpcio and the other gRPC C-core languages) does not offer Ed25519
+/// in its handshake, so it cannot take the identity's own certificate. Named
+/// `NAME.id.roam` and each of `hosts` (DNS names or IP addresses); server use only.
+pub fn issue_tls_server(
+    dir: &Path,
+    name: &str,
+    hosts: &[String],
+    validity: Validity,
+) -> Result<(), PkiError> {
+    validate_name(name)?;
+    if validity.not_before >= validity.not_after {
+        return Err(PkiError::InvalidValidity {
+            not_before: validity.not_before,
+            not_after: validity.not_after,
+        });
     }
-    let mut params = CertificateParams::new(sans).map_err(rcgen_err("building the SANs"))?;
-    params.distinguished_name = DistinguishedName::new();
-    params.distinguished_name.push(DnType::CommonName, name);
-    params.is_ca = IsCa::ExplicitNoCa;
-    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    params.extended_key_usages = match role {
-        Role::Router => {
-            vec![
-                ExtendedKeyUsagePurpose::ServerAuth,
-                ExtendedKeyUsagePurpose::ClientAuth,
-            ]
+    let (cert_path, key_path) = tls_server_files(dir, name);
+    for file in [&key_path, &cert_path] {
+        if file.exists() {
+            return Err(PkiError::IdentityExists {
+                name: name.to_owned(),
+                file: file.clone(),
+            });
         }
-        Role::Client => vec![ExtendedKeyUsagePurpose::ClientAuth],
-    };
-    params.not_before = validity.not_before;
-    params.not_after = validity.not_after;
-    params.serial_number = Some(random_serial()?);
-    params.use_authority_key_identifier_extension = true;
-    let cert = params
-        .signed_by(&key, &ca, &ca_key)
-        .map_err(rcgen_err("signing the certificate"))?;
-
-    write_new(&key_path, key.serialize_pem().as_bytes(), true)?;
-    write_new(&cert_path, cert.pem().as_bytes(), false)?;
-    Ok(())
+    }
+    let (ca, ca_key) = load_ca(dir)?;
+    let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)
+        .map_err(rcgen_err("generating a key"))?;
+    let mut sans = vec![format!("{name}{IDENTITY_SUFFIX}")];
+    sans.extend(hosts.iter().cloned());
+    let uses = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    sign_leaf(
+        name,
+        sans,
+        uses,
+        validity,
+        &key,
+        (&ca, &ca_key),
+        &cert_path,
+        &key_path,
+    )
 }
 
 /// Checks that `dir` holds what identity `name` needs (`ca.pem`, `NAME.pem`, `NAME.key`),

@@ -337,3 +337,39 @@ fn missing_files_name_the_command_that_makes_them() {
         "{msg}"
     );
 }
+
+#[test]
+fn a_tls_server_certificate_is_ecdsa_from_the_ca_and_never_overwritten() {
+    let dir = TempDir::new("pki-tls-server");
+    let d = dir.path();
+    assert!(matches!(
+        issue_tls_server(d, "gw", &[], Validity::default()),
+        Err(PkiError::NoCa { .. })
+    ));
+    init_ca(d).unwrap();
+    let hosts = ["gw.example.com".to_string(), "127.0.0.1".to_string()];
+    issue_tls_server(d, "gw", &hosts, Validity::default()).unwrap();
+    let (cert, key) = tls_server_files(d, "gw");
+    #[cfg(unix)]
+    assert_eq!(mode(&key), 0o600);
+    let key_pem = fs::read_to_string(&key).unwrap();
+    let key = KeyPair::from_pem(&key_pem).unwrap();
+    assert!(key.is_compatible(&rcgen::PKCS_ECDSA_P256_SHA256));
+    let der = read_single_cert(&cert).unwrap();
+    let (_, parsed) = x509_parser::parse_x509_certificate(&der).unwrap();
+    let san = parsed.subject_alternative_name().unwrap().unwrap().value;
+    let names = format!("{:?}", san.general_names);
+    assert!(
+        names.contains("gw.id.roam") && names.contains("gw.example.com"),
+        "{names}"
+    );
+    assert!(names.contains("IPAddress([127, 0, 0, 1])"), "{names}");
+    // Issued by the CA (the chain itself is verified by grpcio in tests/gateway_tls.rs).
+    let ca = read_single_cert(&d.join(CA_CERT_FILE)).unwrap();
+    let (_, ca) = x509_parser::parse_x509_certificate(&ca).unwrap();
+    assert_eq!(parsed.issuer(), ca.subject());
+    assert!(matches!(
+        issue_tls_server(d, "gw", &[], Validity::default()),
+        Err(PkiError::IdentityExists { .. })
+    ));
+}

@@ -331,3 +331,52 @@ fn grpc_over_tls_with_a_given_certificate_and_client_certificates() {
         "{e:?}"
     );
 }
+
+#[test]
+fn grpcio_takes_the_deployments_own_tls_server_certificate() {
+    // grpcio's BoringSSL offers no Ed25519 in its handshake: `roam pki tls-server` gives the
+    // gateway an ECDSA certificate from the deployment's CA, which `tls: pki: true` serves.
+    let net = Net::new("gw-tls-pki-grpc");
+    let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
+    let out = roam_ok(&[
+        "pki",
+        "tls-server",
+        "gw",
+        "--dir",
+        &net.pki,
+        "--host",
+        "127.0.0.1",
+    ]);
+    assert!(out.contains("gw.tls.pem"), "{out}");
+    let extra = format!(
+        "grpc:\n  listen: 127.0.0.1:0\ntls:\n  pki: true\nauth:\n  tokens:\n    - identity: operator\n      token: {TOKEN}\n      subscribe: {{allow: ['**']}}\n"
+    );
+    let (gw, _) = gateway(&net, "gw", &addr, None, &extra);
+    let l = wait_line(&gw, "grpc listening ", T).unwrap_or_else(|| panic!("{}", gw.logs()));
+    let g = l["grpc listening ".len()..]
+        .trim_end_matches(" (TLS)")
+        .to_string();
+    let ca = PathBuf::from(&net.pki).join("ca.pem").display().to_string();
+    for (name, server_name) in [("by-identity", "gw.id.roam"), ("by-address", "127.0.0.1")] {
+        let c = grpc_client(
+            name,
+            &[
+                &g,
+                "--ca",
+                &ca,
+                "--server-name",
+                server_name,
+                "--token",
+                TOKEN,
+                "list",
+            ],
+        );
+        let l = line_or_seen(&c, "list ", T);
+        assert!(
+            l.is_ok(),
+            "{name}: {l:?}\n{}\ngateway: {}",
+            c.logs(),
+            gw.logs()
+        );
+    }
+}

@@ -41,6 +41,23 @@ pub enum PkiCommand {
         #[arg(long, default_value_t = 0)]
         backdate_days: u32,
     },
+    /// Issue NAME.tls.pem / NAME.tls.key: a TLS server certificate (ECDSA P-256) for the
+    /// doors of gateway NAME, signed by the CA in DIR. gRPC clients on gRPC's C core
+    /// (grpcio, C++, Ruby...) do not take Ed25519 server certificates; with these files
+    /// `tls: pki: true` serves this one instead of the identity's own.
+    TlsServer {
+        /// The gateway's identity name (its certificate is named NAME.id.roam).
+        name: String,
+        /// Directory holding the CA (ca.pem, ca.key); the files are written there.
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+        /// A further DNS name or IP address clients reach the gateway by (repeatable).
+        #[arg(long = "host", value_name = "HOST")]
+        hosts: Vec<String>,
+        /// Validity in days from now.
+        #[arg(long, default_value_t = 365)]
+        days: u32,
+    },
 }
 
 pub fn run(c: PkiCommand) -> CmdResult {
@@ -69,6 +86,21 @@ pub fn run(c: PkiCommand) -> CmdResult {
             };
             pki::issue(&dir, &name, role, validity).map_err(|e| e.to_string())?;
             println!("issued {name} ({role:?}) in {}", dir.display());
+        }
+        PkiCommand::TlsServer {
+            name,
+            dir,
+            hosts,
+            days,
+        } => {
+            let start = time::OffsetDateTime::now_utc() - time::Duration::hours(1);
+            let validity = Validity {
+                not_before: start,
+                not_after: start + time::Duration::days(days.into()),
+            };
+            pki::issue_tls_server(&dir, &name, &hosts, validity).map_err(|e| e.to_string())?;
+            let (cert, _) = pki::tls_server_files(&dir, &name);
+            println!("issued the TLS server certificate {}", cert.display());
         }
     }
     Ok(())

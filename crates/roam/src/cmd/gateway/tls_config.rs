@@ -6,6 +6,8 @@
 //!   cert: /etc/roam/gateway-web.pem   # a certificate chain (PEM) browsers and clients trust,
 //!   key: /etc/roam/gateway-web.key    #   and its key (ECDSA, RSA or Ed25519)
 //!   # pki: true                       # instead: the gateway's identity `id` from `pki:`
+//!                                     #   (ID.tls.pem/.key when `roam pki tls-server` made
+//!                                     #   them: ECDSA, which grpcio needs)
 //!   client_certs: optional            # off (default), optional or required
 //!   client_ca: /etc/roam/pki/ca.pem   # trust anchors for client certificates
 //!                                     #   (default: ca.pem of the deployment's PKI)
@@ -111,9 +113,21 @@ impl TlsSource {
                 roam_gateway::tls::read_key(key).map_err(|e| doc.err(&at("key"), e.to_string()))?,
             ),
             Server::Pki => {
-                let identity = roam_net::pki::load_identity(pki, id)
-                    .map_err(|e| doc.err(&at("pki"), e.to_string()))?;
-                (identity.cert_chain, identity.key)
+                // A TLS server certificate of the identity (`roam pki tls-server`, ECDSA:
+                // what gRPC's C-core clients need) when there is one, else the identity's own.
+                let (cert, key) = roam_net::pki::tls_server_files(pki, id);
+                if cert.exists() && key.exists() {
+                    let bad = |e: roam_gateway::tls::TlsError| doc.err(&at("pki"), e.to_string());
+                    let mut chain = roam_gateway::tls::read_certs(&cert).map_err(bad)?;
+                    // The chain to the deployment's CA, as the identity's is sent.
+                    let ca = pki.join(roam_net::pki::CA_CERT_FILE);
+                    chain.extend(roam_gateway::tls::read_certs(&ca).map_err(bad)?);
+                    (chain, roam_gateway::tls::read_key(&key).map_err(bad)?)
+                } else {
+                    let identity = roam_net::pki::load_identity(pki, id)
+                        .map_err(|e| doc.err(&at("pki"), e.to_string()))?;
+                    (identity.cert_chain, identity.key)
+                }
             }
         };
         let settings = TlsSettings {
