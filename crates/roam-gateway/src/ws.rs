@@ -71,6 +71,16 @@ pub async fn accept<F, Fut>(
     }
 }
 
+/// Why a WebSocket connection ends, besides the client leaving.
+pub enum Ending {
+    /// Sent to the client as an error status, then a close frame with `code`.
+    Told {
+        code: u16,
+        why: String,
+    },
+    Quiet(&'static str),
+}
+
 /// Runs a WebSocket handshake until it ends or the slot must close (then None).
 pub async fn handshake<T>(
     slot: &Slot,

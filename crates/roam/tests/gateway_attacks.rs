@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 use common::*;
 use gateway_support::*;
 
-const T: Duration = Duration::from_secs(40);
 const OPERATOR: &str = "operator-token-0123456789";
 const READER: &str = "reader-token-0123456789";
 
@@ -25,26 +24,6 @@ fn attacker(name: &str, port: u16, args: &[&str]) -> Proc {
     let mut a = vec!["-u", script.to_str().unwrap(), &port];
     a.extend_from_slice(args);
     Proc::spawn_system(name, "python3", &a)
-}
-
-/// A gRPC client (tests/py/gateway_grpc_client.py).
-fn grpc(name: &str, addr: &str, token: &str, args: &[&str]) -> Proc {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/gateway_grpc_client.py");
-    let mut a = vec!["-u", script.to_str().unwrap(), addr, "--token", token];
-    a.extend_from_slice(args);
-    Proc::spawn_system(name, "python3", &a)
-}
-
-/// A line starting with `prefix`, or a panic with what `p` and the gateway said.
-fn expect(p: &Proc, prefix: &str, gw: &Proc) -> String {
-    line_or_seen(p, prefix, T).unwrap_or_else(|seen| {
-        panic!(
-            "{}: no {prefix:?} line; it printed {seen:?}\n{}\ngateway: {}",
-            p.name,
-            p.logs(),
-            gw.logs()
-        )
-    })
 }
 
 /// The resident memory of a process, in bytes.
@@ -90,14 +69,21 @@ fn source(net: &Net, defs: &Path, router: &str, topic: &str) -> Proc {
     Proc::spawn("pub", &a, None)
 }
 
-/// The gateway's closing summary line.
+/// The gateway's closing summary: what it served, and the connections it refused.
 fn summary(gw: &mut Proc) -> String {
     assert!(gw.terminate().is_some_and(|s| s.success()), "{}", gw.logs());
     let logs = gw.logs();
-    logs.lines()
-        .find(|l| l.starts_with("served "))
-        .unwrap_or_else(|| panic!("no summary: {logs}"))
-        .to_string()
+    let line = |start: &str| {
+        logs.lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no {start:?} in the summary: {logs}"))
+            .to_string()
+    };
+    format!(
+        "{} {}",
+        line("served "),
+        line("connections refused or closed: ")
+    )
 }
 
 /// The count before `label` in the summary's "connections refused or closed" list.
@@ -156,7 +142,7 @@ fn connections_without_credentials_cannot_lock_out_the_operator_and_fragments_re
     let rpc = grpc(
         "op-grpc",
         &g,
-        OPERATOR,
+        Some(OPERATOR),
         &["sub", "/chatter", "--type", "std_msgs/msg/String"],
     );
     expect(&rpc, "msg ", &gw);
@@ -265,7 +251,7 @@ fn an_expired_token_ends_open_subscriptions_on_every_door() {
     let rpc = grpc(
         "rpc",
         &g,
-        brief,
+        Some(brief),
         &["sub", "/chatter", "--type", "std_msgs/msg/String"],
     );
     let foxglove = attacker("fox", fox, &["foxglove", brief, "/chatter"]);

@@ -38,18 +38,6 @@ fn fox(name: &str, url: &str, token: Option<&str>, args: &[&str]) -> Proc {
     Proc::spawn_system(name, "node", &a)
 }
 
-/// The line starting with `prefix`, or a panic showing what the client and gateway said.
-fn expect(p: &Proc, prefix: &str, gw: &Proc) -> String {
-    line_or_seen(p, prefix, T).unwrap_or_else(|seen| {
-        panic!(
-            "{}: no {prefix:?} line; it printed {seen:?}\n{}\ngateway: {}",
-            p.name,
-            p.logs(),
-            gw.logs()
-        )
-    })
-}
-
 /// The Foxglove door's port, from the gateway's `foxglove listening ws://ADDR` line
 /// (`wss://` with TLS).
 fn foxglove_port(gw: &Proc) -> u16 {

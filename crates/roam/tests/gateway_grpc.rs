@@ -10,7 +10,6 @@ mod common;
 mod gateway_support;
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::time::Duration;
 
 use common::*;
@@ -20,29 +19,6 @@ use tokio_tungstenite::tungstenite::Message;
 
 const FULL: &str = "full-access-token-0123456789";
 const LIMITED: &str = "limited-token-0123456789abcdef";
-
-/// A gRPC client program (tests/py/gateway_grpc_client.py).
-fn grpc(name: &str, addr: &str, token: Option<&str>, args: &[&str]) -> Proc {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/gateway_grpc_client.py");
-    let mut a = vec!["-u", script.to_str().unwrap(), addr];
-    if let Some(t) = token {
-        a.extend_from_slice(&["--token", t]);
-    }
-    a.extend_from_slice(args);
-    Proc::spawn_system(name, "python3", &a)
-}
-
-/// The line starting with `prefix`, or a panic showing what the client and gateway said.
-fn expect(p: &Proc, prefix: &str, gw: &Proc) -> String {
-    line_or_seen(p, prefix, T).unwrap_or_else(|seen| {
-        panic!(
-            "{}: no {prefix:?} line; it printed {seen:?}\n{}\ngateway: {}",
-            p.name,
-            p.logs(),
-            gw.logs()
-        )
-    })
-}
 
 /// The first line starting with one of `prefixes`, within [`T`].
 fn first_of(p: &Proc, prefixes: &[&str]) -> Option<String> {

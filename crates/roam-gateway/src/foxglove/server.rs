@@ -23,7 +23,7 @@ use crate::admission::Slot;
 use crate::outbox::Next;
 use crate::session::Outgoing;
 use crate::tls::DoorTls;
-use crate::ws::upgrade_token;
+use crate::ws::{upgrade_token, Ending};
 use crate::{Gateway, Stats};
 
 /// The subprotocols of the Foxglove WebSocket protocol this door speaks (the same v1
@@ -232,16 +232,6 @@ where
     drop(slot);
     tracing::info!("foxglove client {peer} left ({end})");
     Ok(())
-}
-
-/// Why a connection ends, besides the client leaving.
-enum Ending {
-    /// Sent to the client as an error status, then a close frame with `code`.
-    Told {
-        code: u16,
-        why: String,
-    },
-    Quiet(&'static str),
 }
 
 /// Nanoseconds since the Unix epoch.

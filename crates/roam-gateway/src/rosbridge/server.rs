@@ -21,7 +21,7 @@ use crate::admission::Slot;
 use crate::outbox::Next;
 use crate::session::{Outgoing, Sample};
 use crate::tls::{DoorTls, Stream};
-use crate::ws::upgrade_token;
+use crate::ws::{upgrade_token, Ending};
 use crate::{Gateway, Stats};
 
 /// A connection that has not finished its WebSocket handshake by then is closed.
@@ -39,16 +39,6 @@ pub async fn serve(gw: Arc<Gateway>, listener: TcpListener, tls: DoorTls) {
         move |stream, peer, cert, slot| connection(g.clone(), stream, peer, cert, slot),
     )
     .await
-}
-
-/// Why a connection ends, besides the client leaving.
-enum Ending {
-    /// Sent to the client as an error status, then a close frame with `code`.
-    Told {
-        code: u16,
-        why: String,
-    },
-    Quiet(&'static str),
 }
 
 async fn connection(

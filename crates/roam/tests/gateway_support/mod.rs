@@ -168,3 +168,26 @@ pub fn wss_client(name: &str, args: &[&str]) -> Proc {
     a.extend_from_slice(args);
     Proc::spawn_system(name, "python3", &a)
 }
+
+/// The line starting with `prefix`, or a panic showing what the client and gateway said.
+pub fn expect(p: &Proc, prefix: &str, gw: &Proc) -> String {
+    line_or_seen(p, prefix, T).unwrap_or_else(|seen| {
+        panic!(
+            "{}: no {prefix:?} line; it printed {seen:?}\n{}\ngateway: {}",
+            p.name,
+            p.logs(),
+            gw.logs()
+        )
+    })
+}
+
+/// A gRPC client program (tests/py/gateway_grpc_client.py).
+pub fn grpc(name: &str, addr: &str, token: Option<&str>, args: &[&str]) -> Proc {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/gateway_grpc_client.py");
+    let mut a = vec!["-u", script.to_str().unwrap(), addr];
+    if let Some(t) = token {
+        a.extend_from_slice(&["--token", t]);
+    }
+    a.extend_from_slice(args);
+    Proc::spawn_system(name, "python3", &a)
+}

@@ -130,13 +130,13 @@ impl Running {
             .map(|(cause, n)| format!("{n} {}", cause.label()))
             .collect();
         eprintln!(
-            "served {} clients; refused {} ops (authentication, permissions), {} bad frames; dropped {} messages for slow clients, {} by the rules; connections refused or closed: {}",
+            "served {} clients; refused {} ops (authentication, permissions), {} bad frames; dropped {} messages for slow clients, {} by the rules",
             s.clients_total.load(Ordering::Relaxed),
             s.refused.load(Ordering::Relaxed),
             s.bad_frames.load(Ordering::Relaxed),
             s.dropped.load(Ordering::Relaxed),
             s.ruled.load(Ordering::Relaxed),
-            connections.join(", "),
         );
+        eprintln!("connections refused or closed: {}", connections.join(", "));
     }
 }
