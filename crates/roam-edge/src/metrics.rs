@@ -166,6 +166,21 @@ pub struct Routing {
     pub data_delivered_local: u64,
     pub control_frames_in: u64,
     pub drops: RoutingDrops,
+    /// Router links replaced by a newer one from the same identity, and what a contested
+    /// identity (two live holders, e.g. a cloned robot) was refused.
+    #[serde(default)]
+    pub replacements: Replacements,
+}
+
+/// Second links from one router identity (see docs/operations.md, "A router dies").
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Replacements {
+    /// Links closed in favour of a newer one (the router came back).
+    pub replaced: u64,
+    /// Links refused while their identity was contested.
+    pub refused: u64,
+    /// Times an identity was found linking from two places at once.
+    pub contested: u64,
 }
 
 /// Data a router dropped, by cause.
@@ -214,6 +229,11 @@ impl From<&RouterReport> for Routing {
                 malformed: s.data_malformed,
                 unknown_link: s.data_unknown_link,
                 local_subscriber: r.local_dropped,
+            },
+            replacements: Replacements {
+                replaced: r.replacements.replaced,
+                refused: r.replacements.refused,
+                contested: r.replacements.contested,
             },
         }
     }

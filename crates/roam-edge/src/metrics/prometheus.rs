@@ -405,6 +405,25 @@ fn encode_router(enc: &mut DescriptorEncoder, s: &Snapshot) -> Fmt {
             "Data frames the router dropped, by cause.",
             &drops,
         )?;
+        let rp = &r.replacements;
+        counters(
+            enc,
+            "router_links_replaced",
+            "Router links closed in favour of a newer one from the same identity.",
+            &[(vec![], rp.replaced)],
+        )?;
+        counters(
+            enc,
+            "router_links_refused_contested",
+            "Router links refused while their identity linked from two places at once.",
+            &[(vec![], rp.refused)],
+        )?;
+        counters(
+            enc,
+            "router_identities_contested",
+            "Times a router identity was found linking from two places at once.",
+            &[(vec![], rp.contested)],
+        )?;
     }
     if let Some(a) = &s.admission {
         gauges(

@@ -3,7 +3,7 @@
 use super::*;
 use crate::metrics::{
     Ages, Bucket, Link, LinkDrops, LinkKind, LinkQueue, PeerRole, Process, ProcessKind, QuicPath,
-    Routing, Snapshot, Topic, TopicDrops,
+    Replacements, Routing, Snapshot, Topic, TopicDrops,
 };
 
 fn process() -> Process {
@@ -67,6 +67,11 @@ fn snapshot(topics: Vec<Topic>) -> Snapshot {
     let mut s = Snapshot::new(process()).with_topics(topics);
     s.routing = Some(Routing {
         data_in: 7,
+        replacements: Replacements {
+            replaced: 2,
+            refused: 1,
+            contested: 1,
+        },
         ..Routing::default()
     });
     s.links = vec![Link {
@@ -132,6 +137,9 @@ fn counters_gauges_and_families_follow_the_conventions() {
     assert!(!t.contains(r#"cause="refused""#), "{t}");
     assert_eq!(v("roam_router_data_in_total"), 7.0);
     assert_eq!(v(r#"roam_router_data_dropped_total{cause="rpf"}"#), 0.0);
+    assert_eq!(v("roam_router_links_replaced_total"), 2.0);
+    assert_eq!(v("roam_router_links_refused_contested_total"), 1.0);
+    assert_eq!(v("roam_router_identities_contested_total"), 1.0);
     assert_eq!(
         v(r#"roam_link_bytes_total{peer="cloud",link="3",direction="out"}"#),
         2000.0
