@@ -38,37 +38,6 @@ fn rss(pid: u32) -> u64 {
     kb * 1024
 }
 
-/// `roam pub` of a std_msgs/String on `topic` at 20 Hz through `router`.
-fn source(net: &Net, defs: &Path, router: &str, topic: &str) -> Proc {
-    net.issue("talker", "client");
-    let a: Vec<String> = [
-        "pub",
-        topic,
-        "--type",
-        "std_msgs/msg/String",
-        "--realm",
-        &net.realm,
-        "--pki",
-        &net.pki,
-        "--id",
-        "talker",
-        "--connect",
-        router,
-        "--json",
-        r#"{"data": "hi"}"#,
-        "--count",
-        "1000000",
-        "--rate",
-        "20",
-        "--msg-path",
-        defs.to_str().unwrap(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    Proc::spawn("pub", &a, None)
-}
-
 /// The gateway's closing summary: what it served, and the connections it refused.
 fn summary(gw: &mut Proc) -> String {
     assert!(gw.terminate().is_some_and(|s| s.success()), "{}", gw.logs());
@@ -103,7 +72,7 @@ fn connections_without_credentials_cannot_lock_out_the_operator_and_fragments_re
     let net = Net::new("gw-attacks");
     let defs = definitions(&net.dir);
     let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
-    let _talker = source(&net, &defs, &addr, "/chatter");
+    let _talker = string_talker(&net, &defs, &addr, "/chatter", "talker");
     let extra = format!(
         "grpc:\n  listen: 127.0.0.1:0\nlimits:\n  max_frame_bytes: 8388608\n  max_clients: 8\n  max_pending_clients: 24\n  max_pending_per_source: 4\n  auth_timeout_s: 8\n  client_queue_bytes: 4194304\nauth:\n  tokens:\n    - identity: operator\n      token: {OPERATOR}\n      subscribe: {{allow: ['/**']}}\n    - identity: reader\n      token: {READER}\n      subscribe: {{allow: ['/diagnostics']}}\n"
     );
@@ -208,7 +177,7 @@ fn an_expired_token_ends_open_subscriptions_on_every_door() {
     let net = Net::new("gw-expiry");
     let defs = definitions(&net.dir);
     let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
-    let _talker = source(&net, &defs, &addr, "/chatter");
+    let _talker = string_talker(&net, &defs, &addr, "/chatter", "talker");
     // A token that expires 15 s from now (time enough to start and subscribe on a slow
     // machine); RFC 3339 from the system's clock, as an operator writes it.
     let at = std::time::SystemTime::now()

@@ -82,37 +82,8 @@ fn refusals_are_clear_errors_and_the_gateway_keeps_serving_the_others() {
     let net = Net::new("gw-refusals");
     let defs = definitions(&net.dir);
     let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
-    let source = |topic: &str, id: &str| {
-        net.issue(id, "client");
-        let a: Vec<String> = [
-            "pub",
-            topic,
-            "--type",
-            "std_msgs/msg/String",
-            "--realm",
-            &net.realm,
-            "--pki",
-            &net.pki,
-            "--id",
-            id,
-            "--connect",
-            &addr,
-            "--json",
-            r#"{"data": "hi"}"#,
-            "--count",
-            "1000000",
-            "--rate",
-            "20",
-            "--msg-path",
-            defs.to_str().unwrap(),
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        Proc::spawn(&format!("pub-{id}"), &a, None)
-    };
-    let _chatter = source("/chatter", "talker");
-    let _secret = source("/secret", "secret-talker");
+    let _chatter = string_talker(&net, &defs, &addr, "/chatter", "talker");
+    let _secret = string_talker(&net, &defs, &addr, "/secret", "secret-talker");
     let (mut gw, port) = gateway(&net, "gw", &addr, Some(&defs), AUTH);
 
     // The allowed client first: it must keep receiving through everything below.

@@ -191,3 +191,35 @@ pub fn grpc(name: &str, addr: &str, token: Option<&str>, args: &[&str]) -> Proc 
     a.extend_from_slice(args);
     Proc::spawn_system(name, "python3", &a)
 }
+
+/// `roam pub` of a std_msgs/String `{"data": "hi"}` on `topic` at 20 Hz through `router`, as
+/// identity `id` (issued here).
+pub fn string_talker(net: &Net, defs: &Path, router: &str, topic: &str, id: &str) -> Proc {
+    net.issue(id, "client");
+    let a: Vec<String> = [
+        "pub",
+        topic,
+        "--type",
+        "std_msgs/msg/String",
+        "--realm",
+        &net.realm,
+        "--pki",
+        &net.pki,
+        "--id",
+        id,
+        "--connect",
+        router,
+        "--json",
+        r#"{"data": "hi"}"#,
+        "--count",
+        "1000000",
+        "--rate",
+        "20",
+        "--msg-path",
+        defs.to_str().unwrap(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    Proc::spawn(&format!("pub-{id}"), &a, None)
+}
