@@ -175,6 +175,7 @@ fn kill_and_restart_the_middle_of_a_chain(middle_dials_both: bool, max_gap: Dura
         }
         r2.kill();
         let killed = Instant::now();
+        // The fault itself: the router stays dead for one second (nothing to wait for).
         std::thread::sleep(Duration::from_secs(1));
         let (r2b, _) = net.router("r2", &a2, &r2_connects);
         *restarted.lock().unwrap() = Some(Instant::now());

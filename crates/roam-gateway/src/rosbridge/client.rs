@@ -329,15 +329,10 @@ impl Conn {
         if rosapi::is_rosapi(&service) {
             let text = match &args {
                 Some(Body::Json(j)) => Ok(Some(j.get().to_string())),
-                Some(Body::Cbor(c)) => rosapi::cbor_args(c).map(Some),
+                Some(Body::Cbor(c)) => rosapi::cbor_args(&service, c).map(Some),
                 None => Ok(None),
             };
-            let parsed = text
-                .map_err(|why| rosapi::RosapiError::Args {
-                    service: service.clone(),
-                    why,
-                })
-                .and_then(|t| rosapi::parse(&service, t.as_deref()));
+            let parsed = text.and_then(|t| rosapi::parse(&service, t.as_deref()));
             let reply = match parsed.map(|q| self.session.rosapi(&q)) {
                 Ok(values) => encode::service_response(
                     &service,

@@ -86,10 +86,13 @@ pub fn parse(service: &str, args: Option<&str>) -> Result<Query, RosapiError> {
 /// A rosapi call's CBOR `args` as the JSON text [`parse`] reads: a map (or a list, for
 /// positional args) of strings, numbers and booleans, which is all rosapi requests hold;
 /// anything else in it is left out.
-pub fn cbor_args(bytes: &[u8]) -> Result<String, String> {
+pub fn cbor_args(service: &str, bytes: &[u8]) -> Result<String, RosapiError> {
     use minicbor::data::Type;
     let mut d = minicbor::Decoder::new(bytes);
-    let e = |e: minicbor::decode::Error| e.to_string();
+    let e = |e: minicbor::decode::Error| RosapiError::Args {
+        service: service.into(),
+        why: format!("malformed CBOR: {e}"),
+    };
     fn scalar(d: &mut minicbor::Decoder) -> Result<Option<Value>, minicbor::decode::Error> {
         Ok(Some(match d.datatype()? {
             Type::String => Value::from(d.str()?),
@@ -133,7 +136,12 @@ pub fn cbor_args(bytes: &[u8]) -> Result<String, String> {
             Value::Array(items)
         }
         Type::Null | Type::Undefined => Value::Null,
-        t => return Err(format!("args are a map or a list, not {t}")),
+        t => {
+            return Err(RosapiError::Args {
+                service: service.into(),
+                why: format!("a map or a list, not {t}"),
+            })
+        }
     };
     Ok(v.to_string())
 }
@@ -410,7 +418,10 @@ mod tests {
             .str("/pose")
             .unwrap();
         e.str("x").unwrap().array(1).unwrap().u8(1).unwrap();
-        assert_eq!(cbor_args(&map).unwrap(), r#"{"topic":"/pose"}"#);
+        assert_eq!(
+            cbor_args("/rosapi/topic_type", &map).unwrap(),
+            r#"{"topic":"/pose"}"#
+        );
         let mut list = Vec::new();
         minicbor::Encoder::new(&mut list)
             .array(1)
@@ -418,11 +429,14 @@ mod tests {
             .str("/pose")
             .unwrap();
         assert_eq!(
-            ask("/rosapi/topic_type", Some(&cbor_args(&list).unwrap())),
+            ask(
+                "/rosapi/topic_type",
+                Some(&cbor_args("/rosapi/topic_type", &list).unwrap())
+            ),
             json!({"type": "geometry_msgs/msg/PointStamped"})
         );
-        assert!(cbor_args(&[0xff]).is_err());
-        assert!(cbor_args(&[0x01]).is_err());
+        assert!(cbor_args("/rosapi/topics", &[0xff]).is_err());
+        assert!(cbor_args("/rosapi/topics", &[0x01]).is_err());
     }
 
     #[test]
