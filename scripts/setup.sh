@@ -7,10 +7,10 @@ need_apt=()
 # cmake + libclang-dev: the cyclors crate builds CycloneDDS from source and runs bindgen.
 # iproute2: network-namespace tests; python3-pip: the Python DDS peers below;
 # cyclonedds-tools: ddsperf, an independent DDS load generator the proxy tests use.
-# prometheus: the real Prometheus server that tests/metrics_prometheus.rs scrapes roam with.
-# chromium: the headless browser of tests/gateway_browser.rs (roslibjs over wss://); nodejs and
+# prometheus: the real Prometheus server that tests/network/metrics_prometheus.rs scrapes roam with.
+# chromium: the headless browser of tests/gateway/browser.rs (roslibjs over wss://); nodejs and
 # npm: the JavaScript clients of the gateway tests (Debian's, unless a Node.js with npm is there).
-# tmux: tests/top_tmux.rs reads `roam top`'s live screen with capture-pane.
+# tmux: tests/network/top_tmux.rs reads `roam top`'s live screen with capture-pane.
 for pkg in build-essential pkg-config openssl ca-certificates cmake libclang-dev iproute2 curl python3 python3-pip cyclonedds-tools prometheus chromium tmux; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
@@ -91,7 +91,7 @@ for lock in "$(dirname "$0")"/../crates/roam/tests/js/*/package-lock.json; do
 done
 
 # mcap + mcap-ros2-support: an independent reader of the MCAP files `roam record` writes
-# (tests/record_mcap.rs; rosbags, above, is the other).
+# (tests/proxy/record_mcap.rs; rosbags, above, is the other).
 if ! python3 -c 'import mcap_ros2' >/dev/null 2>&1; then
   pip_install() { python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore "$@"; }
   pip_install mcap==1.3.0 mcap-ros2-support==0.5.5 2>/dev/null || pip_install --break-system-packages mcap==1.3.0 mcap-ros2-support==0.5.5

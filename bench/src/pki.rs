@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use roam_net::pki::{self, Identity, Validity};
+use roam_pki::{self as pki, Identity, Validity};
 use roam_proto::frame::Role;
 
 pub struct TempPki {

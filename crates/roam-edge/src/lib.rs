@@ -29,6 +29,7 @@ pub mod names;
 pub mod port;
 mod publisher;
 pub mod realm;
+pub mod recording;
 pub mod ros_names;
 pub mod service;
 pub mod stats;

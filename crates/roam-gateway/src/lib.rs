@@ -28,6 +28,8 @@
 pub mod admission;
 pub mod auth;
 pub mod codec;
+pub mod dashboard;
+pub mod doors;
 pub mod expiry;
 pub mod foxglove;
 pub mod grpc;

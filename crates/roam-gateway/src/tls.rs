@@ -118,10 +118,10 @@ impl TlsSettings {
 /// The name a verified client certificate gives its holder: the roam identity when it is one,
 /// else the subject's common name.
 pub fn client_name(cert: &CertificateDer<'_>) -> Option<String> {
-    if let Ok((name, _)) = roam_net::pki::cert_identity(cert) {
+    if let Ok((name, _)) = roam_pki::cert_identity(cert) {
         return Some(name);
     }
-    roam_net::pki::common_name(cert)
+    roam_pki::common_name(cert)
 }
 
 /// One door's TLS layer (or none): turns accepted TCP connections into [`Stream`]s.

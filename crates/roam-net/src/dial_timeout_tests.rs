@@ -5,10 +5,11 @@ use std::time::Duration;
 
 use roam_proto::frame::Role;
 
-use crate::link::{Inbound, LinkConfig, LinkError, LocalInfo};
-use crate::pki::tests::TempDir;
-use crate::pki::{init_ca, issue, load_identity, Identity, Validity};
+use crate::inbound::Inbound;
+use crate::link::{LinkConfig, LinkError, LocalInfo};
+use crate::test_dir::TempDir;
 use crate::{quic, tcp, tls};
+use roam_pki::{init_ca, issue, load_identity, Identity, Validity};
 
 fn robot() -> (TempDir, Identity, LocalInfo) {
     let dir = TempDir::new("dial-timeout");

@@ -4,10 +4,11 @@
 
 use std::time::Duration;
 
-use crate::link::{Established, Inbound, LinkConfig, LinkError, LinkId, LocalInfo};
-use crate::pki::Identity;
-use crate::runtime::PeerAddr;
+use crate::inbound::Inbound;
+use crate::link::{Established, LinkConfig, LinkError, LinkId, LocalInfo};
+use crate::peer_addr::PeerAddr;
 use crate::{mqtt, quic, tcp};
+use roam_pki::Identity;
 
 /// Dials `peer` once: a QUIC connection on `ep`, or TCP+TLS with `identity`; the handshake
 /// and the Hello exchange complete or fail within the link's handshake timeout.

@@ -1,8 +1,11 @@
 //! roam links and the async shell around the routing core.
 //!
-//! - [`pki`]: the deployment CA and identities; [`tls`]: mutual-TLS configurations.
+//! - [`tls`]: mutual-TLS configurations made of an identity (the CA and identities are
+//!   `roam_pki`'s).
 //! - [`link`]: one authenticated connection to a peer (QUIC, or TCP+TLS where UDP is blocked):
-//!   frame I/O, per-topic lanes, bounded queues.
+//!   frame I/O, per-topic lanes, bounded queues; [`inbound`]: where its readers hand what they
+//!   read (a channel, or a router core behind the [`inbound::RouteHere`] trait);
+//!   [`peer_addr`]: the addresses a link is dialed at.
 //! - [`runtime`]: a router process: drives `roam_routing::Router` from link events and a timer.
 //! - [`admission`]: limits on connections that have not authenticated yet (handshake
 //!   deadline, per source and in total); [`ratelog`]: warnings that cannot flood the log.
@@ -20,12 +23,14 @@ pub mod envelope_queue;
 pub mod fec;
 pub mod flight;
 pub mod framing;
+pub mod inbound;
 pub mod lane;
 pub mod latency;
 pub mod link;
 pub mod mqtt;
 pub mod pause;
-pub mod pki;
+pub mod peer_addr;
+
 pub mod quic;
 pub mod ratelog;
 pub mod runtime;
@@ -35,3 +40,5 @@ pub mod tls;
 
 #[cfg(test)]
 mod dial_timeout_tests;
+#[cfg(test)]
+mod test_dir;

@@ -8,10 +8,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use roam_proto::frame::{Role, DATA_HEADER_LEN, LINK_VERSION};
 use roam_proto::{Frame, RouterId};
-use tokio::sync::mpsc;
 
 use crate::lane::{LaneLimits, Pushed, Weighted};
-use crate::pause::Pauses;
 use crate::tls::{router_id, PeerIdentity};
 
 pub use roam_routing::LinkId;
@@ -84,17 +82,6 @@ pub struct LinkConfig {
     pub max_unauthenticated_per_source: usize,
 }
 
-impl LinkConfig {
-    /// What a router's admission control enforces (see [`crate::admission`]).
-    pub fn admission(&self) -> crate::admission::AdmissionLimits {
-        crate::admission::AdmissionLimits {
-            handshake_timeout: self.handshake_timeout,
-            total: self.max_unauthenticated,
-            per_source: self.max_unauthenticated_per_source,
-        }
-    }
-}
-
 /// The congestion controller of QUIC links.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Congestion {
@@ -163,9 +150,12 @@ impl Default for LinkConfig {
             max_ack_delay: Duration::from_millis(1),
             initial_window_bytes: 256 << 10,
             fec: true,
-            handshake_timeout: crate::admission::AdmissionLimits::default().handshake_timeout,
-            max_unauthenticated: crate::admission::AdmissionLimits::default().total,
-            max_unauthenticated_per_source: crate::admission::AdmissionLimits::default().per_source,
+            // A TLS handshake takes a few round trips: seconds even over a satellite hop.
+            handshake_timeout: Duration::from_secs(10),
+            // Far below the usual 1,024 file descriptors, far above what peers reconnecting
+            // after a router restart need at once.
+            max_unauthenticated: 256,
+            max_unauthenticated_per_source: 16,
         }
     }
 }
@@ -284,77 +274,6 @@ pub fn check_hello(cert: &PeerIdentity, hello: Option<Frame>) -> Result<PeerInfo
 pub enum LinkInput {
     Frame(Frame),
     Closed(String),
-}
-
-/// Where a link's reader tasks deliver: the owner's channel, tagged with the link id, or a
-/// router's core, which they route on themselves ([`crate::runtime`]'s `direct`); and the
-/// owner's paused topics (see [`crate::pause`]).
-#[derive(Clone)]
-pub struct Inbound {
-    owner: Owner,
-    pauses: Arc<Pauses>,
-}
-
-#[derive(Clone)]
-enum Owner {
-    Channel(mpsc::Sender<(LinkId, LinkInput)>),
-    Router(
-        Arc<crate::runtime::Direct>,
-        crate::runtime::Queue<(LinkId, LinkInput)>,
-    ),
-}
-
-impl Inbound {
-    pub fn new(tx: mpsc::Sender<(LinkId, LinkInput)>, pauses: Arc<Pauses>) -> Self {
-        Self {
-            owner: Owner::Channel(tx),
-            pauses,
-        }
-    }
-
-    /// For a router: readers route on their own task, or queue behind what the router's loop
-    /// has yet to carry out.
-    pub(crate) fn routed(
-        direct: Arc<crate::runtime::Direct>,
-        queue: crate::runtime::Queue<(LinkId, LinkInput)>,
-        pauses: Arc<Pauses>,
-    ) -> Self {
-        Self {
-            owner: Owner::Router(direct, queue),
-            pauses,
-        }
-    }
-
-    /// For owners that never pause (clients).
-    pub fn unpaused(tx: mpsc::Sender<(LinkId, LinkInput)>) -> Self {
-        Self::new(tx, Arc::new(Pauses::default()))
-    }
-
-    /// Hands a frame to the owner, first waiting while its topic is paused. False when the
-    /// owner is gone.
-    pub async fn frame(&self, link: LinkId, frame: Frame) -> bool {
-        if let Frame::Data { envelope, .. } = &frame {
-            if let Some(name) = roam_proto::envelope::peek_name(envelope) {
-                self.pauses.wait(&name).await;
-            }
-        }
-        self.input(link, LinkInput::Frame(frame)).await
-    }
-
-    pub async fn closed(&self, link: LinkId, reason: String) {
-        let _ = self.input(link, LinkInput::Closed(reason)).await;
-    }
-
-    async fn input(&self, link: LinkId, input: LinkInput) -> bool {
-        match &self.owner {
-            Owner::Channel(tx) => tx.send((link, input)).await.is_ok(),
-            Owner::Router(direct, queue) => match direct.input(link, input) {
-                crate::runtime::Routed::Done => true,
-                crate::runtime::Routed::Queue(input) => queue.send((link, input)).await.is_ok(),
-                crate::runtime::Routed::Stopped => false,
-            },
-        }
-    }
 }
 
 /// Counters of one link, shared with its tasks ("every hop is measured").

@@ -14,13 +14,14 @@ use tokio_rustls::{TlsAcceptor, TlsConnector};
 use tracing::{debug, warn};
 
 use crate::framing::{read_frame, write_data, ReadError};
+use crate::inbound::Inbound;
 use crate::lane::{Lane, Policy, Pushed};
 use crate::link::{
-    check_hello, is_best_effort, Established, Inbound, LinkConfig, LinkError, LinkId, LinkSender,
-    LinkStats, LocalInfo, Outgoing, Transport,
+    check_hello, is_best_effort, Established, LinkConfig, LinkError, LinkId, LinkSender, LinkStats,
+    LocalInfo, Outgoing, Transport,
 };
-use crate::pki::Identity;
 use crate::tls;
+use roam_pki::Identity;
 
 /// Dials a router over TCP+TLS.
 pub async fn dial(

@@ -24,9 +24,9 @@ use rustls::{
 };
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 
-use crate::pki::{self, Identity};
+use roam_pki::{self as pki, Identity};
 
-pub use crate::pki::ROUTER_SERVER_NAME;
+pub use roam_pki::ROUTER_SERVER_NAME;
 
 /// The only application protocol links speak.
 pub const ALPN: &[u8] = b"roam/1";

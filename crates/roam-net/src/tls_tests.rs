@@ -6,8 +6,8 @@ use std::time::Duration as StdDuration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::*;
-use crate::pki::tests::TempDir;
-use crate::pki::{init_ca, issue, load_identity, Validity};
+use crate::test_dir::TempDir;
+use roam_pki::{init_ca, issue, load_identity, Validity};
 
 const TIMEOUT: StdDuration = StdDuration::from_secs(10);
 

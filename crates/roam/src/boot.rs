@@ -10,7 +10,7 @@ use roam_net::link::LinkConfig;
 use roam_net::runtime::{self, PeerAddr, RouterConfig, RouterHandle, RoutingTimers};
 use tokio::task::JoinHandle;
 
-use crate::config::LinkFile;
+use roam_config::link::LinkFile;
 
 /// What a router is started from.
 pub struct RouterBoot<'a> {
@@ -31,7 +31,7 @@ pub struct RouterBoot<'a> {
 /// `listening quic ADDR` / `listening tcp ADDR` on stdout (scripts and tests read them).
 pub async fn start_router(b: RouterBoot<'_>) -> Result<(RouterHandle, JoinHandle<()>), String> {
     let link = b.link.apply(LinkConfig::default())?;
-    let identity = roam_net::pki::load_identity(b.pki, b.id).map_err(|e| e.to_string())?;
+    let identity = roam_pki::load_identity(b.pki, b.id).map_err(|e| e.to_string())?;
     if identity.role != roam_proto::frame::Role::Router {
         return Err(format!(
             "{} runs a router: identity {} has a client certificate; issue one with `roam pki issue {} --role router`",

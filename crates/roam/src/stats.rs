@@ -194,7 +194,7 @@ impl Status {
     /// A proxy's status: its edge router and its edge's topics, reported every
     /// `status_interval_s` and into `metrics_file`; the first snapshot is written now.
     pub async fn start_proxy(
-        cfg: &crate::proxy::config::ProxyConfig,
+        cfg: &roam_proxy::config::ProxyConfig,
         router: &RouterHandle,
         edge: &roam_edge::Edge,
     ) -> Result<(Status, Ticker), String> {

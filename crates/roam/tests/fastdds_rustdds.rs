@@ -1,16 +1,19 @@
 //! RustDDS readers (ros2-client 0.12, rustdds 0.15) of Fast DDS 2.9 talkers through roam: a
 //! late transient-local subscription, a 20 MB message, a late keyed reader. Real Fast DDS nodes
-//! (tests/fastdds) and two roam proxies and a router, as in tests/fastdds_topics.rs; the RustDDS
+//! (tests/fastdds) and two roam proxies and a router, as in tests/fastdds_suites/topics.rs; the RustDDS
 //! participants live in this test process.
 //!
 //! A process of its own: a RustDDS participant dropped by a test is not gone at once, and with
 //! these tests in fastdds_topics' process a Fast DDS listener there was seen to get nothing.
 //!
-//! Domains 210..215 and router ports 18605..18607: also used by tests/services_vendors.rs, a
+//! Domains 210..215 and router ports 18605..18607: also used by tests/rustdds_vendors/services.rs, a
 //! test binary never run at the same time as this one; each test here has its own pair.
 
+#[path = "support/common.rs"]
 mod common;
+#[path = "support/fastdds_support.rs"]
 mod fastdds_support;
+#[path = "support/rustdds_support.rs"]
 mod rustdds_support;
 
 use std::collections::BTreeSet;

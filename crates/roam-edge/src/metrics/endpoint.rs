@@ -64,6 +64,18 @@ impl MetricsEndpoint {
         Ok(MetricsEndpoint { addr: local, task })
     }
 
+    /// A process's endpoint (`metrics_listen:`), if it has one: the default exposition, and
+    /// the address it serves logged.
+    pub async fn start(
+        listen: Option<SocketAddr>,
+        metrics: &Metrics,
+    ) -> Result<Option<Self>, MetricsEndpointError> {
+        let Some(addr) = listen else { return Ok(None) };
+        let ep = Self::bind(addr, metrics.clone(), Exposition::default()).await?;
+        tracing::info!(addr = %ep.local_addr(), "serving metrics at /metrics");
+        Ok(Some(ep))
+    }
+
     /// The address it listens on.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr

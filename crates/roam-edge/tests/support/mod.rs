@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use roam_edge::{Edge, Port, Realm};
 use roam_net::client::{Client, ClientConfig};
 use roam_net::link::LinkConfig;
-use roam_net::pki::{self, Validity};
 use roam_net::runtime::{self, PeerAddr, RouterConfig, RouterHandle, RoutingTimers};
+use roam_pki::{self as pki, Validity};
 use roam_proto::frame::Role;
 use roam_proto::RealmSecret;
 

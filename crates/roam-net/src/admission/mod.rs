@@ -26,6 +26,8 @@ use std::fmt;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
+use crate::link::LinkConfig;
+
 /// Limits on connections that have not authenticated yet (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AdmissionLimits {
@@ -37,16 +39,20 @@ pub struct AdmissionLimits {
     pub per_source: usize,
 }
 
+impl AdmissionLimits {
+    /// What a router's admission control enforces, from its links' configuration.
+    pub fn of(link: &LinkConfig) -> Self {
+        Self {
+            handshake_timeout: link.handshake_timeout,
+            total: link.max_unauthenticated,
+            per_source: link.max_unauthenticated_per_source,
+        }
+    }
+}
+
 impl Default for AdmissionLimits {
     fn default() -> Self {
-        Self {
-            // A TLS handshake takes a few round trips: seconds even over a satellite hop.
-            handshake_timeout: Duration::from_secs(10),
-            // Far below the usual 1,024 file descriptors, far above what peers reconnecting
-            // after a router restart need at once.
-            total: 256,
-            per_source: 16,
-        }
+        Self::of(&LinkConfig::default())
     }
 }
 

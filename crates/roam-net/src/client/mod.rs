@@ -22,8 +22,8 @@ use roam_proto::Name;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::link::LinkConfig;
-use crate::pki::Identity;
 use crate::runtime::PeerAddr;
+use roam_pki::Identity;
 
 #[derive(Clone)]
 pub struct ClientConfig {

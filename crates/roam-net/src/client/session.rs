@@ -14,8 +14,9 @@ use tracing::{info, warn};
 use super::endpoints::{Declare, Endpoints};
 use super::{ClientConfig, ClientEvent, ClientStats, Cmd};
 use crate::dialer::{self, Backoff};
+use crate::inbound::Inbound;
 use crate::lane::Pushed;
-use crate::link::{Inbound, LinkInput, LinkSender, LocalInfo};
+use crate::link::{LinkInput, LinkSender, LocalInfo};
 use crate::tls;
 
 pub(super) async fn run(

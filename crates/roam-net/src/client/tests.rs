@@ -7,9 +7,9 @@ use bytes::Bytes;
 use roam_proto::frame::Role;
 
 use super::*;
-use crate::pki::tests::TempDir;
-use crate::pki::Identity;
-use crate::pki::{init_ca, issue, load_identity, Validity};
+use crate::test_dir::TempDir;
+use roam_pki::Identity;
+use roam_pki::{init_ca, issue, load_identity, Validity};
 
 fn identity(dir: &TempDir) -> Arc<Identity> {
     init_ca(dir.path()).unwrap();

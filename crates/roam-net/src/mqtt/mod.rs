@@ -26,9 +26,10 @@ pub use addr::MqttPeer;
 use broker::Broker;
 use stream::TunnelStream;
 
-use crate::link::{Established, Inbound, LinkConfig, LinkError, LinkId, LocalInfo};
-use crate::pki::Identity;
+use crate::inbound::Inbound;
+use crate::link::{Established, LinkConfig, LinkError, LinkId, LocalInfo};
 use crate::tcp;
+use roam_pki::Identity;
 
 /// Dials the router listening at `peer`'s rendezvous.
 pub async fn dial(

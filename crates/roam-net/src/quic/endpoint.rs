@@ -7,8 +7,8 @@ use std::sync::Arc;
 use tracing::warn;
 
 use crate::link::{Congestion, LinkConfig, LinkError};
-use crate::pki::Identity;
 use crate::tls;
+use roam_pki::Identity;
 
 /// The least receive window a link grants, whatever UDP buffer the kernel gave: below this a
 /// wide-area path crawls (a window per round trip), which costs more than the rare datagram

@@ -35,10 +35,11 @@ use tracing::debug;
 
 use crate::fec::{self, LossEstimate};
 use crate::framing::read_frame_counted;
+use crate::inbound::Inbound;
 use crate::lane::{Lane, Policy, Pushed};
 use crate::link::{
-    check_hello, is_best_effort, Established, Inbound, LinkConfig, LinkError, LinkId, LinkSender,
-    LinkStats, LocalInfo, Outgoing, PathStats, Transport,
+    check_hello, is_best_effort, Established, LinkConfig, LinkError, LinkId, LinkSender, LinkStats,
+    LocalInfo, Outgoing, PathStats, Transport,
 };
 use crate::tls;
 use lane_stream::{write_here, LaneStream, StreamSlot};
@@ -56,7 +57,7 @@ pub async fn dial(
 ) -> Result<Established, LinkError> {
     let handshake = async {
         let conn = ep
-            .connect(addr, crate::pki::ROUTER_SERVER_NAME)
+            .connect(addr, roam_pki::ROUTER_SERVER_NAME)
             .map_err(|e| LinkError::Connect(e.to_string()))?
             .await
             .map_err(|e| LinkError::Connect(e.to_string()))?;

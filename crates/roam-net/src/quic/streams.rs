@@ -12,8 +12,9 @@ use tracing::{debug, warn};
 use super::lane_stream::{lock, LaneStream, StreamSlot};
 use super::QuicTransport;
 use crate::fec::{self, GapError, GapReader};
+use crate::inbound::Inbound;
 use crate::lane::{Lane, Weighted};
-use crate::link::{Inbound, LinkId, Outgoing};
+use crate::link::{LinkId, Outgoing};
 
 /// Most frames one stream write takes from a lane, and the byte count past which it stops
 /// taking more: enough to amortise waking quinn's connection driver over a burst of small

@@ -15,9 +15,9 @@ use super::endpoint::{endpoint, transport_config};
 use super::link_socket::LinkSocket;
 use super::timer::EarlyTimerRuntime;
 use crate::link::LinkConfig;
-use crate::pki::tests::TempDir;
-use crate::pki::{init_ca, issue, load_identity, Validity, ROUTER_SERVER_NAME};
+use crate::test_dir::TempDir;
 use crate::tls;
+use roam_pki::{init_ca, issue, load_identity, Validity, ROUTER_SERVER_NAME};
 
 /// What a test watches of the listening side's socket.
 pub(super) trait Tap: std::fmt::Debug + Send + Sync + 'static {

@@ -8,7 +8,7 @@ use roam_proto::RouterId;
 
 use super::PeerAddr;
 use crate::link::LinkConfig;
-use crate::pki::Identity;
+use roam_pki::Identity;
 
 /// Timers of the routing core.
 #[derive(Debug, Clone)]

@@ -16,69 +16,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use tokio::sync::mpsc::{self, error::SendError, error::TrySendError};
 use tokio::sync::Notify;
 
 use super::Runtime;
+use crate::inbound::RouteHere;
+pub(crate) use crate::inbound::{Queue, Routed};
 use crate::link::{LinkId, LinkInput};
-
-/// A sender to the routing loop that counts what it queued (see the module's comment).
-pub(crate) struct Queue<T> {
-    tx: mpsc::Sender<T>,
-    queued: Arc<AtomicUsize>,
-}
-
-impl<T> Clone for Queue<T> {
-    fn clone(&self) -> Self {
-        Self {
-            tx: self.tx.clone(),
-            queued: self.queued.clone(),
-        }
-    }
-}
-
-impl<T> Queue<T> {
-    pub(crate) fn new(tx: mpsc::Sender<T>, queued: Arc<AtomicUsize>) -> Self {
-        Self { tx, queued }
-    }
-
-    pub(crate) async fn send(&self, v: T) -> Result<(), SendError<T>> {
-        self.queued.fetch_add(1, Ordering::SeqCst);
-        let r = self.tx.send(v).await;
-        self.unless_sent(r.is_ok());
-        r
-    }
-
-    pub(crate) fn blocking_send(&self, v: T) -> Result<(), SendError<T>> {
-        self.queued.fetch_add(1, Ordering::SeqCst);
-        let r = self.tx.blocking_send(v);
-        self.unless_sent(r.is_ok());
-        r
-    }
-
-    pub(crate) fn try_send(&self, v: T) -> Result<(), TrySendError<T>> {
-        self.queued.fetch_add(1, Ordering::SeqCst);
-        let r = self.tx.try_send(v);
-        self.unless_sent(r.is_ok());
-        r
-    }
-
-    fn unless_sent(&self, sent: bool) {
-        if !sent {
-            self.queued.fetch_sub(1, Ordering::SeqCst);
-        }
-    }
-}
-
-/// What became of a message brought to the core.
-pub(crate) enum Routed<T> {
-    /// Routed on this thread.
-    Done,
-    /// Something sent to the loop earlier waits there still: queue this behind it.
-    Queue(T),
-    /// The router has stopped.
-    Stopped,
-}
 
 /// The routing core, shared by the loop and every caller.
 pub(crate) struct Direct {
@@ -112,11 +55,6 @@ impl Direct {
         self.queued.fetch_sub(n, Ordering::SeqCst);
     }
 
-    /// A link's frame, or its end, taken in by the core on this thread if it may.
-    pub(crate) fn input(&self, link: LinkId, input: LinkInput) -> Routed<LinkInput> {
-        self.route(input, |rt, input, now| rt.input(link, input, now))
-    }
-
     /// Routes `msg` with `route` on this thread, unless the loop has something to do first.
     pub(super) fn route<T>(
         &self,
@@ -137,5 +75,11 @@ impl Direct {
             self.timer_moved.notify_one();
         }
         Routed::Done
+    }
+}
+
+impl RouteHere for Direct {
+    fn input(&self, link: LinkId, input: LinkInput) -> Routed<LinkInput> {
+        self.route(input, |rt, input, now| rt.input(link, input, now))
     }
 }

@@ -30,7 +30,7 @@ async fn wait_forwards(h: &RouterHandle, peer: &str, want: bool) -> Option<bool>
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_peer_linked_to_this_router_alone_does_not_forward_and_one_with_others_does() {
     let dir = Dir(std::env::temp_dir().join(format!("roam-forwards-{}", std::process::id())));
-    crate::pki::init_ca(&dir.0).unwrap();
+    roam_pki::init_ca(&dir.0).unwrap();
     let b = router(&dir, "b", None, LinkConfig::default()).await;
     let b_addr = b.quic_addr.expect("b listens on QUIC");
     let a = router(&dir, "a", Some(b_addr), LinkConfig::default()).await;

@@ -54,7 +54,7 @@ async fn a_slow_in_process_subscriber_loses_no_reliable_message() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscriber_behind_on_large_messages_holds_its_byte_bound_and_loses_none() {
     let dir = Dir(std::env::temp_dir().join(format!("roam-local-bytes-{}", std::process::id())));
-    crate::pki::init_ca(&dir.0).unwrap();
+    roam_pki::init_ca(&dir.0).unwrap();
     let name = Name([8; 32]);
     let sub_router = router(&dir, "sub", None, LinkConfig::default()).await;
     let pub_router = router(&dir, "pub", sub_router.quic_addr, LinkConfig::default()).await;

@@ -15,16 +15,16 @@ mod direct;
 mod handle;
 mod links;
 mod local;
-mod peer_addr;
+
 mod replace;
 mod report;
 mod routing_loop;
 mod stall;
 
+pub use crate::peer_addr::{resolve, PeerAddr};
 pub use config::{RouterConfig, RoutingTimers};
 pub use handle::{LocalPublication, LocalSubscription, RouterHandle};
 pub use local::LocalId;
-pub use peer_addr::{resolve, PeerAddr};
 pub use report::{LinkReport, ReplaceStats, RouterReport, CLOSED_LINKS_KEPT};
 
 #[cfg(test)]
@@ -59,13 +59,12 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tracing::info;
 
 use crate::admission::gate::Gate;
-use crate::link::{
-    Established, Inbound, LinkError, LinkId, LinkInput, LinkSender, LocalInfo, PeerInfo,
-};
+use crate::inbound::Inbound;
+use crate::link::{Established, LinkError, LinkId, LinkInput, LinkSender, LocalInfo, PeerInfo};
 use crate::pause::Pauses;
 use crate::{quic, tls};
 
-pub(crate) use direct::{Direct, Queue, Routed};
+pub(crate) use direct::{Direct, Queue};
 
 enum Command {
     Up {
@@ -137,7 +136,7 @@ pub async fn start(
     let pauses = Arc::new(Pauses::default());
     let handle_pauses = pauses.clone();
     let next_link = Arc::new(AtomicU32::new(1));
-    let gate = Gate::new(config.link.admission());
+    let gate = Gate::new(crate::admission::AdmissionLimits::of(&config.link));
     let (stopping_tx, stopping) = watch::channel(false);
     let rt = Runtime {
         core: Router::new(config::routing_config(id, &config.timers), Instant::now()),

@@ -9,7 +9,7 @@ use roam_proto::frame::Role;
 
 use super::*;
 use crate::link::LinkConfig;
-pub use crate::pki;
+pub use roam_pki as pki;
 
 pub struct Dir(pub PathBuf);
 

@@ -11,14 +11,14 @@ use roam_proto::SigningIdentity;
 use tokio::sync::watch;
 
 use super::ConnectArgs;
-use crate::addr;
-use crate::config::LinkFile;
+use roam_config::addr;
+use roam_config::link::LinkFile;
 
 /// The client session's settings from the command line.
 pub fn client_config(conn: &ConnectArgs) -> Result<ClientConfig, String> {
     // The address first: its mistakes need no PKI to be reported.
     let router = addr::parse_peer(&conn.connect).map_err(|e| format!("--connect: {e}"))?;
-    let identity = roam_net::pki::load_identity(&conn.pki, &conn.id).map_err(|e| e.to_string())?;
+    let identity = roam_pki::load_identity(&conn.pki, &conn.id).map_err(|e| e.to_string())?;
     let link = LinkFile {
         max_message_bytes: conn.max_message_bytes,
         ..LinkFile::default()

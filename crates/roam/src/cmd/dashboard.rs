@@ -41,7 +41,7 @@ pub async fn run(a: DashboardArgs) -> CmdResult {
         )
     })?;
     let realm = Arc::new(roam_edge::realm::load(&a.realm)?);
-    let (listener, bound) = crate::dashboard::bind(addr).await?;
+    let (listener, bound) = roam_gateway::dashboard::bind(addr).await?;
     let ClientEdge { edge, .. } = client_edge(
         client_config(&a.conn)?,
         &a.conn.id,
@@ -49,10 +49,10 @@ pub async fn run(a: DashboardArgs) -> CmdResult {
         None,
     )?;
     let view = edge.realm_metrics(realm.clone()).await;
-    let (latest, follow) = crate::dashboard::follow(realm.label.clone(), view, interval);
+    let (latest, follow) = roam_gateway::dashboard::follow(realm.label.clone(), view, interval);
     println!("dashboard listening http://{bound}");
     tracing::info!("dashboard of realm {} on http://{bound}", realm.label);
-    let server = tokio::spawn(crate::dashboard::serve(listener, latest));
+    let server = tokio::spawn(roam_gateway::dashboard::serve(listener, latest));
     let sig = stop.wait().await;
     eprintln!("{sig}: stopping");
     server.abort();

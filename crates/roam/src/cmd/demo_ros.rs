@@ -143,7 +143,8 @@ pub async fn run(a: &DemoArgs, exe: &Path, dir: &Path, stop: &mut Stop) -> CmdRe
     .map_err(|e| e.to_string())?;
 
     let mut procs = Procs(Vec::new());
-    let log = std::env::var("RUST_LOG").unwrap_or_else(|_| "warn,roam::proxy=info".into());
+    let log = std::env::var("RUST_LOG")
+        .unwrap_or_else(|_| "warn,roam_proxy=info,roam::proxy_run=info".into());
     say!("[demo] router on {router_addr}; proxy A on DDS domain {DOMAIN_A} exports /chatter only; proxy B on domain {DOMAIN_B} imports /chatter and /private_map");
     let mut router = roam(
         exe,

@@ -110,8 +110,7 @@ pub async fn run_pub(a: PubArgs) -> CmdResult {
     let mut stop = super::signals::Stop::install()?;
     let (topic, dds_type) = topic_ref(&a.topic, a.raw_name.as_deref())?;
     let signer = if a.sign {
-        let id =
-            roam_net::pki::load_identity(&a.conn.pki, &a.conn.id).map_err(|e| e.to_string())?;
+        let id = roam_pki::load_identity(&a.conn.pki, &a.conn.id).map_err(|e| e.to_string())?;
         Some(Arc::new(SigningIdentity::from_pkcs8(&id.signing_pkcs8)?))
     } else {
         None

@@ -104,7 +104,7 @@ impl Cli {
         };
         let asked = flag
             .map(usize::from)
-            .or_else(|| file.and_then(crate::config::worker_threads_in));
+            .or_else(|| file.and_then(roam_config::router::worker_threads_in));
         match (asked, env) {
             (Some(n), _) => Some(n),
             (None, Some(_)) => None,

@@ -10,9 +10,10 @@ use roam_dds::Participant;
 use roam_edge::definitions::DefinitionSource;
 
 use super::CmdResult;
-use crate::mqtt::{config, Bridge, Context, MqttSection};
-use crate::proxy::config::DdsFile;
-use crate::proxy::dds_config;
+use roam_config::mqtt as config;
+use roam_proxy::config::DdsFile;
+use roam_proxy::dds_config;
+use roam_proxy::mqtt::{Bridge, Context, MqttSection};
 
 #[derive(Debug, Args)]
 pub struct MqttArgs {

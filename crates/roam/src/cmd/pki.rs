@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Subcommand, ValueEnum};
-use roam_net::pki::{self, Validity};
+use roam_pki::{self as pki, Validity};
 
 use super::CmdResult;
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::CmdResult;
-use crate::proxy::config::ProxyConfig;
+use roam_proxy::config::ProxyConfig;
 
 #[derive(Debug, Args)]
 pub struct ProxyArgs {
@@ -42,7 +42,7 @@ pub async fn run(a: ProxyArgs) -> CmdResult {
         cfg.status_interval_s = s;
     }
     if let Some(l) = a.metrics_listen {
-        crate::addr::check_host_port(&l, crate::addr::Use::Listen)
+        roam_config::addr::check_host_port(&l, roam_config::addr::Use::Listen)
             .map_err(|e| format!("--metrics-listen: {e}"))?;
         cfg.metrics_listen = Some(l);
     }
@@ -64,7 +64,7 @@ pub async fn run(a: ProxyArgs) -> CmdResult {
             None => signal.await,
         }
     };
-    crate::proxy::run::run(cfg, stop).await
+    crate::proxy_run::run(cfg, stop).await
 }
 
 /// Resolves on SIGINT or SIGTERM (if they cannot be handled, never: they keep their default

@@ -41,7 +41,7 @@ pub fn run(c: RealmCommand) -> CmdResult {
             Ok(())
         }
         RealmCommand::AddMember { name, realm, pki } => {
-            let id = roam_net::pki::load_identity(&pki, &name).map_err(|e| e.to_string())?;
+            let id = roam_pki::load_identity(&pki, &name).map_err(|e| e.to_string())?;
             let signer = roam_proto::SigningIdentity::from_pkcs8(&id.signing_pkcs8)?;
             roam_edge::realm::add_member(&realm, &name, &signer.public_key())?;
             println!("{name} may now sign envelopes in {}", realm.display());

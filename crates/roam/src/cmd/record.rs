@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 
 use super::connect::{client_config, client_edge, ClientEdge};
 use super::{CmdResult, ConnectArgs};
-use crate::recording::{HoldLimits, Recorder, Sample};
+use roam_edge::recording::{HoldLimits, Recorder, Sample};
 
 #[derive(Debug, Args)]
 pub struct RecordArgs {

@@ -3,15 +3,14 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use roam_edge::metrics::prometheus::Exposition;
 use roam_edge::metrics::{Metrics, MetricsEndpoint, ProcessKind};
 use tracing::info;
 
 use super::CmdResult;
-use crate::addr;
-use crate::config::{self, RouterFile};
-use crate::config_doc::FieldPath;
 use crate::stats::Status;
+use roam_config::addr;
+use roam_config::doc::FieldPath;
+use roam_config::router::{self as config, RouterFile};
 
 #[derive(Debug, Args)]
 pub struct RouterArgs {
@@ -88,7 +87,7 @@ pub async fn run(a: RouterArgs) -> CmdResult {
     let from_file = |f: fn(&RouterFile) -> Option<String>| file.and_then(f);
     let id = match a.id {
         Some(id) => {
-            roam_net::pki::validate_name(&id).map_err(|e| format!("--id: {e}"))?;
+            roam_pki::validate_name(&id).map_err(|e| format!("--id: {e}"))?;
             id
         }
         None => from_file(|f| f.id.clone())
@@ -99,7 +98,7 @@ pub async fn run(a: RouterArgs) -> CmdResult {
         .pki
         .or_else(|| file.and_then(|f| f.pki.clone()))
         .ok_or("no PKI directory: give --pki DIR or `pki:` in the config file")?;
-    if let Err(e) = roam_net::pki::check_files(&pki_dir, &id) {
+    if let Err(e) = roam_pki::check_files(&pki_dir, &id) {
         return Err(match &loaded {
             Some(l) if !pki_flag => l.doc().err(&FieldPath::new("pki"), e.to_string()).into(),
             _ => format!("--pki {}: {e}", pki_dir.display()),
@@ -175,7 +174,9 @@ pub async fn run(a: RouterArgs) -> CmdResult {
             None => None,
         },
     };
-    let _endpoint = serve_metrics(metrics_listen, status.metrics()).await?;
+    let _endpoint = MetricsEndpoint::start(metrics_listen, status.metrics())
+        .await
+        .map_err(|e| e.to_string())?;
     let interval = a
         .status_interval
         .or(file.and_then(|f| f.status_interval_s))
@@ -192,19 +193,6 @@ pub async fn run(a: RouterArgs) -> CmdResult {
         _ = &mut task => {}
     }
     Ok(())
-}
-
-/// Serves `metrics` on `listen` (if given) until the returned endpoint is dropped.
-pub async fn serve_metrics(
-    listen: Option<std::net::SocketAddr>,
-    metrics: &Metrics,
-) -> Result<Option<MetricsEndpoint>, String> {
-    let Some(addr) = listen else { return Ok(None) };
-    let ep = MetricsEndpoint::bind(addr, metrics.clone(), Exposition::default())
-        .await
-        .map_err(|e| e.to_string())?;
-    info!(addr = %ep.local_addr(), "serving metrics at /metrics");
-    Ok(Some(ep))
 }
 
 /// Resolves on SIGINT (Ctrl-C), SIGTERM or SIGHUP (see [`super::signals::Stop`]); if the

@@ -1,5 +1,5 @@
 """Reads an MCAP file that `roam record` wrote with two independent readers, and prints what
-each found, for tests/record_mcap.rs.
+each found, for tests/proxy/record_mcap.rs.
 
 usage: read_mcap.py FILE
 Lines: "mcap TOPIC SCHEMA ENCODING COUNT" per channel (SCHEMA "-" for a channel without one,

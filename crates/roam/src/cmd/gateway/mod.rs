@@ -3,11 +3,6 @@
 //! reach each other in-process as well as the realm; it serves rosbridge v2 over WebSocket
 //! and, when configured, gRPC and the Foxglove WebSocket protocol (see docs/gateway.md).
 
-mod config;
-pub mod doors;
-pub mod doors_config;
-mod tls_config;
-
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -17,6 +12,7 @@ use roam_edge::{Edge, Port};
 use roam_net::runtime::PeerAddr;
 
 use super::CmdResult;
+use roam_config::gateway as config;
 
 #[derive(Debug, Args)]
 pub struct GatewayArgs {
@@ -63,7 +59,7 @@ pub async fn run(a: GatewayArgs) -> CmdResult {
         },
     )?;
     let rules =
-        crate::proxy::rules::ProxyRules::load(cfg.rules.as_deref()).map_err(|e| e.to_string())?;
+        roam_proxy::rules::ProxyRules::load(cfg.rules.as_deref()).map_err(|e| e.to_string())?;
     // With a rules file SIGHUP reloads it instead of stopping.
     let mut stop = match rules.has_file() {
         true => super::signals::Stop::install_without_hangup()?,
@@ -102,9 +98,11 @@ pub async fn run(a: GatewayArgs) -> CmdResult {
     let metrics_listen = cfg
         .metrics_listen
         .as_deref()
-        .map(|s| crate::addr::parse_listen(s).map_err(|e| format!("metrics_listen: {e}")))
+        .map(|s| roam_config::addr::parse_listen(s).map_err(|e| format!("metrics_listen: {e}")))
         .transpose()?;
-    let _metrics_endpoint = super::router::serve_metrics(metrics_listen, &metrics).await?;
+    let _metrics_endpoint = roam_edge::metrics::MetricsEndpoint::start(metrics_listen, &metrics)
+        .await
+        .map_err(|e| e.to_string())?;
     let _metrics_to_realm = crate::stats::Status::announce(
         &cfg.id,
         roam_edge::metrics::ProcessKind::Gateway,
@@ -113,7 +111,9 @@ pub async fn run(a: GatewayArgs) -> CmdResult {
         std::slice::from_ref(&realm),
     )
     .await;
-    let doors = doors::start(edge, realm, definitions, cfg.doors, tls).await?;
+    let doors = roam_gateway::doors::start(edge, realm, definitions, cfg.doors.openings(), tls)
+        .await
+        .map_err(|e| e.to_string())?;
     let _ = doors.gw.rules.set(rules.clone());
     let mut hangup = match rules.has_file() {
         true => Some(

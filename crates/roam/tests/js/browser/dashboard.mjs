@@ -1,5 +1,5 @@
 // Drives headless Chromium (Debian's, through playwright-core) to `roam dashboard`'s page and
-// reports what its DOM shows, for tests/dashboard_browser.rs.
+// reports what its DOM shows, for tests/network/dashboard_browser.rs.
 //
 // usage: node dashboard.mjs URL SCREENSHOT SECONDS WAIT_TOPIC MIN_RATE
 // Prints "dom JSON" every 500 ms ({state, members: [[id, kind, health]], links: [[member,

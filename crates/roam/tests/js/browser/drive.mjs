@@ -1,5 +1,5 @@
 // Drives headless Chromium (Debian's, through playwright-core) to the roslibjs page and reports
-// what its DOM shows, one line per observation, for tests/gateway_browser.rs.
+// what its DOM shows, one line per observation, for tests/gateway/browser.rs.
 //
 // usage: node drive.mjs GATEWAY_WSS_URL SPKI_SHA256_BASE64 TOPIC TYPE ECHO_TOPIC SCREENSHOT
 // The page is bundled with esbuild at start and served from memory by this process on

@@ -1,4 +1,4 @@
-// A Foxglove WebSocket client for tests/gateway_foxglove.rs: @foxglove/ws-protocol's
+// A Foxglove WebSocket client for tests/gateway/foxglove.rs: @foxglove/ws-protocol's
 // FoxgloveClient over the `ws` package, schemas parsed with @foxglove/rosmsg, CDR read and
 // written with @foxglove/rosmsg2-serialization (none of it ours).
 //

@@ -1,0 +1,24 @@
+//! `roam gateway` with client libraries we do not own: roslibpy, roslibjs in a browser, the
+//! Foxglove client, grpcio; its TLS, rules, refusals, slow clients and attacks.
+//!
+//! One test binary with a module per suite (each suite's DDS domains and ports are its own, so
+//! the modules' tests may run side by side).
+
+#[allow(dead_code)]
+#[path = "../support/common.rs"]
+mod common;
+#[allow(dead_code)]
+#[path = "../support/gateway_support.rs"]
+mod gateway_support;
+
+mod actions;
+mod attacks;
+mod browser;
+mod foxglove;
+mod grpc;
+mod in_proxy;
+mod refusals;
+mod rosbridge;
+mod rules;
+mod slow_clients;
+mod tls;
