@@ -4,11 +4,12 @@
 //! is roam-mqtt's [`Inbound`]; this task carries out what it decides: make or re-make the
 //! DDS writer when the type is (re)announced, write, publish the latency of stamped
 //! messages on `~/latencies/<ros topic>`. A message that cannot be converted is dropped,
-//! counted, and said once per topic.
+//! counted, and said once per topic. A new ROS publisher's first messages wait for a reader
+//! to match it ([`super::hold`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use roam_dds::{History, Participant, Qos, TopicInfo, Writer};
@@ -22,6 +23,11 @@ use roam_msg::TypeName;
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
+use super::hold::FirstSamples;
+
+/// How often held samples look for a matched reader.
+const MATCH_POLL: Duration = Duration::from_millis(10);
+
 /// An entry's figures: MQTT arrival to the DDS write call, and the write call itself
 /// (CycloneDDS sends the data within it).
 pub type EntryHops = (Arc<HopStats>, Arc<HopStats>);
@@ -33,6 +39,8 @@ struct Entry {
     sink: Sink,
     latency: Option<Writer>,
     failures: u64,
+    /// A new DDS writer's first samples, until it matched a reader.
+    first: FirstSamples<bytes::Bytes>,
 }
 
 enum Sink {
@@ -87,6 +95,14 @@ impl Sink {
         }
     }
 
+    /// Whether a DDS writer has matched a reader (a realm publisher needs none).
+    fn matched(&self) -> bool {
+        match self {
+            Sink::Dds(Some(w)) => w.matched_readers().map(|n| n > 0).unwrap_or(true),
+            _ => true,
+        }
+    }
+
     async fn publish(&self, e: &Mqtt2Ros, cdr: &[u8]) {
         let r = match self {
             Sink::Dds(Some(w)) => w.write_cdr(cdr).map_err(|e| e.to_string()),
@@ -132,6 +148,7 @@ pub async fn run(
             sink,
             latency: None,
             failures: 0,
+            first: FirstSamples::default(),
         };
         // A configured type publishes from the start (the ROS graph shows the topic).
         if let Some(t) = entry.state.ros_type().map(str::to_string) {
@@ -139,11 +156,24 @@ pub async fn run(
                 .sink
                 .retype(&participant, &entry.state.entry, &t)
                 .await;
+            entry.first.start(Instant::now());
         }
         by_topic.insert(entry.state.entry.mqtt_topic.clone(), all.len());
         all.push(entry);
     }
-    while let Some(m) = inbox.recv().await {
+    loop {
+        let m = if all.iter().any(|e| e.first.holding()) {
+            tokio::select! {
+                m = inbox.recv() => m,
+                _ = tokio::time::sleep(MATCH_POLL) => {
+                    release_held(&mut all).await;
+                    continue;
+                }
+            }
+        } else {
+            inbox.recv().await
+        };
+        let Some(m) = m else { break };
         let key = data_topic_of(&m.topic).unwrap_or(&m.topic);
         let Some(&i) = by_topic.get(key) else {
             continue;
@@ -171,11 +201,14 @@ pub async fn run(
                         info!(target: "roam::mqtt", topic = %e.state.entry.ros_topic, to = %t, "the MQTT topic's type changed: new ROS publisher");
                     }
                     e.sink.retype(&participant, &e.state.entry, &t).await;
+                    e.first.start(Instant::now());
                 }
                 InAction::Publish(cdr) => {
                     let write = Instant::now();
                     e.hops.0.record(write - m.at);
-                    e.sink.publish(&e.state.entry, &cdr).await;
+                    for s in e.first.offer(cdr, write, e.sink.matched()) {
+                        e.sink.publish(&e.state.entry, &s).await;
+                    }
                     e.hops.1.record(write.elapsed());
                 }
                 InAction::Latency(s) => {
@@ -187,6 +220,20 @@ pub async fn run(
                     }
                 }
             }
+        }
+        // Other entries' holds end on time even while this one's messages keep coming.
+        if all.iter().any(|e| e.first.holding()) {
+            release_held(&mut all).await;
+        }
+    }
+}
+
+/// Writes what entries held for their new writers, where a reader matched or the hold is over.
+async fn release_held(all: &mut [Entry]) {
+    let now = Instant::now();
+    for e in all.iter_mut().filter(|e| e.first.holding()) {
+        for s in e.first.poll(now, e.sink.matched()) {
+            e.sink.publish(&e.state.entry, &s).await;
         }
     }
 }

@@ -6,6 +6,7 @@
 //! (its type, and its QoS for `auto`); one task for every `mqtt2ros` entry ([`inbound`]),
 //! which owns their DDS writers. What a message becomes is decided in roam-mqtt's pure code.
 
+pub mod hold;
 mod inbound;
 mod outbound;
 

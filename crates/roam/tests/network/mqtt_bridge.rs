@@ -1,7 +1,7 @@
 //! The MQTT bridge against a real Mosquitto, real DDS nodes (PyPI cyclonedds) and a paho
 //! client that speaks mqtt_client 2.x's wire format through rosbags' CDR (not roam's code).
 //!
-//! Domains 141..149 are this file's alone; each test has its own broker on a free port.
+//! Domains 141..149, 153 and 154 are this file's alone; each test has its own broker on a free port.
 
 use std::time::Duration;
 
@@ -152,6 +152,42 @@ fn a_paho_client_speaking_mqtt_clients_wire_format_reads_and_writes_it() {
         wait_line(&latencies, "value ", T).unwrap_or_else(|| panic!("no latency: {}", b.logs()));
     let s: f64 = l.trim_start_matches("value ").parse().unwrap();
     assert!((0.0..5.0).contains(&s), "{l}");
+}
+
+/// A topic's type message and its first messages in one burst, as mqtt_client sends them when
+/// it starts, while a ROS listener already waits: every message arrives, the first too. The
+/// bridge makes its ROS publisher when the type arrives, and holds what comes until the
+/// listener has matched it (before, the first message went out before discovery and was lost:
+/// 2 of 3 arrived).
+#[test]
+fn the_first_messages_of_a_new_mqtt_topic_reach_a_listener_already_there() {
+    let dir = test_dir("first");
+    let broker = Broker::started(&dir, None);
+    let port = broker.port.to_string();
+    let p = params(
+        broker.port,
+        "",
+        "      mqtt2ros:\n        mqtt_topics: [robot/cmd]\n        robot/cmd: {ros_topic: /cmd}\n",
+    );
+    let b = bridge(&dir, "bridge", 154, &p, &[]);
+    assert!(
+        b.wait_log("connected to the MQTT broker", T),
+        "{}",
+        b.logs()
+    );
+    // Its reader exists once it says "ready".
+    let listener = python("listener", "listener.py", &["154", "rt/cmd"]);
+    let _writer = peer(
+        "paho-write",
+        &["write", &port, "robot/cmd", "3", "--period", "0"],
+    );
+    let got = lines(&listener, "data: paho ", 3, T);
+    assert_eq!(
+        got,
+        ["data: paho 0", "data: paho 1", "data: paho 2"],
+        "{}",
+        b.logs()
+    );
 }
 
 /// Primitive and JSON modes, as paho sees and sends them; QoS and retained as MQTT says.
