@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo test fuzz-smoke bench bench-build bench-full bench-mqtt bench-rules bench-plots clean
+.PHONY: setup build demo test lint fuzz-smoke bench bench-build bench-full bench-mqtt bench-rules bench-plots clean
 
 setup:
 	@scripts/setup.sh
@@ -14,8 +14,15 @@ demo: build
 	target/release/roam demo --duration $${DURATION:-15}
 
 test: setup
+	$(CARGO) fmt --all --check
 	$(CARGO) test --workspace --all-targets -- --test-threads=2
+	$(MAKE) lint
 	$(MAKE) fuzz-smoke
+
+# What the code is held to besides its tests: clippy and rustdoc without a warning.
+lint:
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
 
 # Every fuzz target over its seed corpus plus random inputs for a few seconds (needs nightly
 # for cargo-fuzz; skipped with a note when none is installed, the property tests still run).

@@ -49,6 +49,11 @@ if [ "$(printf '%s\n1.88.0\n' "$ver" | sort -V | head -n1)" != "1.88.0" ]; then
   echo "setup: rustc $ver is older than 1.88; run 'rustup update stable'." >&2
   exit 1
 fi
+# `make test` also holds the code to rustfmt and clippy (rustup's default profile has them;
+# a minimal one does not).
+if command -v rustup >/dev/null 2>&1; then
+  rustup component add rustfmt clippy >/dev/null 2>&1 || true
+fi
 
 # Python cyclonedds (same CycloneDDS 11 as cyclors, C library bundled in the wheel): the tests use
 # it as a real ROS 2 peer (on the wire, a node on rmw_cyclonedds).

@@ -84,7 +84,7 @@ pub fn check_peer(s: &str) -> Result<(), AddrError> {
         Some(("mqtt" | "mqtts", _)) => {
             return roam_net::mqtt::MqttPeer::parse(s)
                 .map(|_| ())
-                .map_err(AddrError::Mqtt)
+                .map_err(|e| AddrError::Mqtt(e.to_string()))
         }
         Some((scheme, _)) => {
             return Err(AddrError::BadScheme {
@@ -97,16 +97,25 @@ pub fn check_peer(s: &str) -> Result<(), AddrError> {
     check_host_port(rest, Use::Connect)
 }
 
+/// An address that is not well-formed, or does not resolve.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    #[error(transparent)]
+    Shape(#[from] AddrError),
+    #[error(transparent)]
+    Resolve(#[from] runtime::AddrError),
+}
+
 /// A router address, checked, then resolved.
-pub fn parse_peer(s: &str) -> Result<PeerAddr, String> {
-    check_peer(s).map_err(|e| e.to_string())?;
-    s.parse()
+pub fn parse_peer(s: &str) -> Result<PeerAddr, ResolveError> {
+    check_peer(s)?;
+    Ok(s.parse()?)
 }
 
 /// An address to listen on, checked, then resolved.
-pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
-    check_host_port(s, Use::Listen).map_err(|e| e.to_string())?;
-    runtime::resolve(s)
+pub fn parse_listen(s: &str) -> Result<SocketAddr, ResolveError> {
+    check_host_port(s, Use::Listen)?;
+    Ok(runtime::resolve(s)?)
 }
 
 #[cfg(test)]

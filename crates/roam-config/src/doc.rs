@@ -88,6 +88,34 @@ impl From<ConfigError> for String {
     }
 }
 
+/// Why a configuration file was not taken: it could not be read, or it holds a mistake.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+}
+
+impl LoadError {
+    /// Reads `path` as text.
+    pub fn read(path: &std::path::Path) -> Result<String, LoadError> {
+        std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+            path: path.to_owned(),
+            source,
+        })
+    }
+}
+
+impl From<LoadError> for String {
+    fn from(e: LoadError) -> String {
+        e.to_string()
+    }
+}
+
 /// A configuration file's text and where it came from, to make located errors.
 #[derive(Debug, Clone, Copy)]
 pub struct Doc<'a> {

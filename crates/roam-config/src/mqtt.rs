@@ -52,7 +52,8 @@ impl MqttSection {
                         "params: names a file; give the bridge's keys there or here, not both",
                     ));
                 }
-                read_file(&base.join(file)).map_err(|e| doc.err(&at.clone().key("params"), e))?
+                read_file(&base.join(file))
+                    .map_err(|e| doc.err(&at.clone().key("params"), e.to_string()))?
             }
             Some(_) => return Err(doc.err(&at.clone().key("params"), "expected a file name")),
             None => Params::from_value(&Value::Mapping(inline), base).map_err(|e| {
@@ -74,11 +75,31 @@ impl MqttSection {
 }
 
 /// Reads mqtt_client's parameter file (as `roam mqtt --params` and `mqtt: {params: }` do).
-pub fn read_file(path: &Path) -> Result<Params, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+pub fn read_file(path: &Path) -> Result<Params, ParamsFileError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ParamsFileError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
     let base = path.parent().unwrap_or(Path::new("."));
-    Params::parse(&text, base).map_err(|e| format!("{}: {e}", path.display()))
+    Params::parse(&text, base).map_err(|source| ParamsFileError::Params {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// Why mqtt_client's parameter file was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum ParamsFileError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", path.display())]
+    Params {
+        path: std::path::PathBuf,
+        source: roam_mqtt::ParamsError,
+    },
 }
 
 fn is_node_name(s: &str) -> bool {

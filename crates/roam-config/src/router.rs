@@ -43,7 +43,7 @@ use roam_net::link::LinkConfig;
 use serde::Deserialize;
 
 use crate::addr::{check_host_port, check_peer, Use};
-use crate::doc::{ConfigError, Doc, FieldPath};
+use crate::doc::{ConfigError, Doc, FieldPath, LoadError};
 use crate::link::LinkFile;
 
 #[derive(Debug, Default, Deserialize)]
@@ -89,7 +89,7 @@ impl RouterFile {
         }
         for (i, m) in self.listen_mqtt.iter().enumerate() {
             roam_net::mqtt::MqttPeer::parse(m)
-                .map_err(|e| doc.err(&FieldPath::new("listen_mqtt").index(i), e))?;
+                .map_err(|e| doc.err(&FieldPath::new("listen_mqtt").index(i), e.to_string()))?;
         }
         for (i, c) in self.connect.iter().enumerate() {
             check_peer(c)
@@ -136,14 +136,14 @@ pub fn worker_threads_in(path: &Path) -> Option<usize> {
 }
 
 /// Parses YAML text, naming `origin` (usually the file path) in errors.
-pub fn parse<T: serde::de::DeserializeOwned>(text: &str, origin: &str) -> Result<T, String> {
-    Doc::new(text, origin).parse().map_err(String::from)
+pub fn parse<T: serde::de::DeserializeOwned>(text: &str, origin: &str) -> Result<T, ConfigError> {
+    Doc::new(text, origin).parse()
 }
 
-pub fn load<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    parse(&text, &path.display().to_string())
+/// Reads and parses a YAML file.
+pub fn load<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, LoadError> {
+    let text = LoadError::read(path)?;
+    Ok(parse(&text, &path.display().to_string())?)
 }
 
 /// A configuration file as read: its parsed contents and its text, to locate later errors
@@ -161,9 +161,8 @@ impl<T> Loaded<T> {
 }
 
 /// Reads, parses and checks a router's file (see [`RouterFile::check`]).
-pub fn load_router(path: &Path) -> Result<Loaded<RouterFile>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+pub fn load_router(path: &Path) -> Result<Loaded<RouterFile>, LoadError> {
+    let text = LoadError::read(path)?;
     let origin = path.display().to_string();
     let doc = Doc::new(&text, &origin);
     let file: RouterFile = doc.parse()?;
@@ -228,12 +227,18 @@ mod tests {
 
     #[test]
     fn mistakes_name_the_line() {
-        let e = parse::<RouterFile>("id: r1\nconect:\n  - x\n", "r.yaml").unwrap_err();
+        let e = parse::<RouterFile>("id: r1\nconect:\n  - x\n", "r.yaml")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("r.yaml: line 2"), "{e}");
         assert!(e.contains("unknown field `conect`"), "{e}");
-        let e = parse::<RouterFile>("id: r1\nlink:\n  keepalive_ms: soon\n", "r.yaml").unwrap_err();
+        let e = parse::<RouterFile>("id: r1\nlink:\n  keepalive_ms: soon\n", "r.yaml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("line 3"), "{e}");
-        let e = parse::<RouterFile>("id: [\n", "r.yaml").unwrap_err();
+        let e = parse::<RouterFile>("id: [\n", "r.yaml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("r.yaml"), "{e}");
         let bad = LinkFile {
             idle_timeout_ms: Some(1000),
@@ -422,7 +427,9 @@ mod tests {
         assert!(on.unwrap().fec);
         let f: RouterFile = parse("id: r1\nlink:\n  fec: false\n", "r.yaml").unwrap();
         assert!(!f.link.apply(LinkConfig::default()).unwrap().fec);
-        let e = parse::<RouterFile>("id: r1\nlink:\n  fec: sometimes\n", "r.yaml").unwrap_err();
+        let e = parse::<RouterFile>("id: r1\nlink:\n  fec: sometimes\n", "r.yaml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("line 3") && e.contains("fec"), "{e}");
     }
 }

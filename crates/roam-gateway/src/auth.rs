@@ -264,11 +264,22 @@ impl Tokens {
     }
 }
 
+/// A token's `expires:` that is not an RFC 3339 time.
+#[derive(Debug, thiserror::Error)]
+#[error("{text:?} is not an RFC 3339 time such as 2027-01-31T12:00:00Z: {source}")]
+pub struct ExpiryError {
+    text: String,
+    source: time::error::Parse,
+}
+
 /// Parses an RFC 3339 time (`2027-01-31T12:00:00Z`) into Unix seconds.
-pub fn parse_expiry(s: &str) -> Result<i64, String> {
+pub fn parse_expiry(s: &str) -> Result<i64, ExpiryError> {
     time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
         .map(|t| t.unix_timestamp())
-        .map_err(|e| format!("{s:?} is not an RFC 3339 time such as 2027-01-31T12:00:00Z: {e}"))
+        .map_err(|source| ExpiryError {
+            text: s.to_owned(),
+            source,
+        })
 }
 
 #[cfg(test)]

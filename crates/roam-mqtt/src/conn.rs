@@ -61,7 +61,7 @@ fn q5(q: MqttQos) -> rumqttc::v5::mqttbytes::QoS {
 }
 
 /// A client of `c.version`, with `REQUESTS` requests queued at most.
-pub fn build(c: &Connect, requests: usize) -> (Api, Loop) {
+pub(crate) fn build(c: &Connect, requests: usize) -> (Api, Loop) {
     let transport = c.tls.as_ref().map(|config| {
         rumqttc::Transport::tls_with_config(rumqttc::TlsConfiguration::Rustls(config.clone()))
     });
@@ -125,7 +125,7 @@ pub fn build(c: &Connect, requests: usize) -> (Api, Loop) {
 
 impl Api {
     /// Queues a publication; `Err` when the request queue is full.
-    pub fn try_publish(
+    pub(crate) fn try_publish(
         &self,
         topic: String,
         qos: MqttQos,
@@ -142,21 +142,21 @@ impl Api {
         }
     }
 
-    pub fn try_subscribe(&self, topic: String, qos: MqttQos) -> Result<(), String> {
+    pub(crate) fn try_subscribe(&self, topic: String, qos: MqttQos) -> Result<(), String> {
         match self {
             Api::V4(c) => c.try_subscribe(topic, q4(qos)).map_err(|e| e.to_string()),
             Api::V5(c) => c.try_subscribe(topic, q5(qos)).map_err(|e| e.to_string()),
         }
     }
 
-    pub fn try_unsubscribe(&self, topic: String) {
+    pub(crate) fn try_unsubscribe(&self, topic: String) {
         let _ = match self {
             Api::V4(c) => c.try_unsubscribe(topic).map_err(|_| ()),
             Api::V5(c) => c.try_unsubscribe(topic).map_err(|_| ()),
         };
     }
 
-    pub async fn disconnect(&self) {
+    pub(crate) async fn disconnect(&self) {
         let _ = match self {
             Api::V4(c) => c.disconnect().await.map_err(|_| ()),
             Api::V5(c) => c.disconnect().await.map_err(|_| ()),
@@ -165,7 +165,7 @@ impl Api {
 }
 
 impl Loop {
-    pub async fn poll(&mut self) -> Result<Ev, String> {
+    pub(crate) async fn poll(&mut self) -> Result<Ev, String> {
         match self {
             Loop::V4(l) => {
                 use rumqttc::{Event, Incoming};
@@ -205,7 +205,7 @@ impl Loop {
     }
 
     /// Publications rumqttc will write again itself first (a resumed session).
-    pub fn pending_publishes(&self) -> usize {
+    pub(crate) fn pending_publishes(&self) -> usize {
         match self {
             Loop::V4(l) => l
                 .pending

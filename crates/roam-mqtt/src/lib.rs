@@ -8,7 +8,7 @@
 //! - [`client`]: the MQTT client shell (rumqttc): connection, TLS, reconnection with
 //!   back-off, re-subscription, a bounded buffer while the broker is away.
 //!
-//! What is not here: DDS and the realm. The `roam` crate's bridge joins these to a DDS domain
+//! What is not here: DDS and the realm. The bridge in `roam_proxy::mqtt` joins these to a DDS domain
 //! and to realm topics.
 
 #![forbid(unsafe_code)]

@@ -1,4 +1,4 @@
-//! TLS to the broker (`broker.tls`, `client.tls`): rustls with ring, as roam's links.
+//! TLS to the broker (`broker.tls`, `client.tls`): rustls with the aws-lc-rs provider, as roam's links.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

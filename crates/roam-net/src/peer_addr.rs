@@ -2,6 +2,30 @@
 
 use std::net::SocketAddr;
 
+/// Why an address was not taken. Each message quotes the address as written.
+#[derive(Debug, thiserror::Error)]
+pub enum AddrError {
+    #[error("unknown scheme {scheme:?} in {addr:?}: use quic://, tcp:// or mqtt://")]
+    UnknownScheme { scheme: String, addr: String },
+    #[error("cannot resolve {addr:?}: {source}")]
+    Unresolved {
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("{addr:?} resolves to no address")]
+    NoAddress { addr: String },
+    #[error("{addr:?}: expected mqtt:// or mqtts://")]
+    NotMqtt { addr: String },
+    #[error("{addr:?}: name the rendezvous after the broker: mqtt://HOST:PORT/RENDEZVOUS")]
+    NoRendezvous { addr: String },
+    #[error("{addr:?}: the rendezvous must be one word without /, + or #")]
+    BadRendezvous { addr: String },
+    #[error("{addr:?}: {port:?} is not a port")]
+    BadPort { addr: String, port: String },
+    #[error("{addr:?}: no broker host")]
+    NoHost { addr: String },
+}
+
 /// Where to reach a peer router.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PeerAddr {
@@ -12,11 +36,11 @@ pub enum PeerAddr {
 }
 
 impl std::str::FromStr for PeerAddr {
-    type Err = String;
+    type Err = AddrError;
 
     /// `quic://HOST:PORT`, `tcp://HOST:PORT`, `HOST:PORT` (QUIC), or
     /// `mqtt[s]://[USER:PASS@]HOST:PORT/RENDEZVOUS`.
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, AddrError> {
         let (tcp, rest) = match s.split_once("://") {
             Some(("quic", r)) => (false, r),
             Some(("tcp", r)) => (true, r),
@@ -24,9 +48,10 @@ impl std::str::FromStr for PeerAddr {
                 return crate::mqtt::MqttPeer::parse(s).map(PeerAddr::Mqtt)
             }
             Some((scheme, _)) => {
-                return Err(format!(
-                    "unknown scheme {scheme:?} in {s:?}: use quic://, tcp:// or mqtt://"
-                ))
+                return Err(AddrError::UnknownScheme {
+                    scheme: scheme.to_owned(),
+                    addr: s.to_owned(),
+                })
             }
             None => (false, s),
         };
@@ -50,10 +75,14 @@ impl std::fmt::Display for PeerAddr {
 }
 
 /// Resolves `HOST:PORT` (names through the system resolver).
-pub fn resolve(s: &str) -> Result<SocketAddr, String> {
+pub fn resolve(s: &str) -> Result<SocketAddr, AddrError> {
     use std::net::ToSocketAddrs;
+    let addr = || s.to_owned();
     s.to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {s:?}: {e}"))?
+        .map_err(|source| AddrError::Unresolved {
+            addr: addr(),
+            source,
+        })?
         .next()
-        .ok_or_else(|| format!("{s:?} resolves to no address"))
+        .ok_or_else(|| AddrError::NoAddress { addr: addr() })
 }

@@ -1,4 +1,4 @@
-//! Mutual-TLS configurations for links: TLS 1.3 only, ring provider, the deployment CA as the
+//! Mutual-TLS configurations for links: TLS 1.3 only, the aws-lc-rs provider, the deployment CA as the
 //! only trust anchor, ALPN `roam/1`.
 //!
 //! - A server (always a router) requires a client certificate chaining to the CA.
@@ -47,7 +47,7 @@ pub enum TlsError {
     #[error("the peer presented no certificate")]
     NoPeerCertificate,
     #[error("the peer certificate is not a roam identity: {0}")]
-    NotAnIdentity(String),
+    NotAnIdentity(roam_pki::IdentityError),
     /// A handshake failure; displays [`explain`]'s text followed by rustls's own reason.
     #[error("{}", explain(.0))]
     Handshake(#[source] rustls::Error),

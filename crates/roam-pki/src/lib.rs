@@ -71,7 +71,10 @@ pub enum PkiError {
     #[error("{} is accessible by group or others (mode {mode:03o}); a private key must be private: run `chmod 600 {}`", path.display(), path.display())]
     KeyPermissions { path: PathBuf, mode: u32 },
     #[error("{}: not a roam identity certificate: {reason}", path.display())]
-    NotAnIdentity { path: PathBuf, reason: String },
+    NotAnIdentity {
+        path: PathBuf,
+        reason: IdentityError,
+    },
     #[error("{}: its public key does not match the private key in {}", cert.display(), key.display())]
     KeyMismatch { cert: PathBuf, key: PathBuf },
     #[error("{}: not signed by the CA in {}: {reason}", cert.display(), ca.display())]
@@ -513,7 +516,10 @@ pub fn load_identity(dir: &Path, name: &str) -> Result<Identity, PkiError> {
     if cert_name != name {
         return Err(PkiError::NotAnIdentity {
             path: cert_path,
-            reason: format!("it names {cert_name:?}, not {name:?}"),
+            reason: IdentityError::NamesAnother {
+                found: cert_name,
+                expected: name.to_owned(),
+            },
         });
     }
     use ring::signature::KeyPair as _;
@@ -549,47 +555,77 @@ pub fn load_identity(dir: &Path, name: &str) -> Result<Identity, PkiError> {
     })
 }
 
+/// Why a certificate is not a roam identity.
+#[derive(Debug, thiserror::Error)]
+pub enum IdentityError {
+    #[error("unparseable certificate: {0}")]
+    Unparseable(String),
+    #[error("trailing bytes after the certificate")]
+    TrailingBytes,
+    #[error("bad subjectAltName extension: {0}")]
+    BadSubjectAltName(String),
+    #[error("no subjectAltName extension")]
+    NoSubjectAltName,
+    #[error("no NAME.id.roam DNS name")]
+    NoIdentityName,
+    #[error("more than one NAME.id.roam DNS name")]
+    SeveralIdentityNames,
+    #[error("{0}")]
+    BadName(Box<PkiError>),
+    #[error("no subject common name")]
+    NoCommonName,
+    #[error("subject common name is not a string: {0}")]
+    CommonNameNotText(String),
+    #[error("subject CN {cn:?} does not match the SAN {name}{IDENTITY_SUFFIX}")]
+    CommonNameMismatch { cn: String, name: String },
+    #[error("rejected by webpki: {0}")]
+    Webpki(webpki::Error),
+    #[error("it names {found:?}, not {expected:?}")]
+    NamesAnother { found: String, expected: String },
+}
+
 /// Reads a roam identity's name and role out of a leaf certificate.
 ///
 /// The name is the single `NAME.id.roam` DNS SAN and must equal the subject CN; the role is
 /// Router exactly when webpki accepts the certificate for `router.roam`. Does not check the
 /// signature or validity: callers do that (rustls for peers, [`load_identity`] for files).
-pub fn cert_identity(der: &CertificateDer<'_>) -> Result<(String, Role), String> {
+pub fn cert_identity(der: &CertificateDer<'_>) -> Result<(String, Role), IdentityError> {
     use x509_parser::extensions::GeneralName;
 
     let (rest, cert) = x509_parser::parse_x509_certificate(der)
-        .map_err(|e| format!("unparseable certificate: {e}"))?;
+        .map_err(|e| IdentityError::Unparseable(e.to_string()))?;
     if !rest.is_empty() {
-        return Err("trailing bytes after the certificate".into());
+        return Err(IdentityError::TrailingBytes);
     }
     let san = cert
         .subject_alternative_name()
-        .map_err(|e| format!("bad subjectAltName extension: {e}"))?
-        .ok_or("no subjectAltName extension")?;
+        .map_err(|e| IdentityError::BadSubjectAltName(e.to_string()))?
+        .ok_or(IdentityError::NoSubjectAltName)?;
     let mut names = san.value.general_names.iter().filter_map(|g| match g {
         GeneralName::DNSName(dns) => dns.strip_suffix(IDENTITY_SUFFIX),
         _ => None,
     });
-    let name = names.next().ok_or("no NAME.id.roam DNS name")?;
+    let name = names.next().ok_or(IdentityError::NoIdentityName)?;
     if names.next().is_some() {
-        return Err("more than one NAME.id.roam DNS name".into());
+        return Err(IdentityError::SeveralIdentityNames);
     }
-    validate_name(name).map_err(|e| e.to_string())?;
+    validate_name(name).map_err(|e| IdentityError::BadName(Box::new(e)))?;
     let mut cns = cert.subject().iter_common_name();
     let cn = cns
         .next()
-        .ok_or("no subject common name")?
+        .ok_or(IdentityError::NoCommonName)?
         .as_str()
-        .map_err(|e| format!("subject common name is not a string: {e}"))?;
+        .map_err(|e| IdentityError::CommonNameNotText(e.to_string()))?;
     if cns.next().is_some() || cn != name {
-        return Err(format!(
-            "subject CN {cn:?} does not match the SAN {name}{IDENTITY_SUFFIX}"
-        ));
+        return Err(IdentityError::CommonNameMismatch {
+            cn: cn.to_owned(),
+            name: name.to_owned(),
+        });
     }
 
-    let ee =
-        webpki::EndEntityCert::try_from(der).map_err(|e| format!("rejected by webpki: {e}"))?;
-    let router = ServerName::try_from(ROUTER_SERVER_NAME).map_err(|e| e.to_string())?;
+    let ee = webpki::EndEntityCert::try_from(der).map_err(IdentityError::Webpki)?;
+    let router = ServerName::try_from(ROUTER_SERVER_NAME)
+        .map_err(|e| IdentityError::Unparseable(e.to_string()))?;
     let role = match ee.verify_is_valid_for_subject_name(&router) {
         Ok(()) => Role::Router,
         Err(_) => Role::Client,

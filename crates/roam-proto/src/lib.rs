@@ -37,5 +37,7 @@ pub use envelope::{EnvelopeFlags, EnvelopeHeader, PayloadKind};
 pub use frame::{Frame, FrameError, RouterId};
 pub use meta::{StreamAnnouncement, StreamQos, TopicAnnouncement, TypeDefinition, XTypes};
 pub use name::{Kind, Name, TopicDescriptor};
-pub use realm::RealmSecret;
-pub use seal::{OpenError, Opened, Opener, OpenerConfig, SealError, Sealer, SigningIdentity};
+pub use realm::{RealmSecret, SecretError};
+pub use seal::{
+    KeyError, OpenError, Opened, Opener, OpenerConfig, SealError, Sealer, SigningIdentity,
+};

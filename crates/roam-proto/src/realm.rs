@@ -2,6 +2,15 @@
 
 use std::fmt;
 
+/// Why a realm secret was not read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SecretError {
+    #[error("realm secret is not hexadecimal: {0}")]
+    NotHex(hex::FromHexError),
+    #[error("realm secret must be 32 bytes (64 hex digits), got {0} bytes")]
+    Length(usize),
+}
+
 /// 32 bytes shared by all members of a realm. Names and envelope keys derive from it.
 ///
 /// `Debug` never prints the secret.
@@ -23,15 +32,12 @@ impl RealmSecret {
     }
 
     /// Parses 64 hexadecimal digits.
-    pub fn from_hex(s: &str) -> Result<Self, String> {
+    pub fn from_hex(s: &str) -> Result<Self, SecretError> {
         let s = s.trim();
-        let v = hex::decode(s).map_err(|e| format!("realm secret is not hexadecimal: {e}"))?;
-        let arr: [u8; 32] = v.try_into().map_err(|v: Vec<u8>| {
-            format!(
-                "realm secret must be 32 bytes (64 hex digits), got {} bytes",
-                v.len()
-            )
-        })?;
+        let v = hex::decode(s).map_err(SecretError::NotHex)?;
+        let arr: [u8; 32] = v
+            .try_into()
+            .map_err(|v: Vec<u8>| SecretError::Length(v.len()))?;
         Ok(Self(arr))
     }
 

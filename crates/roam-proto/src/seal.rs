@@ -65,6 +65,11 @@ fn nonce(seq: u64) -> Nonce {
     Nonce::assume_unique_for_key(n)
 }
 
+/// A key that is not an Ed25519 PKCS#8 document (ring's reason).
+#[derive(Debug, thiserror::Error)]
+#[error("not an Ed25519 PKCS#8 key: {0}")]
+pub struct KeyError(ring::error::KeyRejected);
+
 /// The Ed25519 key an identity signs envelopes with (the key of its certificate).
 pub struct SigningIdentity {
     key: Ed25519KeyPair,
@@ -72,10 +77,10 @@ pub struct SigningIdentity {
 
 impl SigningIdentity {
     /// From a PKCS#8 v1 or v2 document, as `roam pki issue` writes.
-    pub fn from_pkcs8(der: &[u8]) -> Result<Self, String> {
+    pub fn from_pkcs8(der: &[u8]) -> Result<Self, KeyError> {
         Ed25519KeyPair::from_pkcs8_maybe_unchecked(der)
             .map(|key| Self { key })
-            .map_err(|e| format!("not an Ed25519 PKCS#8 key: {e}"))
+            .map_err(KeyError)
     }
 
     pub fn from_seed(seed: &[u8; 32]) -> Self {

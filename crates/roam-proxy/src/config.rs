@@ -97,7 +97,7 @@ use super::entries::{
 };
 use super::patterns::{Pattern, Side};
 use roam_config::addr::{check_host_port, check_peer, Use};
-use roam_config::doc::{ConfigError, Doc, FieldPath};
+use roam_config::doc::{ConfigError, Doc, FieldPath, LoadError};
 use roam_config::gateway::doors::Doors;
 use roam_gateway::tls::TlsSettings;
 
@@ -175,9 +175,8 @@ pub struct EmbeddedGateway {
 impl ProxyConfig {
     /// Reads, parses and checks a proxy's file, including what it names on this machine:
     /// the PKI files, the realm files and the network interfaces.
-    pub fn load(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    pub fn load(path: &Path) -> Result<Self, LoadError> {
+        let text = LoadError::read(path)?;
         let origin = path.display().to_string();
         let doc = Doc::new(&text, &origin);
         let mut cfg = Self::parse_doc(&doc)?;
@@ -432,10 +431,11 @@ impl ProxyConfig {
         }
         if !self.dds.interfaces.is_empty() {
             let here = roam_config::host::interface_names()
-                .map_err(|e| doc.err(&FieldPath::new("dds.interfaces"), e))?;
+                .map_err(|e| doc.err(&FieldPath::new("dds.interfaces"), e.to_string()))?;
             for (i, name) in self.dds.interfaces.iter().enumerate() {
-                roam_config::host::check_interface(name, &here)
-                    .map_err(|e| doc.err(&FieldPath::new("dds.interfaces").index(i), e))?;
+                roam_config::host::check_interface(name, &here).map_err(|e| {
+                    doc.err(&FieldPath::new("dds.interfaces").index(i), e.to_string())
+                })?;
             }
         }
         Ok(())

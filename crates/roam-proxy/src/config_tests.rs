@@ -285,7 +285,7 @@ impl Machine {
         );
         let path = self.0.join("robot.yaml");
         std::fs::write(&path, text).unwrap();
-        ProxyConfig::load(&path)
+        ProxyConfig::load(&path).map_err(|e| e.to_string())
     }
 }
 

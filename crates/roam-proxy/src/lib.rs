@@ -11,7 +11,7 @@
 //! (`roam_edge`); ROS 2 naming conventions are in `roam_edge::ros_names`.
 //! - [`import`]: the task that mirrors every announced stream of an imported topic with a
 //!   DDS writer and writes its data.
-//! - [`write`]: writing imported samples without stalling the async runtime.
+//! - [`write`](mod@write): writing imported samples without stalling the async runtime.
 //! - [`directory`]: the proxy's entries in its realms' directories.
 //! - [`rules`] and [`nodes`]: the rules file (docs/rules.md) evaluated on what crosses, and
 //!   the ROS node of each local writer (for NODE).

@@ -155,7 +155,8 @@ pub fn signing_identity(
         return Ok(None);
     }
     let id = roam_pki::load_identity(&cfg.pki, &cfg.id).map_err(|e| e.to_string())?;
-    let signer = roam_proto::SigningIdentity::from_pkcs8(&id.signing_pkcs8)?;
+    let signer =
+        roam_proto::SigningIdentity::from_pkcs8(&id.signing_pkcs8).map_err(|e| e.to_string())?;
     for (name, realm) in realms {
         if realm.require_signed && !realm.members.contains_key(&signer.public_key()) {
             warn!(

@@ -32,8 +32,14 @@ pub async fn run(
         .upstream
         .iter()
         .map(|s| s.parse::<PeerAddr>())
-        .collect::<Result<Vec<_>, _>>()?;
-    let listen = cfg.listen.as_deref().map(runtime::resolve).transpose()?;
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    let listen = cfg
+        .listen
+        .as_deref()
+        .map(runtime::resolve)
+        .transpose()
+        .map_err(|e| e.to_string())?;
     let (router, router_task) = crate::boot::start_router(crate::boot::RouterBoot {
         id: &cfg.id,
         pki: &cfg.pki,
@@ -60,7 +66,9 @@ pub async fn run(
         roam_proxy::rules::ProxyRules::load(cfg.rules.as_deref()).map_err(|e| e.to_string())?;
     let dashboard = match &cfg.dashboard {
         Some((addr, realm)) => {
-            let (listener, bound) = roam_gateway::dashboard::bind(*addr).await?;
+            let (listener, bound) = roam_gateway::dashboard::bind(*addr)
+                .await
+                .map_err(|e| e.to_string())?;
             let view = edge.realm_metrics(realms[realm].clone()).await;
             let (latest, follow) = roam_gateway::dashboard::follow(
                 realms[realm].label.clone(),

@@ -359,7 +359,9 @@ impl AuthFile {
                 return Err(doc.err(&at("token"), "the same token is listed twice"));
             }
             let expires = match &t.expires {
-                Some(s) => Some(parse_expiry(s).map_err(|e| doc.err(&at("expires"), e))?),
+                Some(s) => {
+                    Some(parse_expiry(s).map_err(|e| doc.err(&at("expires"), e.to_string()))?)
+                }
                 None => None,
             };
             let permissions = permissions(doc, &at, [&t.subscribe, &t.publish, &t.call])?;

@@ -50,7 +50,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::addr::{check_host_port, check_peer, Use};
-use crate::doc::{ConfigError, Doc, FieldPath};
+use crate::doc::{ConfigError, Doc, FieldPath, LoadError};
 use crate::link::LinkFile;
 use doors::{
     AuthFile, DoorFlags, Doors, DoorsFile, FoxgloveFile, GrpcFile, LimitsFile, RosbridgeFile,
@@ -204,9 +204,8 @@ impl GatewayFile {
 }
 
 /// Reads, parses and checks a gateway's file, and reads the TLS files it names.
-pub fn load(path: &Path, o: Overrides) -> Result<(GatewayConfig, Option<TlsSettings>), String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+pub fn load(path: &Path, o: Overrides) -> Result<(GatewayConfig, Option<TlsSettings>), LoadError> {
+    let text = LoadError::read(path)?;
     let origin = path.display().to_string();
     let doc = Doc::new(&text, &origin);
     let file: GatewayFile = doc.parse()?;

@@ -219,11 +219,18 @@ where
     }
 }
 
+/// The dashboard's address could not be bound.
+#[derive(Debug, thiserror::Error)]
+#[error("dashboard: cannot listen on {addr}: {source}")]
+pub struct BindError {
+    addr: SocketAddr,
+    source: std::io::Error,
+}
+
 /// Binds `addr`; the address bound.
-pub async fn bind(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), String> {
-    let l = TcpListener::bind(addr)
-        .await
-        .map_err(|e| format!("dashboard: cannot listen on {addr}: {e}"))?;
-    let bound = l.local_addr().map_err(|e| format!("dashboard: {e}"))?;
+pub async fn bind(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), BindError> {
+    let err = |source| BindError { addr, source };
+    let l = TcpListener::bind(addr).await.map_err(err)?;
+    let bound = l.local_addr().map_err(err)?;
     Ok((l, bound))
 }

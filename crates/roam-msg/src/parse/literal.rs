@@ -4,7 +4,7 @@
 use crate::schema::{BaseType, FieldType, Literal, Multiplicity, Primitive};
 
 /// Parses the value of a non-array type.
-pub fn parse_scalar(base: &BaseType, text: &str) -> Result<Literal, String> {
+pub(crate) fn parse_scalar(base: &BaseType, text: &str) -> Result<Literal, String> {
     match base {
         BaseType::Primitive(p) => parse_primitive(*p, text),
         BaseType::String { bound } | BaseType::WString { bound } => {
@@ -17,7 +17,7 @@ pub fn parse_scalar(base: &BaseType, text: &str) -> Result<Literal, String> {
 }
 
 /// Parses a default value of any field type: arrays are `[a, b, c]`.
-pub fn parse_value(ty: &FieldType, text: &str) -> Result<Literal, String> {
+pub(crate) fn parse_value(ty: &FieldType, text: &str) -> Result<Literal, String> {
     if ty.multiplicity == Multiplicity::Single {
         return parse_scalar(&ty.base, text);
     }
@@ -40,7 +40,7 @@ pub fn parse_value(ty: &FieldType, text: &str) -> Result<Literal, String> {
 }
 
 /// Checks an array literal's length against the field's multiplicity.
-pub fn check_count(m: Multiplicity, n: usize) -> Result<(), String> {
+pub(crate) fn check_count(m: Multiplicity, n: usize) -> Result<(), String> {
     match m {
         Multiplicity::Fixed(size) if n != size as usize => {
             Err(format!("array must have exactly {size} elements, not {n}"))
@@ -52,7 +52,7 @@ pub fn check_count(m: Multiplicity, n: usize) -> Result<(), String> {
     }
 }
 
-pub fn check_string_bound(s: &str, bound: Option<u32>) -> Result<(), String> {
+pub(crate) fn check_string_bound(s: &str, bound: Option<u32>) -> Result<(), String> {
     match bound {
         Some(b) if s.chars().count() > b as usize => {
             Err(format!("string exceeds its bound of {b} characters"))
@@ -84,14 +84,14 @@ fn parse_primitive(p: Primitive, text: &str) -> Result<Literal, String> {
 }
 
 /// Python's `float()`: decimal, exponent, `inf`, `nan`, optional sign.
-pub fn parse_float(text: &str) -> Result<f64, String> {
+pub(crate) fn parse_float(text: &str) -> Result<f64, String> {
     let t = text.trim();
     t.parse::<f64>()
         .map_err(|_| format!("{text:?} is not a floating point number"))
 }
 
 /// Python's `int(s)` then `int(s, 0)`: decimal, `0x`, `0o`, `0b`, with a sign.
-pub fn parse_int(text: &str) -> Option<i128> {
+pub(crate) fn parse_int(text: &str) -> Option<i128> {
     let t = text.trim();
     let (neg, digits) = match t.strip_prefix('-') {
         Some(rest) => (true, rest),
@@ -116,7 +116,7 @@ pub fn parse_int(text: &str) -> Option<i128> {
 
 /// Removes one pair of matching outer quotes and unescapes the quote inside, as rosidl does;
 /// unquoted text is taken as it is.
-pub fn unquote(text: &str) -> Result<String, String> {
+pub(crate) fn unquote(text: &str) -> Result<String, String> {
     for q in ['"', '\''] {
         if text.len() >= 2 && text.starts_with(q) && text.ends_with(q) {
             let inner = &text[1..text.len() - 1];
@@ -134,7 +134,7 @@ pub fn unquote(text: &str) -> Result<String, String> {
 
 /// Splits the inside of an array literal at commas; string elements may be quoted (and then hold
 /// commas).
-pub fn split_items(inner: &str, strings: bool) -> Result<Vec<String>, String> {
+pub(crate) fn split_items(inner: &str, strings: bool) -> Result<Vec<String>, String> {
     if !strings {
         if inner.trim().is_empty() {
             return Ok(Vec::new());

@@ -3,7 +3,7 @@
 pub mod derive;
 pub mod idl;
 mod idl_lex;
-pub mod literal;
+pub(crate) mod literal;
 pub mod msg;
 
-pub use msg::{parse_action, parse_field_type, parse_msg, parse_srv};
+pub use msg::{parse_action, parse_msg, parse_srv};

@@ -163,7 +163,7 @@ fn parse_lines(name: &TypeName, text: &str, first_line: usize) -> Result<Message
 /// Parses a `.msg` field type: `float64`, `string<=8`, `Point[3]`, `pkg/Type[<=5]`, `uint8[]`.
 /// A bare type name belongs to `context_package`; a bare `Header` means `std_msgs/Header`
 /// (the ROS 1 convention that recorded definitions still use).
-pub fn parse_field_type(text: &str, context_package: &str) -> Result<FieldType, String> {
+pub(crate) fn parse_field_type(text: &str, context_package: &str) -> Result<FieldType, String> {
     let (base_text, multiplicity) = match text.strip_suffix(']') {
         Some(head) => {
             let open = head

@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use crate::peer_addr::AddrError;
+
 /// A router reached through an MQTT broker.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct MqttPeer {
@@ -41,21 +43,20 @@ impl fmt::Display for MqttPeer {
 
 impl MqttPeer {
     /// Parses `mqtt://` and `mqtts://` addresses (the scheme included).
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, AddrError> {
+        let addr = || s.to_owned();
         let (tls, rest) = if let Some(r) = s.strip_prefix("mqtts://") {
             (true, r)
         } else if let Some(r) = s.strip_prefix("mqtt://") {
             (false, r)
         } else {
-            return Err(format!("{s:?}: expected mqtt:// or mqtts://"));
+            return Err(AddrError::NotMqtt { addr: addr() });
         };
-        let (authority, rendezvous) = rest.split_once('/').ok_or_else(|| {
-            format!("{s:?}: name the rendezvous after the broker: mqtt://HOST:PORT/RENDEZVOUS")
-        })?;
+        let (authority, rendezvous) = rest
+            .split_once('/')
+            .ok_or_else(|| AddrError::NoRendezvous { addr: addr() })?;
         if rendezvous.is_empty() || rendezvous.contains(['/', '+', '#', '\0']) {
-            return Err(format!(
-                "{s:?}: the rendezvous must be one word without /, + or #"
-            ));
+            return Err(AddrError::BadRendezvous { addr: addr() });
         }
         let (user, hostport) = match authority.rsplit_once('@') {
             Some((userinfo, hp)) => {
@@ -67,13 +68,15 @@ impl MqttPeer {
         let (host, port) = match hostport.rsplit_once(':') {
             Some((h, p)) => (
                 h,
-                p.parse::<u16>()
-                    .map_err(|_| format!("{s:?}: {p:?} is not a port"))?,
+                p.parse::<u16>().map_err(|_| AddrError::BadPort {
+                    addr: addr(),
+                    port: p.to_owned(),
+                })?,
             ),
             None => (hostport, if tls { 8883 } else { 1883 }),
         };
         if host.is_empty() {
-            return Err(format!("{s:?}: no broker host"));
+            return Err(AddrError::NoHost { addr: addr() });
         }
         Ok(MqttPeer {
             host: host

@@ -21,7 +21,7 @@ mod report;
 mod routing_loop;
 mod stall;
 
-pub use crate::peer_addr::{resolve, PeerAddr};
+pub use crate::peer_addr::{resolve, AddrError, PeerAddr};
 pub use config::{RouterConfig, RoutingTimers};
 pub use handle::{LocalPublication, LocalSubscription, RouterHandle};
 pub use local::LocalId;

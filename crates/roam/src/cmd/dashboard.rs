@@ -1,4 +1,4 @@
-//! `roam dashboard`: the live dashboard of a realm ([`crate::dashboard`]), served from any
+//! `roam dashboard`: the live dashboard of a realm ([`roam_gateway::dashboard`]), served from any
 //! machine linked to it (an operator's laptop, a cloud box): open the printed address in a
 //! browser.
 
@@ -41,7 +41,9 @@ pub async fn run(a: DashboardArgs) -> CmdResult {
         )
     })?;
     let realm = Arc::new(roam_edge::realm::load(&a.realm)?);
-    let (listener, bound) = roam_gateway::dashboard::bind(addr).await?;
+    let (listener, bound) = roam_gateway::dashboard::bind(addr)
+        .await
+        .map_err(|e| e.to_string())?;
     let ClientEdge { edge, .. } = client_edge(
         client_config(&a.conn)?,
         &a.conn.id,

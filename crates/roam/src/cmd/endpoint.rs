@@ -111,7 +111,9 @@ pub async fn run_pub(a: PubArgs) -> CmdResult {
     let (topic, dds_type) = topic_ref(&a.topic, a.raw_name.as_deref())?;
     let signer = if a.sign {
         let id = roam_pki::load_identity(&a.conn.pki, &a.conn.id).map_err(|e| e.to_string())?;
-        Some(Arc::new(SigningIdentity::from_pkcs8(&id.signing_pkcs8)?))
+        Some(Arc::new(
+            SigningIdentity::from_pkcs8(&id.signing_pkcs8).map_err(|e| e.to_string())?,
+        ))
     } else {
         None
     };

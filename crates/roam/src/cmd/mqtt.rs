@@ -24,6 +24,8 @@ pub struct MqttArgs {
     /// The DDS domain (default: ROS_DOMAIN_ID, else 0).
     #[arg(long)]
     pub domain: Option<u32>,
+    // clap prints this text in --help as written; rustdoc would read it as markup.
+    #[allow(rustdoc::invalid_html_tags)]
     /// The node name the latency topics live under (~/latencies/<topic>).
     #[arg(long, value_name = "NAME", default_value = config::DEFAULT_NODE)]
     pub node_name: String,
@@ -40,7 +42,7 @@ pub struct MqttArgs {
 
 pub async fn run(a: MqttArgs) -> CmdResult {
     let mut stop = super::signals::Stop::install()?;
-    let params = config::read_file(&a.params)?;
+    let params = config::read_file(&a.params).map_err(|e| e.to_string())?;
     if !a
         .node_name
         .chars()

@@ -42,7 +42,8 @@ pub fn run(c: RealmCommand) -> CmdResult {
         }
         RealmCommand::AddMember { name, realm, pki } => {
             let id = roam_pki::load_identity(&pki, &name).map_err(|e| e.to_string())?;
-            let signer = roam_proto::SigningIdentity::from_pkcs8(&id.signing_pkcs8)?;
+            let signer = roam_proto::SigningIdentity::from_pkcs8(&id.signing_pkcs8)
+                .map_err(|e| e.to_string())?;
             roam_edge::realm::add_member(&realm, &name, &signer.public_key())?;
             println!("{name} may now sign envelopes in {}", realm.display());
             Ok(())

@@ -2,7 +2,7 @@
 //! machine linked to the realm: no DDS and no ROS install needed. Each topic's type comes from
 //! the realm's directory (or `TOPIC:TYPE`), its definition from this machine or from the
 //! member that announces it; the file holds them as `ros2msg` schemas (see
-//! [`crate::recording`]).
+//! [`roam_edge::recording`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;

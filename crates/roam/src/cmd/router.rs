@@ -23,6 +23,8 @@ pub struct RouterArgs {
     /// Also listen for TCP+TLS links (for peers whose network blocks UDP).
     #[arg(long, value_name = "ADDR")]
     pub listen_tcp: Option<String>,
+    // clap prints this text in --help as written; rustdoc would read it as markup.
+    #[allow(rustdoc::broken_intra_doc_links)]
     /// Also be found through an MQTT broker (repeatable): mqtt://[USER:PASS@]HOST:PORT/RENDEZVOUS
     /// or mqtts://... (TLS to the broker); peers dial the same address. The broker sees
     /// hashed topics and TLS records only (docs/operations.md "Links through an MQTT broker").
@@ -108,12 +110,14 @@ pub async fn run(a: RouterArgs) -> CmdResult {
         .listen
         .or_else(|| from_file(|f| f.listen.clone()))
         .map(|s| addr::parse_listen(&s))
-        .transpose()?;
+        .transpose()
+        .map_err(|e| e.to_string())?;
     let listen_tcp = a
         .listen_tcp
         .or_else(|| from_file(|f| f.listen_tcp.clone()))
         .map(|s| addr::parse_listen(&s))
-        .transpose()?;
+        .transpose()
+        .map_err(|e| e.to_string())?;
     let listen_mqtt = if a.listen_mqtt.is_empty() {
         file.map(|f| f.listen_mqtt.clone()).unwrap_or_default()
     } else {

@@ -4,16 +4,12 @@
 //! One test binary with a module per suite; the suites take turns on shared domain pairs
 //! (support/fastdds_common.rs).
 
-#[allow(dead_code)]
 #[path = "../support/common.rs"]
 mod common;
-#[allow(dead_code)]
 #[path = "../support/fastdds_common.rs"]
 mod fastdds_common;
-#[allow(dead_code)]
 #[path = "../support/fastdds_support.rs"]
 mod fastdds_support;
-#[allow(dead_code)]
 #[path = "../support/rustdds_support.rs"]
 mod rustdds_support;
 

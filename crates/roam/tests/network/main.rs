@@ -4,10 +4,8 @@
 //! One test binary with a module per suite (each suite's DDS domains and ports are its own, so
 //! the modules' tests may run side by side).
 
-#[allow(dead_code)]
 #[path = "../support/common.rs"]
 mod common;
-#[allow(dead_code)]
 #[path = "../support/mqtt_support.rs"]
 mod mqtt_support;
 

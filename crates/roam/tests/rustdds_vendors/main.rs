@@ -5,13 +5,10 @@
 //! the modules' tests may run side by side). tests/fastdds_rustdds.rs is a binary of its own:
 //! its RustDDS participants must not share a process with other suites.
 
-#[allow(dead_code)]
 #[path = "../support/common.rs"]
 mod common;
-#[allow(dead_code)]
 #[path = "../support/fastdds_support.rs"]
 mod fastdds_support;
-#[allow(dead_code)]
 #[path = "../support/rustdds_support.rs"]
 mod rustdds_support;
 

@@ -73,12 +73,14 @@ pub async fn run(a: GatewayArgs) -> CmdResult {
         .upstream
         .iter()
         .map(|s| s.parse::<PeerAddr>())
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
     let router_listen = cfg
         .router_listen
         .as_deref()
         .map(roam_net::runtime::resolve)
-        .transpose()?;
+        .transpose()
+        .map_err(|e| e.to_string())?;
     let (router, _router_task) = crate::boot::start_router(crate::boot::RouterBoot {
         id: &cfg.id,
         pki: &cfg.pki,
