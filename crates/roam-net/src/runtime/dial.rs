@@ -21,6 +21,7 @@ const STABLE: Duration = Duration::from_secs(1);
 pub(super) async fn dial_loop(s: Shared, peer: PeerAddr) {
     let mut backoff = Backoff::new(s.config.max_backoff);
     loop {
+        let downs = *s.router_links_down.borrow();
         let link = s.link_id();
         let id = &s.config.identity;
         let dial = dialer::dial(
@@ -64,9 +65,19 @@ pub(super) async fn dial_loop(s: Shared, peer: PeerAddr) {
                 let wait = backoff.next_wait();
                 if e.to_string().contains(super::links::DUPLICATE) {
                     // The peer closed this link during the Hello because it keeps the one it
-                    // dialed to us: nothing is wrong. Once an attempt completes here, this
-                    // dialer waits for that link instead.
-                    info!("{peer} keeps the link it dialed to this router; retrying in {wait:?}");
+                    // dialed to us: nothing is wrong, and that link is up here too. Dialing
+                    // again while it lives would, once the simultaneous-dial window is over,
+                    // look like a new life of this router to the peer and replace its link,
+                    // and the two would take turns. So this dialer waits for a link to a
+                    // router to go down (the peer's among them), then dials again.
+                    info!("{peer} keeps the link it dialed to this router; dialing again once a router link goes down");
+                    let mut downs_now = s.router_links_down.clone();
+                    tokio::select! {
+                        _ = downs_now.wait_for(|n| *n != downs) => {}
+                        _ = s.stopping() => return,
+                    }
+                    backoff.reset();
+                    continue;
                 } else {
                     let why = dialer::why_unreachable(&peer, &e, s.config.link.handshake_timeout);
                     warn!("cannot link to {peer}: {why}; retrying in {wait:?}");

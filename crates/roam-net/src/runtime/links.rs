@@ -116,6 +116,9 @@ impl Runtime {
     ) -> Option<LinkEntry> {
         let entry = self.links.remove(&link)?;
         info!(peer = %entry.peer.name, link, "link down: {reason}");
+        if entry.peer.role == Role::Router {
+            self.router_links_down.send_modify(|n| *n += 1);
+        }
         if self.closed.len() == CLOSED_LINKS_KEPT {
             self.closed.pop_front();
         }

@@ -138,6 +138,7 @@ pub async fn start(
     let next_link = Arc::new(AtomicU32::new(1));
     let gate = Gate::new(crate::admission::AdmissionLimits::of(&config.link));
     let (stopping_tx, stopping) = watch::channel(false);
+    let (router_links_down_tx, router_links_down) = watch::channel(0u64);
     let rt = Runtime {
         core: Router::new(config::routing_config(id, &config.timers), Instant::now()),
         links: HashMap::new(),
@@ -153,6 +154,7 @@ pub async fn start(
         stall_timeout: config.stall_timeout,
         gate: gate.clone(),
         stopping: stopping_tx,
+        router_links_down: router_links_down_tx,
         armed: None,
     };
     let direct = Arc::new(Direct::new(rt, queued.clone()));
@@ -165,6 +167,7 @@ pub async fn start(
         next_link,
         gate: gate.clone(),
         stopping,
+        router_links_down,
     };
 
     let tcp_listener = match config.listen_tcp {
@@ -243,6 +246,9 @@ struct Shared {
     gate: Arc<Gate>,
     /// Turns true when the router stops (the sender is gone once it has stopped).
     stopping: watch::Receiver<bool>,
+    /// Counts links to peer routers gone down: what a dialer refused as the losing half of a
+    /// simultaneous dial waits for (the peer's link to this router is up until then).
+    router_links_down: watch::Receiver<u64>,
 }
 
 impl Shared {
@@ -291,6 +297,8 @@ struct Runtime {
     stall_timeout: Duration,
     gate: Arc<Gate>,
     stopping: watch::Sender<bool>,
+    /// Counts links to peer routers gone down ([`Shared::router_links_down`]).
+    router_links_down: watch::Sender<u64>,
     /// The routing timer the loop sleeps to (see [`Runtime::timer_moved_earlier`]).
     armed: Option<Instant>,
 }
