@@ -28,6 +28,8 @@ use tracing::warn;
 
 use super::config::{Mapping, ProxyConfig, What};
 
+use crate::error::StartError;
+
 /// Whether a local publication is one the proxy exports: (realm, realm-side name).
 pub type Exported = Box<dyn Fn(&Participant, &Endpoint) -> Option<(String, String)> + Send + Sync>;
 
@@ -241,12 +243,16 @@ pub async fn start(
     pattern_imported: PatternImported,
     exported: Exported,
     changed: Arc<Notify>,
-) -> Result<ProxyDirectory, String> {
+) -> Result<ProxyDirectory, StartError> {
     let mut announcers = Vec::new();
     for (name, realm) in realms {
-        let a = edge.directory_announcer(realm.clone()).await.map_err(|e| {
-            format!("realm {name}: cannot announce the proxy in its directory: {e}")
-        })?;
+        let a = edge
+            .directory_announcer(realm.clone())
+            .await
+            .map_err(|source| StartError::Directory {
+                realm: name.clone(),
+                source,
+            })?;
         announcers.push((name.clone(), a));
     }
     // Few events (one per endpoint in the domain and its changes): an unbounded channel
@@ -255,7 +261,10 @@ pub async fn start(
     let discovery = Discovery::new(participant, move |ev| {
         let _ = tx.send(ev);
     })
-    .map_err(|e| format!("DDS discovery for the directory: {e}"))?;
+    .map_err(|source| StartError::Dds {
+        what: "DDS discovery for the directory",
+        source,
+    })?;
     let (stop, stopped) = oneshot::channel();
     let task = tokio::spawn(run(
         Entries::new(imports, pattern_imported),

@@ -32,6 +32,7 @@ pub mod convention;
 pub mod dds_config;
 pub mod directory;
 pub mod entries;
+pub mod error;
 pub mod export;
 pub mod export_plan;
 pub mod fast_services;

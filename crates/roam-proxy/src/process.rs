@@ -12,6 +12,7 @@ use roam_edge::Edge;
 use tracing::{info, warn};
 
 use crate::config::ProxyConfig;
+use crate::error::StartError;
 use crate::fast_services::Views;
 use crate::forwarding::{self, exportable, Forwarding};
 
@@ -42,7 +43,7 @@ pub async fn announce_directory(
     edge: &Edge,
     participant: &Participant,
     realms: &BTreeMap<String, Arc<roam_edge::Realm>>,
-) -> Result<crate::directory::ProxyDirectory, String> {
+) -> Result<crate::directory::ProxyDirectory, StartError> {
     let (c, shared) = (cfg.clone(), forwarding.shared());
     // The directory lists every local server and client of an exported service, whichever
     // convention it speaks.
@@ -80,7 +81,7 @@ pub struct NodeAnnouncer {
 }
 
 impl NodeAnnouncer {
-    pub fn new(participant: &Participant, cfg: &ProxyConfig) -> Result<Self, String> {
+    pub fn new(participant: &Participant, cfg: &ProxyConfig) -> Result<Self, StartError> {
         let name: String = cfg
             .id
             .chars()
@@ -88,8 +89,12 @@ impl NodeAnnouncer {
             .collect();
         let name = format!("roam_proxy_{name}");
         let gid = ros_discovery_info::GidSize::for_distro(cfg.dds.ros_distro.as_deref());
-        let main = ros_discovery_info::NodeAnnouncer::new(participant, "/", &name, gid)
-            .map_err(|e| format!("DDS ros_discovery_info: {e}"))?;
+        let main = ros_discovery_info::NodeAnnouncer::new(participant, "/", &name, gid).map_err(
+            |source| StartError::Dds {
+                what: "DDS ros_discovery_info",
+                source,
+            },
+        )?;
         Ok(NodeAnnouncer {
             main,
             bulk: None,
@@ -147,16 +152,15 @@ impl NodeAnnouncer {
 pub fn signing_identity(
     cfg: &ProxyConfig,
     realms: &BTreeMap<String, Arc<roam_edge::realm::Realm>>,
-) -> Result<Option<Arc<roam_proto::SigningIdentity>>, String> {
+) -> Result<Option<Arc<roam_proto::SigningIdentity>>, StartError> {
     let sign = cfg
         .sign
         .unwrap_or_else(|| realms.values().any(|r| r.require_signed));
     if !sign {
         return Ok(None);
     }
-    let id = roam_pki::load_identity(&cfg.pki, &cfg.id).map_err(|e| e.to_string())?;
-    let signer =
-        roam_proto::SigningIdentity::from_pkcs8(&id.signing_pkcs8).map_err(|e| e.to_string())?;
+    let id = roam_pki::load_identity(&cfg.pki, &cfg.id)?;
+    let signer = roam_proto::SigningIdentity::from_pkcs8(&id.signing_pkcs8)?;
     for (name, realm) in realms {
         if realm.require_signed && !realm.members.contains_key(&signer.public_key()) {
             warn!(

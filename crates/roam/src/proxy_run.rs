@@ -51,7 +51,7 @@ pub async fn run(
         what: "the proxy (its edge router)",
     })
     .await?;
-    let edge = match signing_identity(&cfg, &realms)? {
+    let edge = match signing_identity(&cfg, &realms).map_err(|e| e.to_string())? {
         Some(signer) => Edge::signed(Port::Router(router.clone()), cfg.id.clone(), signer),
         None => Edge::new(Port::Router(router.clone()), cfg.id.clone()),
     };
@@ -120,7 +120,8 @@ pub async fn run(
                     realms: Some((edge.clone(), realms.clone())),
                 },
             )
-            .await?,
+            .await
+            .map_err(|e| e.to_string())?,
         ),
         None => None,
     };
@@ -202,8 +203,10 @@ pub async fn run(
     })
     .map_err(|e| format!("DDS discovery: {e}"))?;
 
-    let mut node = NodeAnnouncer::new(&participant, &cfg)?;
-    let directory = announce_directory(&cfg, &forwarding, &edge, &participant, &realms).await?;
+    let mut node = NodeAnnouncer::new(&participant, &cfg).map_err(|e| e.to_string())?;
+    let directory = announce_directory(&cfg, &forwarding, &edge, &participant, &realms)
+        .await
+        .map_err(|e| e.to_string())?;
     tokio::pin!(stop);
     loop {
         tokio::select! {

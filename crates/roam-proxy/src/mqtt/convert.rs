@@ -8,9 +8,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use roam_msg::{EncodeOptions, MessageType, TypeName};
 
-use crate::params::{Mqtt2Ros, Ros2Mqtt};
-use crate::primitive;
-use crate::wire::{self, RosMsgType, WireError, TYPE_TOPIC_PREFIX};
+use roam_mqtt::params::{Mqtt2Ros, Ros2Mqtt};
+use roam_mqtt::primitive;
+use roam_mqtt::wire::{self, RosMsgType, WireError, TYPE_TOPIC_PREFIX};
 
 /// Why a message could not be converted (it is dropped and counted; logged once per topic).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -1,6 +1,6 @@
 use super::*;
-use crate::cdr::Writer;
-use crate::params::{Durability, MqttQos, Reliability};
+use roam_mqtt::cdr::Writer;
+use roam_mqtt::params::{Durability, MqttQos, Reliability};
 
 fn b(v: impl AsRef<[u8]>) -> Bytes {
     Bytes::copy_from_slice(v.as_ref())
@@ -196,4 +196,22 @@ fn json_entries_convert_both_ways_and_refuse_bad_json() {
         .unwrap_err();
     assert!(e.to_string().contains("data"), "{e}");
     assert!(inb.on_message("pingpong/ros", &b(b"{"), 0).is_err());
+}
+
+/// Whatever a broker delivers, an entry answers with actions or an error, never a panic.
+#[test]
+fn any_bytes_from_a_broker_are_taken_or_refused() {
+    use proptest::prelude::*;
+    proptest!(|(bytes in proptest::collection::vec(any::<u8>(), 0..256))| {
+        let payload = Bytes::from(bytes);
+        for (p, ty) in [(false, None), (false, Some("std_msgs/msg/String")), (true, None), (true, Some("std_msgs/msg/UInt8"))] {
+            let mut e = in_entry();
+            e.mqtt_topic = "t".into();
+            e.primitive = p;
+            e.ros_type = ty.map(str::to_string);
+            let mut inb = Inbound::new(e, None).unwrap();
+            let _ = inb.on_message("mqtt_client/ros_msg_type/t", &payload, 0);
+            let _ = inb.on_message("t", &payload, 0);
+        }
+    });
 }

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::convert::{InAction, Inbound};
 use roam_dds::{History, Participant, Qos, TopicInfo, Writer};
 use roam_edge::{Edge, Publisher, Realm, StreamQos, StreamSpec, TopicRef};
-use roam_mqtt::convert::{InAction, Inbound};
 use roam_mqtt::hops::HopStats;
 use roam_mqtt::params::{Durability, Mqtt2Ros, Reliability};
 use roam_mqtt::wire::{self, data_topic_of};

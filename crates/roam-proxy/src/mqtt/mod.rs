@@ -6,6 +6,7 @@
 //! (its type, and its QoS for `auto`); one task for every `mqtt2ros` entry ([`inbound`]),
 //! which owns their DDS writers. What a message becomes is decided in roam-mqtt's pure code.
 
+pub mod convert;
 pub mod hold;
 mod inbound;
 mod outbound;
@@ -21,6 +22,8 @@ use roam_msg::MessageType;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
+
+use crate::error::BridgeError;
 
 pub use roam_config::mqtt::MqttSection;
 
@@ -49,24 +52,23 @@ impl Bridge {
     /// Connects to the broker (in the background: a broker that is down is retried) and
     /// starts every entry. Fails only on what the configuration names and cannot be had: a
     /// TLS file, or the definition of a JSON entry's type.
-    pub async fn start(section: MqttSection, ctx: Context) -> Result<Bridge, String> {
+    pub async fn start(section: MqttSection, ctx: Context) -> Result<Bridge, BridgeError> {
         let MqttSection { params, node } = section;
         for w in &params.warnings {
             warn!(target: "roam::mqtt", "{w}");
         }
         let realm_of = |key: &Option<String>,
                         at: &str|
-         -> Result<Option<Arc<roam_edge::Realm>>, String> {
+         -> Result<Option<Arc<roam_edge::Realm>>, BridgeError> {
             let Some(key) = key else { return Ok(None) };
+            let (at, key) = (at.to_owned(), key.clone());
             match &ctx.realms {
                 Some((_, realms)) => realms
-                    .get(key)
+                    .get(&key)
                     .cloned()
                     .map(Some)
-                    .ok_or_else(|| format!("mqtt: {at}: unknown realm {key:?}")),
-                None => Err(format!(
-                    "mqtt: {at}: realm {key:?}: realm topics are bridged by `roam proxy` (its mqtt: section), not standalone"
-                )),
+                    .ok_or(BridgeError::UnknownRealm { at, key }),
+                None => Err(BridgeError::RealmStandalone { at, key }),
             }
         };
         for e in &params.ros2mqtt {
@@ -80,8 +82,7 @@ impl Bridge {
             node.trim_start_matches('/'),
             std::process::id()
         );
-        let (client, inbox) =
-            MqttClient::start(&params, &default_id, INBOX).map_err(|e| format!("mqtt: {e}"))?;
+        let (client, inbox) = MqttClient::start(&params, &default_id, INBOX)?;
         info!(
             target: "roam::mqtt",
             broker = %format!("{}:{}", params.broker.host, params.broker.port),
@@ -96,8 +97,11 @@ impl Bridge {
         let mut entries = Vec::new();
         for e in &params.mqtt2ros {
             let json = json_type(&ctx, e.json, e.ros_type.as_deref()).await?;
-            let inb = roam_mqtt::convert::Inbound::new(e.clone(), json)
-                .map_err(|err| format!("mqtt: bridge.mqtt2ros.{}: {err}", e.mqtt_topic))?;
+            let inb =
+                convert::Inbound::new(e.clone(), json).map_err(|source| BridgeError::Entry {
+                    topic: e.mqtt_topic.clone(),
+                    source,
+                })?;
             for t in inb.subscriptions() {
                 client.subscribe(&t, e.mqtt_qos);
             }
@@ -163,7 +167,7 @@ impl Bridge {
                         let _ = tx.send(ep);
                     }
                 })
-                .map_err(|e| format!("mqtt: DDS discovery: {e}"))?,
+                .map_err(BridgeError::Discovery)?,
             )
         };
         Ok(Bridge {
@@ -216,19 +220,18 @@ async fn json_type(
     ctx: &Context,
     json: bool,
     ros_type: Option<&str>,
-) -> Result<Option<Arc<MessageType>>, String> {
+) -> Result<Option<Arc<MessageType>>, BridgeError> {
     let (true, Some(ty)) = (json, ros_type) else {
         return Ok(None);
     };
     let source = ctx.definitions.clone();
     let name = ty.to_string();
-    let found = tokio::task::spawn_blocking(move || source.lookup(&name))
-        .await
-        .map_err(|e| e.to_string())?;
+    let found = tokio::task::spawn_blocking(move || source.lookup(&name)).await?;
     match found {
         Ok(d) => Ok(Some(Arc::new(d.schema().clone()))),
-        Err(e) => Err(format!(
-            "mqtt: json: true needs the definition of {ty} (AMENT_PREFIX_PATH or msg_paths): {e}"
-        )),
+        Err(source) => Err(BridgeError::Definition {
+            ty: ty.to_owned(),
+            source,
+        }),
     }
 }

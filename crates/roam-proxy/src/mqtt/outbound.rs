@@ -13,8 +13,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use roam_dds::{Endpoint, History, Participant, Qos, Reader, TopicInfo};
 use std::collections::HashMap;
 
+use super::convert::{self, full_type_name};
 use roam_edge::{Edge, Event, PayloadKind, Realm, StreamId, SubscriberOptions, TopicRef};
-use roam_mqtt::convert::{self, full_type_name};
 use roam_mqtt::hops::HopStats;
 use roam_mqtt::params::{Durability, Reliability, Ros2Mqtt};
 use roam_mqtt::MqttClient;

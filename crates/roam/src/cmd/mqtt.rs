@@ -83,7 +83,8 @@ pub async fn run(a: MqttArgs) -> CmdResult {
             realms: None,
         },
     )
-    .await?;
+    .await
+    .map_err(|e| e.to_string())?;
     println!("mqtt bridge up on DDS domain {domain}");
     let why = stop.wait().await;
     tracing::info!("{why}: stopping");
