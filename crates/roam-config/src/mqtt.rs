@@ -8,7 +8,7 @@ use roam_mqtt::params::PathSeg;
 use roam_mqtt::Params;
 use serde_yaml_ng::Value;
 
-use crate::doc::{ConfigError, Doc, FieldPath};
+use crate::doc::{ConfigError, Doc, FieldPath, LoadError};
 
 /// mqtt_client's default node name: `~/latencies/...` is `/mqtt_client/latencies/...`.
 pub const DEFAULT_NODE: &str = "mqtt_client";
@@ -76,10 +76,7 @@ impl MqttSection {
 
 /// Reads mqtt_client's parameter file (as `roam mqtt --params` and `mqtt: {params: }` do).
 pub fn read_file(path: &Path) -> Result<Params, ParamsFileError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ParamsFileError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
+    let text = LoadError::read(path)?;
     let base = path.parent().unwrap_or(Path::new("."));
     Params::parse(&text, base).map_err(|source| ParamsFileError::Params {
         path: path.to_owned(),
@@ -90,11 +87,8 @@ pub fn read_file(path: &Path) -> Result<Params, ParamsFileError> {
 /// Why mqtt_client's parameter file was not taken.
 #[derive(Debug, thiserror::Error)]
 pub enum ParamsFileError {
-    #[error("cannot read {}: {source}", path.display())]
-    Read {
-        path: std::path::PathBuf,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Read(#[from] LoadError),
     #[error("{}: {source}", path.display())]
     Params {
         path: std::path::PathBuf,
