@@ -61,6 +61,10 @@ impl Backoff {
 /// Why a dial failed, in words that say what to check.
 pub fn why_unreachable(router: &PeerAddr, e: &LinkError, waited: Duration) -> String {
     match e {
+        // QUIC reports it as a failed handshake, TCP as an alert on the stream.
+        LinkError::Connect(m) | LinkError::Hello(m) if m.to_ascii_lowercase().contains("revoked") => format!(
+            "the certificate was refused as revoked (it is on the CA's revocation list; `roam pki revoke` put it there): {m}"
+        ),
         LinkError::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => format!(
             "connection refused: nothing listens on {router} (is the router running, with --listen-tcp for tcp://?)"
         ),
@@ -131,6 +135,12 @@ mod tests {
         assert!(m.contains("no answer within 10s"), "{m}");
         let m = why_unreachable(&tcp, &LinkError::HandshakeTimeout(t), t);
         assert!(m.contains("did not complete the handshake"), "{m}");
+        let m = why_unreachable(
+            &quic,
+            &LinkError::Connect("invalid peer certificate: Revoked".into()),
+            t,
+        );
+        assert!(m.contains("refused as revoked"), "{m}");
         let m = why_unreachable(&quic, &LinkError::Certificate("unknown issuer".into()), t);
         assert!(
             m.contains("certificate") && m.contains("unknown issuer"),

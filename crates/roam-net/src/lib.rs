@@ -23,6 +23,7 @@ pub mod envelope_queue;
 pub mod fec;
 pub mod flight;
 pub mod framing;
+pub mod hand_in;
 pub mod inbound;
 pub mod lane;
 pub mod latency;

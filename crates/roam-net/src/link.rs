@@ -185,6 +185,10 @@ pub struct PeerInfo {
     pub name: String,
     pub role: Role,
     pub id: RouterId,
+    /// Its certificate's serial number, as revocation lists name it.
+    pub serial: Vec<u8>,
+    /// When its certificate expires (seconds since the Unix epoch): the link ends then.
+    pub not_after: i64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -266,7 +270,13 @@ pub fn check_hello(cert: &PeerIdentity, hello: Option<Frame>) -> Result<PeerInfo
             router_id(&name)
         )));
     }
-    Ok(PeerInfo { name, role, id })
+    Ok(PeerInfo {
+        name,
+        role,
+        id,
+        serial: cert.serial.clone(),
+        not_after: cert.not_after,
+    })
 }
 
 /// What a link reports to its owner.

@@ -58,6 +58,10 @@ pub enum TlsError {
 pub struct PeerIdentity {
     pub name: String,
     pub role: Role,
+    /// Its certificate's serial number (raw DER contents), as revocation lists name it.
+    pub serial: Vec<u8>,
+    /// When its certificate expires, seconds since the Unix epoch.
+    pub not_after: i64,
 }
 
 fn provider() -> Arc<CryptoProvider> {
@@ -78,10 +82,9 @@ pub fn server_config(id: &Identity) -> Result<Arc<rustls::ServerConfig>, TlsErro
         });
     }
     let provider = provider();
-    // The builder's default already refuses anonymous clients; say so anyway.
-    let inner =
-        WebPkiClientVerifier::builder_with_provider(roots(id)?, provider.clone()).build()?;
-    let verifier = Arc::new(LoggingClientVerifier { inner });
+    let current = Current::new(id, provider.clone(), build_client_verifier)?;
+    let hints = current.get().root_hint_subjects().to_vec();
+    let verifier = Arc::new(LoggingClientVerifier { current, hints });
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(TlsError::Config)?
@@ -96,9 +99,9 @@ pub fn server_config(id: &Identity) -> Result<Arc<rustls::ServerConfig>, TlsErro
 /// Connect with server name [`ROUTER_SERVER_NAME`].
 pub fn client_config(id: &Identity) -> Result<Arc<rustls::ClientConfig>, TlsError> {
     let provider = provider();
-    let inner =
-        WebPkiServerVerifier::builder_with_provider(roots(id)?, provider.clone()).build()?;
-    let verifier = Arc::new(LoggingServerVerifier { inner });
+    let verifier = Arc::new(LoggingServerVerifier {
+        current: Current::new(id, provider.clone(), build_server_verifier)?,
+    });
     let mut config = rustls::ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(TlsError::Config)?
@@ -145,7 +148,14 @@ pub fn quinn_client_config(
 pub fn peer_identity(certs: &[CertificateDer<'_>]) -> Result<PeerIdentity, TlsError> {
     let leaf = certs.first().ok_or(TlsError::NoPeerCertificate)?;
     let (name, role) = pki::cert_identity(leaf).map_err(TlsError::NotAnIdentity)?;
-    Ok(PeerIdentity { name, role })
+    let serial = pki::cert_serial(leaf).map_err(TlsError::NotAnIdentity)?;
+    let not_after = pki::cert_not_after(leaf).map_err(TlsError::NotAnIdentity)?;
+    Ok(PeerIdentity {
+        name,
+        role,
+        serial,
+        not_after,
+    })
 }
 
 /// The 64-bit router id derived from a certificate name: the first 8 bytes (big-endian) of
@@ -194,6 +204,7 @@ fn explain_cert(err: &CertificateError) -> &'static str {
             "the peer certificate is not allowed for this use (a client certificate used as a router?)"
         }
         C::BadEncoding => "the peer certificate is malformed",
+        C::Revoked => "the peer certificate has been revoked (it is on the CA's revocation list)",
         _ => "the peer certificate was rejected",
     }
 }
@@ -206,6 +217,7 @@ fn explain_alert(alert: AlertDescription) -> &'static str {
             "the peer refused our certificate: it was not issued by the peer's CA"
         }
         A::CertificateExpired => "the peer refused our certificate: it has expired",
+        A::CertificateRevoked => "the peer refused our certificate: it has been revoked",
         A::BadCertificate | A::UnsupportedCertificate | A::CertificateUnknown => {
             "the peer refused our certificate"
         }
@@ -243,6 +255,8 @@ fn local_alert_reason(reason: &str) -> String {
     let r = reason.to_ascii_lowercase();
     let hint = if r.contains("unknownissuer") || r.contains("badsignature") {
         "the peer certificate was not issued by this deployment's CA"
+    } else if r.contains("revoked") {
+        "the peer certificate has been revoked"
     } else if r.contains("expired") {
         "the peer certificate has expired"
     } else if r.contains("not valid yet") || r.contains("notvalidyet") {
@@ -267,9 +281,96 @@ fn claimed_name(cert: &CertificateDer<'_>) -> String {
     }
 }
 
+/// A webpki verifier for the CA with the newest revocation list the identity holds, rebuilt
+/// when a newer list arrives (each handshake looks at the list's generation first).
+struct Current<V: ?Sized> {
+    roots: Arc<RootCertStore>,
+    provider: Arc<CryptoProvider>,
+    revoked: pki::Revocations,
+    build: Build<V>,
+    cache: std::sync::Mutex<(u64, Arc<V>)>,
+}
+
+type Build<V> = fn(
+    Arc<RootCertStore>,
+    Arc<CryptoProvider>,
+    Option<&pki::RevocationList>,
+) -> Result<Arc<V>, TlsError>;
+
+impl<V: ?Sized> Current<V> {
+    fn new(
+        id: &Identity,
+        provider: Arc<CryptoProvider>,
+        build: Build<V>,
+    ) -> Result<Self, TlsError> {
+        let roots = roots(id)?;
+        let generation = id.revoked.generation();
+        let first = build(
+            roots.clone(),
+            provider.clone(),
+            id.revoked.current().as_deref(),
+        )?;
+        Ok(Self {
+            roots,
+            provider,
+            revoked: id.revoked.clone(),
+            build,
+            cache: std::sync::Mutex::new((generation, first)),
+        })
+    }
+
+    /// The verifier for the list held now.
+    fn get(&self) -> Arc<V> {
+        let generation = self.revoked.generation();
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.0 != generation {
+            let list = self.revoked.current();
+            match (self.build)(self.roots.clone(), self.provider.clone(), list.as_deref()) {
+                Ok(v) => *cache = (generation, v),
+                // A list that verified against the CA is one webpki takes; should it not,
+                // keep the previous verifier rather than accept everyone.
+                Err(e) => tracing::error!("the revocation list could not be applied: {e}"),
+            }
+        }
+        cache.1.clone()
+    }
+}
+
+fn build_client_verifier(
+    roots: Arc<RootCertStore>,
+    provider: Arc<CryptoProvider>,
+    list: Option<&pki::RevocationList>,
+) -> Result<Arc<dyn ClientCertVerifier>, TlsError> {
+    // The builder's default already refuses anonymous clients.
+    let mut b = WebPkiClientVerifier::builder_with_provider(roots, provider);
+    if let Some(list) = list {
+        // Leaves are signed by the CA itself: the list covers every certificate there is.
+        b = b
+            .with_crls([list.crl_der()])
+            .only_check_end_entity_revocation();
+    }
+    Ok(b.build()?)
+}
+
+fn build_server_verifier(
+    roots: Arc<RootCertStore>,
+    provider: Arc<CryptoProvider>,
+    list: Option<&pki::RevocationList>,
+) -> Result<Arc<WebPkiServerVerifier>, TlsError> {
+    let mut b = WebPkiServerVerifier::builder_with_provider(roots, provider);
+    if let Some(list) = list {
+        b = b
+            .with_crls([list.crl_der()])
+            .only_check_end_entity_revocation();
+    }
+    Ok(b.build()?)
+}
+
 /// Wraps the webpki client verifier to log why a client was refused.
 struct LoggingClientVerifier {
-    inner: Arc<dyn ClientCertVerifier>,
+    current: Current<dyn ClientCertVerifier>,
+    /// The CA's name, sent in the certificate request (the same for every list).
+    hints: Vec<DistinguishedName>,
 }
 
 impl fmt::Debug for LoggingClientVerifier {
@@ -289,7 +390,7 @@ impl ClientCertVerifier for LoggingClientVerifier {
     }
 
     fn root_hint_subjects(&self) -> &[DistinguishedName] {
-        self.inner.root_hint_subjects()
+        &self.hints
     }
 
     fn verify_client_cert(
@@ -298,7 +399,7 @@ impl ClientCertVerifier for LoggingClientVerifier {
         intermediates: &[CertificateDer<'_>],
         now: UnixTime,
     ) -> Result<ClientCertVerified, rustls::Error> {
-        self.inner.verify_client_cert(end_entity, intermediates, now).inspect_err(|e| {
+        self.current.get().verify_client_cert(end_entity, intermediates, now).inspect_err(|e| {
             tracing::warn!(claimed = %claimed_name(end_entity), "refused a client: {}", explain(e));
         })
     }
@@ -309,7 +410,9 @@ impl ClientCertVerifier for LoggingClientVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
+        self.current
+            .get()
+            .verify_tls12_signature(message, cert, dss)
     }
 
     fn verify_tls13_signature(
@@ -318,18 +421,26 @@ impl ClientCertVerifier for LoggingClientVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
+        self.current
+            .get()
+            .verify_tls13_signature(message, cert, dss)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
+        self.current.get().supported_verify_schemes()
     }
 }
 
 /// Wraps the webpki server verifier to log why a server was refused.
-#[derive(Debug)]
 struct LoggingServerVerifier {
-    inner: Arc<WebPkiServerVerifier>,
+    current: Current<WebPkiServerVerifier>,
+}
+
+impl fmt::Debug for LoggingServerVerifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoggingServerVerifier")
+            .finish_non_exhaustive()
+    }
 }
 
 impl ServerCertVerifier for LoggingServerVerifier {
@@ -341,7 +452,8 @@ impl ServerCertVerifier for LoggingServerVerifier {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        self.inner
+        self.current
+            .get()
             .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
             .inspect_err(|e| {
                 tracing::warn!(
@@ -358,7 +470,9 @@ impl ServerCertVerifier for LoggingServerVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
+        self.current
+            .get()
+            .verify_tls12_signature(message, cert, dss)
     }
 
     fn verify_tls13_signature(
@@ -367,11 +481,13 @@ impl ServerCertVerifier for LoggingServerVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
+        self.current
+            .get()
+            .verify_tls13_signature(message, cert, dss)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
+        self.current.get().supported_verify_schemes()
     }
 }
 

@@ -102,6 +102,7 @@ async fn tcp(server: Arc<rustls::ServerConfig>, client: Arc<rustls::ClientConfig
             .await
             .map_err(rustls_error)?;
         let peer = peer_identity(tls.get_ref().1.peer_certificates().unwrap_or_default())
+            .map(who)
             .map_err(|e| rustls::Error::General(e.to_string()))?;
         tls.write_all(b"k").await.map_err(rustls_error)?;
         tls.flush().await.map_err(rustls_error)?;
@@ -119,6 +120,7 @@ async fn tcp(server: Arc<rustls::ServerConfig>, client: Arc<rustls::ClientConfig
         tls.read_exact(&mut b).await.map_err(rustls_error)?;
         assert_eq!(tls.get_ref().1.alpn_protocol(), Some(ALPN));
         peer_identity(tls.get_ref().1.peer_certificates().unwrap_or_default())
+            .map(who)
             .map_err(|e| rustls::Error::General(e.to_string()))
     };
     let client_res = tokio::time::timeout(TIMEOUT, client_side)
@@ -138,7 +140,7 @@ fn quic_peer(conn: &quinn::Connection) -> QSide {
         .peer_identity()
         .and_then(|any| any.downcast::<Vec<CertificateDer<'static>>>().ok())
         .ok_or("no peer certificates")?;
-    peer_identity(&certs).map_err(|e| e.to_string())
+    peer_identity(&certs).map(who).map_err(|e| e.to_string())
 }
 
 /// One QUIC handshake; errors are [`explain_quic`] texts.
@@ -212,11 +214,18 @@ fn qserver_raw(s: Arc<rustls::ServerConfig>) -> quinn::ServerConfig {
     ))
 }
 
+/// Who the peer is, without which of its certificates it showed.
 fn peer(name: &str, role: Role) -> PeerIdentity {
     PeerIdentity {
         name: name.into(),
         role,
+        serial: Vec::new(),
+        not_after: 0,
     }
+}
+
+fn who(p: PeerIdentity) -> PeerIdentity {
+    peer(&p.name, p.role)
 }
 
 #[track_caller]
@@ -444,4 +453,58 @@ fn peer_identity_needs_a_certificate() {
         peer_identity(&[junk]),
         Err(TlsError::NotAnIdentity(_))
     ));
+}
+
+// ---- revocation ----
+
+/// Revokes `name` with the fixture's CA and has every identity loaded from its directory
+/// read the new list, as a router's watch of the file does.
+fn revoke(f: &Fixture, name: &str) {
+    roam_pki::revoke(
+        f._ours.path(),
+        &roam_pki::Target::Name(name.into()),
+        roam_pki::Reason::KeyCompromise,
+    )
+    .unwrap();
+    for id in [&f.r1, &f.r2, &f.robot] {
+        id.revoked.reload().unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_revoked_client_is_refused_by_a_server_built_before_the_revocation() {
+    let f = fixture();
+    let server = server_config(&f.r1).unwrap();
+    let qs = || qserver(&f.r1);
+    let (s, _) = tcp(server.clone(), client_config(&f.robot).unwrap()).await;
+    assert_eq!(s.unwrap(), peer("robot", Role::Client), "accepted before");
+
+    revoke(&f, "robot");
+    let (s, c) = tcp(server, client_config(&f.robot).unwrap()).await;
+    let s = s.unwrap_err();
+    assert_eq!(
+        s,
+        rustls::Error::InvalidCertificate(CertificateError::Revoked)
+    );
+    assert!(explain(&s).contains("revoked"), "{}", explain(&s));
+    let c = c.unwrap_err();
+    assert!(explain(&c).contains("revoked"), "{}", explain(&c));
+
+    let (s, c) = quic(qs(), qclient(&f.robot)).await;
+    assert!(s.unwrap_err().contains("revoked"));
+    assert!(c.unwrap_err().contains("revoked"));
+    // Others are still let in.
+    let (s, _) = quic(qs(), qclient(&f.r2)).await;
+    assert_eq!(s.unwrap(), peer("r2", Role::Router));
+}
+
+#[tokio::test]
+async fn a_dialer_refuses_a_revoked_router() {
+    let f = fixture();
+    revoke(&f, "r1");
+    let (_, c) = tcp(server_config(&f.r1).unwrap(), client_config(&f.r2).unwrap()).await;
+    assert_eq!(
+        c.unwrap_err(),
+        rustls::Error::InvalidCertificate(CertificateError::Revoked)
+    );
 }

@@ -91,3 +91,18 @@ pub fn common_name(der: &CertificateDer<'_>) -> Option<String> {
     let cn = cert.subject().iter_common_name().next()?;
     cn.as_str().ok().map(str::to_owned)
 }
+
+/// A certificate's serial number: the raw contents of its DER integer, as revocation lists
+/// name it.
+pub fn cert_serial(der: &CertificateDer<'_>) -> Result<Vec<u8>, IdentityError> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der)
+        .map_err(|e| IdentityError::Unparseable(e.to_string()))?;
+    Ok(cert.raw_serial().to_vec())
+}
+
+/// When a certificate stops being valid, seconds since the Unix epoch.
+pub fn cert_not_after(der: &CertificateDer<'_>) -> Result<i64, IdentityError> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der)
+        .map_err(|e| IdentityError::Unparseable(e.to_string()))?;
+    Ok(cert.validity().not_after.timestamp())
+}

@@ -28,7 +28,12 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use time::{Duration, OffsetDateTime};
 
 mod cert;
-pub use cert::{cert_identity, common_name, IdentityError};
+mod revocation;
+pub use cert::{cert_identity, cert_not_after, cert_serial, common_name, IdentityError};
+pub use revocation::{
+    revoke, CrlError, Order, Reason, RevocationList, Revocations, Revoked, Target, ISSUED_FILE,
+    MAX_LIST_BYTES, REVOKED_FILE,
+};
 
 /// File name of the CA certificate in a deployment directory.
 pub const CA_CERT_FILE: &str = "ca.pem";
@@ -86,6 +91,8 @@ pub enum PkiError {
         ca: PathBuf,
         reason: String,
     },
+    #[error("nothing to revoke for {name:?}: {} holds no {name}.pem and the CA's record ({}) names no certificate issued to it; revoke by serial number instead (`openssl x509 -serial -noout -in {name}.pem` prints it)", dir.display(), ISSUED_FILE)]
+    NothingToRevoke { name: String, dir: PathBuf },
     #[error("{context}: {source}")]
     Rcgen {
         context: String,
@@ -132,6 +139,9 @@ pub struct Identity {
     pub ca: CertificateDer<'static>,
     /// The same Ed25519 key as raw PKCS#8 DER, for `ring::signature::Ed25519KeyPair`.
     pub signing_pkcs8: Vec<u8>,
+    /// The CA's newest revocation list this process holds (shared by its clones), kept in
+    /// the identity's directory as `revoked.crl`: peers on it are refused.
+    pub revoked: Revocations,
 }
 
 impl Clone for Identity {
@@ -143,6 +153,7 @@ impl Clone for Identity {
             key: self.key.clone_key(),
             ca: self.ca.clone(),
             signing_pkcs8: self.signing_pkcs8.clone(),
+            revoked: self.revoked.clone(),
         }
     }
 }
@@ -315,7 +326,7 @@ fn issue_with_key(
         ],
         Role::Client => vec![ExtendedKeyUsagePurpose::ClientAuth],
     };
-    sign_leaf(
+    let serial = sign_leaf(
         name,
         sans,
         uses,
@@ -324,7 +335,9 @@ fn issue_with_key(
         (&ca, &ca_key),
         &cert_path,
         &key_path,
-    )
+    )?;
+    // The record lets `roam pki revoke NAME` find this certificate after its files left.
+    revocation::record_issued(dir, name, role, &serial.to_bytes(), validity.not_after)
 }
 
 /// Signs a leaf certificate for `name` (its common name) with `sans` and `uses`, and writes
@@ -339,7 +352,7 @@ fn sign_leaf(
     (ca, ca_key): (&rcgen::Certificate, &KeyPair),
     cert_path: &Path,
     key_path: &Path,
-) -> Result<(), PkiError> {
+) -> Result<SerialNumber, PkiError> {
     let mut params = CertificateParams::new(sans).map_err(rcgen_err("building the SANs"))?;
     params.distinguished_name = DistinguishedName::new();
     params.distinguished_name.push(DnType::CommonName, name);
@@ -348,18 +361,19 @@ fn sign_leaf(
     params.extended_key_usages = uses;
     params.not_before = validity.not_before;
     params.not_after = validity.not_after;
-    params.serial_number = Some(random_serial()?);
+    let serial = random_serial()?;
+    params.serial_number = Some(serial.clone());
     params.use_authority_key_identifier_extension = true;
     let cert = params
         .signed_by(key, ca, ca_key)
         .map_err(rcgen_err("signing the certificate"))?;
     write_new(key_path, key.serialize_pem().as_bytes(), true)?;
     write_new(cert_path, cert.pem().as_bytes(), false)?;
-    Ok(())
+    Ok(serial)
 }
 
 /// The CA in `dir`, ready to sign: its certificate and its key (checked to be its own).
-fn load_ca(dir: &Path) -> Result<(rcgen::Certificate, KeyPair), PkiError> {
+pub(crate) fn load_ca(dir: &Path) -> Result<(rcgen::Certificate, KeyPair), PkiError> {
     let ca_cert_path = dir.join(CA_CERT_FILE);
     let ca_key_path = dir.join(CA_KEY_FILE);
     for file in [&ca_cert_path, &ca_key_path] {
@@ -447,6 +461,7 @@ pub fn issue_tls_server(
         &cert_path,
         &key_path,
     )
+    .map(drop)
 }
 
 /// Checks that `dir` holds what identity `name` needs (`ca.pem`, `NAME.pem`, `NAME.key`),
@@ -548,6 +563,7 @@ pub fn load_identity(dir: &Path, name: &str) -> Result<Identity, PkiError> {
         }
     }
 
+    let revoked = Revocations::at(dir.join(REVOKED_FILE), ca.clone())?;
     Ok(Identity {
         name: cert_name,
         role,
@@ -555,10 +571,11 @@ pub fn load_identity(dir: &Path, name: &str) -> Result<Identity, PkiError> {
         key: PrivateKeyDer::Pkcs8(pkcs8),
         ca,
         signing_pkcs8,
+        revoked,
     })
 }
 
-fn rcgen_err(context: &'static str) -> impl Fn(rcgen::Error) -> PkiError {
+pub(crate) fn rcgen_err(context: &'static str) -> impl Fn(rcgen::Error) -> PkiError {
     move |source| PkiError::Rcgen {
         context: context.to_owned(),
         source,
@@ -632,7 +649,7 @@ fn check_key_permissions(path: &Path) -> Result<(), PkiError> {
     Ok(())
 }
 
-fn read_bytes(path: &Path) -> Result<Vec<u8>, PkiError> {
+pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>, PkiError> {
     fs::read(path).map_err(|source| PkiError::Io {
         path: path.to_owned(),
         source,
@@ -644,7 +661,7 @@ fn read_text(path: &Path) -> Result<String, PkiError> {
 }
 
 /// Reads a PEM file that must hold exactly one certificate.
-fn read_single_cert(path: &Path) -> Result<CertificateDer<'static>, PkiError> {
+pub(crate) fn read_single_cert(path: &Path) -> Result<CertificateDer<'static>, PkiError> {
     let pem = read_bytes(path)?;
     let mut certs = Vec::new();
     for item in rustls_pemfile::certs(&mut pem.as_slice()) {

@@ -15,6 +15,7 @@
 //! | 0x07 | Unpublish   | count u32, name 32 * count                                            |
 //! | 0x08 | Query       | id u64, ttl u8, name 32                                               |
 //! | 0x09 | Data        | origin u64, envelope (rest of the frame)                              |
+//! | 0x0a | Revocations | the CA's revocation list as DER (rest of the frame, at most 512 KiB)   |
 //!
 //! Decoding never panics and never allocates more than the frame's own length allows.
 
@@ -35,6 +36,8 @@ pub const DATA_HEADER_LEN: usize = LEN_PREFIX + 1 + 8;
 /// A router never sends more neighbours than this in one `Lsa`.
 pub const MAX_NEIGHBOURS: usize = 4096;
 const MAX_NAME_STR: usize = 255;
+/// Longest revocation list a `Revocations` frame carries (the list's own limit).
+pub const MAX_REVOCATIONS: usize = 512 * 1024;
 
 /// What the peer at the other end of a link is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -87,6 +90,9 @@ pub enum Frame {
         origin: RouterId,
         envelope: Bytes,
     },
+    /// The newest revocation list the sender holds, signed by the CA: what a receiver takes
+    /// if it verifies and is newer than its own (routers pass it on; see `docs/protocol.md`).
+    Revocations(Bytes),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -113,6 +119,7 @@ mod ty {
     pub const UNPUBLISH: u8 = 7;
     pub const QUERY: u8 = 8;
     pub const DATA: u8 = 9;
+    pub const REVOCATIONS: u8 = 10;
 }
 
 const ADVERT_LEN: usize = 32 + 8 + 8 + 4 + 1;
@@ -171,6 +178,10 @@ impl Frame {
                 body.push(*ttl);
                 body.extend_from_slice(name.as_bytes());
                 ty::QUERY
+            }
+            Frame::Revocations(list) => {
+                body.extend_from_slice(&list[..list.len().min(MAX_REVOCATIONS)]);
+                ty::REVOCATIONS
             }
             Frame::Data { origin, envelope } => {
                 let mut out = BytesMut::with_capacity(DATA_HEADER_LEN + envelope.len());
@@ -262,6 +273,17 @@ impl Frame {
                     origin,
                     envelope: buf.slice(9..),
                 });
+            }
+            ty::REVOCATIONS => {
+                let list = buf.slice(1..);
+                if list.len() > MAX_REVOCATIONS {
+                    return Err(CodecError::TooLong {
+                        len: list.len(),
+                        limit: MAX_REVOCATIONS,
+                    }
+                    .into());
+                }
+                return Ok(Frame::Revocations(list));
             }
             other => return Err(FrameError::UnknownType(other)),
         };

@@ -67,6 +67,8 @@ fn frame() -> impl Strategy<Value = Frame> {
                 envelope: Bytes::from(e),
             }
         }),
+        prop::collection::vec(any::<u8>(), 0..2000)
+            .prop_map(|list| Frame::Revocations(Bytes::from(list))),
     ]
 }
 

@@ -534,5 +534,6 @@ fn kind(f: &Frame) -> &'static str {
         Frame::Unpublish(_) => "unpublish",
         Frame::Query { .. } => "query",
         Frame::Data { .. } => "data",
+        Frame::Revocations(_) => "revocations",
     }
 }

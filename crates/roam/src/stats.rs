@@ -300,6 +300,8 @@ mod tests {
                 name: peer.into(),
                 role: Role::Router,
                 id: 7,
+                serial: vec![1],
+                not_after: i64::MAX,
             },
             kind,
             frames_in: 41873,
@@ -348,6 +350,7 @@ mod tests {
             ],
             local_dropped: 8,
             replacements: Default::default(),
+            trust: Default::default(),
             admission: AdmissionStats {
                 pending: 1,
                 admitted: 2,

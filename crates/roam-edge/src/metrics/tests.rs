@@ -27,6 +27,8 @@ fn link(id: u32, peer: &str, kind: &'static str, path: Option<PathStats>) -> Lin
             name: peer.into(),
             role: Role::Router,
             id: 7,
+            serial: vec![1],
+            not_after: i64::MAX,
         },
         kind,
         frames_in: 10,
@@ -90,6 +92,7 @@ fn report() -> RouterReport {
         ],
         local_dropped: 8,
         replacements: Default::default(),
+        trust: Default::default(),
         admission: AdmissionStats {
             pending: 1,
             admitted: 2,

@@ -102,6 +102,10 @@ pub(super) async fn run(
         if !subscribed.is_empty() {
             tx.send(Frame::Subscribe(subscribed));
         }
+        // A newer list from this client's directory reaches the mesh through its router.
+        if let Some(list) = cfg.identity.revoked.current() {
+            tx.send(Frame::Revocations(Bytes::copy_from_slice(list.der())));
+        }
         let reason = loop {
             tokio::select! {
                 c = cmd.recv() => match c {
@@ -117,6 +121,7 @@ pub(super) async fn run(
                         Frame::Data { envelope, .. } => deliver(&endpoints, envelope, &stats).await,
                         Frame::Subscribe(names) => names.iter().for_each(|n| endpoints.demand(n, true)),
                         Frame::Unsubscribe(names) => names.iter().for_each(|n| endpoints.demand(n, false)),
+                        Frame::Revocations(list) => take_revocations(&cfg, &list),
                         _ => {}
                     },
                 },
@@ -126,6 +131,19 @@ pub(super) async fn run(
         announce = true;
         endpoints.no_demand();
         let _ = events.try_send(ClientEvent::Disconnected { reason });
+    }
+}
+
+/// A list from the router: kept if newer (the TLS verifiers of this process's doors read it).
+fn take_revocations(cfg: &ClientConfig, list: &[u8]) {
+    match cfg.identity.revoked.offer(list) {
+        Ok((roam_pki::Order::Newer, held)) => info!(
+            "took revocation list {} from the router: {} certificate(s) revoked",
+            held.number(),
+            held.len()
+        ),
+        Ok(_) => {}
+        Err(e) => warn!("refused a revocation list from the router: {e}"),
     }
 }
 

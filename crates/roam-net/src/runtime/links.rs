@@ -8,7 +8,7 @@ use tokio::sync::oneshot;
 use tracing::{info, warn};
 
 use super::replace::{Offer, Refusal, Verdict};
-use super::{report, LinkEntry, Runtime, CLOSED_LINKS_KEPT};
+use super::{report, trust, LinkEntry, Runtime, CLOSED_LINKS_KEPT};
 use crate::link::{Established, LinkId};
 
 /// Why a link replaced by a newer one from the same router is closed (the peer logs it).
@@ -28,6 +28,14 @@ impl Runtime {
         now: Instant,
     ) {
         let peer = est.peer.clone();
+        // The handshake checked the list held when it ran; a newer one may have come since
+        // (or a resumed TLS session skipped the check).
+        if let Some(why) = trust::refusal(&peer, &self.trust.revoked, trust::now_unix()) {
+            warn!(peer = %peer.name, link, "refused a link: {why}");
+            self.count_refused(why);
+            est.tx.close(why);
+            return;
+        }
         let mut waiting: Vec<_> = down.into_iter().collect();
         if peer.role == Role::Router {
             let offer = Offer {
@@ -95,6 +103,10 @@ impl Runtime {
             },
         );
         est.start();
+        // A router that was down or cut off learns the newest list from its first link.
+        if let Some(list) = self.trust.frame() {
+            est.tx.send(list);
+        }
     }
 
     /// Dialers whose link was closed in favour of `current` wait for it to end, instead of

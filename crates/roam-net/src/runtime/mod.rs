@@ -20,12 +20,14 @@ mod replace;
 mod report;
 mod routing_loop;
 mod stall;
+mod trust;
 
 pub use crate::peer_addr::{resolve, AddrError, PeerAddr};
 pub use config::{RouterConfig, RoutingTimers};
 pub use handle::{LocalPublication, LocalSubscription, RouterHandle};
 pub use local::LocalId;
 pub use report::{LinkReport, ReplaceStats, RouterReport, CLOSED_LINKS_KEPT};
+pub use trust::TrustStats;
 
 #[cfg(test)]
 mod congestion_tests;
@@ -109,6 +111,8 @@ enum Command {
         id: LocalId,
         gave_up: bool,
     },
+    /// Time to look at the revocation list's file and at certificate expiry.
+    TrustSweep,
 }
 
 /// Longest a stopping router waits for its links' closes to be sent and answered.
@@ -156,6 +160,7 @@ pub async fn start(
         stopping: stopping_tx,
         router_links_down: router_links_down_tx,
         armed: None,
+        trust: trust::Trust::new(config.identity.revoked.clone()),
     };
     let direct = Arc::new(Direct::new(rt, queued.clone()));
     let shared = Shared {
@@ -197,6 +202,7 @@ pub async fn start(
         tokio::spawn(accept::accept_mqtt(shared.clone(), peer.clone()));
     }
     tokio::spawn(accept::flush_gate_log(gate.clone(), shared.clone()));
+    tokio::spawn(trust_sweeps(shared.clone()));
     let dialers: Vec<_> = config
         .connect
         .iter()
@@ -269,6 +275,21 @@ impl Shared {
     }
 }
 
+/// Sends the routing loop a [`Command::TrustSweep`] every [`trust::SWEEP_EVERY`].
+async fn trust_sweeps(shared: Shared) {
+    let mut tick = tokio::time::interval(trust::SWEEP_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = shared.stopping() => return,
+        }
+        if shared.cmd.send(Command::TrustSweep).await.is_err() {
+            return;
+        }
+    }
+}
+
 struct LinkEntry {
     tx: LinkSender,
     peer: PeerInfo,
@@ -301,6 +322,8 @@ struct Runtime {
     router_links_down: watch::Sender<u64>,
     /// The routing timer the loop sleeps to (see [`Runtime::timer_moved_earlier`]).
     armed: Option<Instant>,
+    /// The revocation list held, and what became of lists and revoked links.
+    trust: trust::Trust,
 }
 
 impl Runtime {
@@ -354,6 +377,7 @@ impl Runtime {
                 gave_up,
             } => self.unstall(link, name, gave_up),
             Command::LocalUnstall { name, id, gave_up } => self.local_unstall(name, id, gave_up),
+            Command::TrustSweep => self.trust_sweep(now),
         }
     }
 
@@ -361,6 +385,9 @@ impl Runtime {
         match input {
             LinkInput::Frame(roam_proto::Frame::Data { origin, envelope }) => {
                 self.core.handle_data(now, link, origin, envelope)
+            }
+            LinkInput::Frame(roam_proto::Frame::Revocations(list)) => {
+                self.revocations_in(link, list)
             }
             LinkInput::Frame(f) => {
                 tracing::debug!(link, frame = ?f, "control frame");

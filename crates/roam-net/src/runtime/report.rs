@@ -54,6 +54,9 @@ pub struct RouterReport {
     pub admission: AdmissionStats,
     /// Router links replaced by newer ones, and refused while an identity was contested.
     pub replacements: ReplaceStats,
+    /// The revocation list held, lists refused, links closed for revoked or expired
+    /// certificates.
+    pub trust: super::TrustStats,
 }
 
 /// What became of second links from one router identity (see `runtime/replace.rs`).
@@ -86,6 +89,7 @@ impl Runtime {
             local_dropped: self.local_dropped,
             admission: self.gate.stats(),
             replacements: self.replacements,
+            trust: self.trust.stats,
         }
     }
 }

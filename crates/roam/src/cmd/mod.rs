@@ -240,7 +240,7 @@ pub async fn run(cli: Cli) -> CmdResult {
     match cli.command {
         Command::Router(a) => router::run(a).await,
         Command::Proxy(a) => proxy::run(a).await,
-        Command::Pki(c) => pki::run(c),
+        Command::Pki(c) => pki::run(c).await,
         Command::Realm(c) => realm::run(c),
         Command::Name(a) => name::run(a),
         Command::Pub(a) => endpoint::run_pub(a).await,

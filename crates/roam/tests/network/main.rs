@@ -16,6 +16,7 @@ mod metrics_prometheus;
 mod mobility;
 mod mqtt_bridge;
 mod mqtt_link;
+mod revocation;
 mod routing;
 mod security;
 mod top_tmux;

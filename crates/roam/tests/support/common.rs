@@ -242,12 +242,40 @@ impl Net {
         extra: &[&str],
     ) -> (Proc, String) {
         self.issue(id, "router");
+        self.router_in(&self.pki, id, listen, connect, extra)
+    }
+
+    /// A PKI directory of identity `name`'s own (`ca.pem`, `NAME.pem`, `NAME.key`), as on a
+    /// machine of its own: what reaches it comes over links, not through the CA's directory.
+    pub fn own_pki(&self, name: &str, role: &str) -> String {
+        self.issue(name, role);
+        let dir = self.dir.join(format!("pki-{name}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for file in [
+            "ca.pem".to_string(),
+            format!("{name}.pem"),
+            format!("{name}.key"),
+        ] {
+            std::fs::copy(Path::new(&self.pki).join(&file), dir.join(&file)).unwrap();
+        }
+        dir.to_string_lossy().into_owned()
+    }
+
+    /// Starts router `id` with its identity in `pki` (see [`Net::router`]).
+    pub fn router_in(
+        &self,
+        pki: &str,
+        id: &str,
+        listen: &str,
+        connect: &[String],
+        extra: &[&str],
+    ) -> (Proc, String) {
         let mut args: Vec<String> = [
             "router",
             "--id",
             id,
             "--pki",
-            &self.pki,
+            pki,
             "--listen",
             listen,
             "--idle-timeout-ms",
@@ -284,6 +312,19 @@ impl Net {
         extra: &[&str],
     ) -> Vec<String> {
         self.issue(id, "client");
+        self.endpoint_args_in(&self.pki, cmd, topic, id, router, extra)
+    }
+
+    /// `roam pub` / `roam sub` arguments for identity `id` in PKI directory `pki`.
+    pub fn endpoint_args_in(
+        &self,
+        pki: &str,
+        cmd: &str,
+        topic: &str,
+        id: &str,
+        router: &str,
+        extra: &[&str],
+    ) -> Vec<String> {
         let mut a: Vec<String> = [
             cmd,
             topic,
@@ -292,7 +333,7 @@ impl Net {
             "--realm",
             &self.realm,
             "--pki",
-            &self.pki,
+            pki,
             "--id",
             id,
             "--connect",
