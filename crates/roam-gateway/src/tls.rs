@@ -51,6 +51,9 @@ pub struct TlsSettings {
     pub client_certs: ClientCerts,
     /// Trust anchors for client certificates (used unless `client_certs` is `Off`).
     pub client_roots: Vec<CertificateDer<'static>>,
+    /// The deployment's revocation list (its file is read again at each handshake): client
+    /// certificates it revokes are refused.
+    pub revoked: Option<roam_pki::Revocations>,
 }
 
 fn file_err(path: &Path, why: impl std::fmt::Display) -> TlsError {
@@ -98,15 +101,24 @@ impl TlsSettings {
                         .add(c.clone())
                         .map_err(|e| TlsError::ClientCa(e.to_string()))?;
                 }
-                let v = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
-                let v = if mode == ClientCerts::Optional {
-                    v.allow_unauthenticated()
-                } else {
-                    v
+                let optional = mode == ClientCerts::Optional;
+                let verifier = match &self.revoked {
+                    Some(revoked) => {
+                        roam_net::tls::door_client_verifier(roots, revoked.clone(), optional)
+                            .map_err(|e| TlsError::ClientCa(e.to_string()))?
+                    }
+                    None => {
+                        let v =
+                            WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+                        let v = if optional {
+                            v.allow_unauthenticated()
+                        } else {
+                            v
+                        };
+                        v.build().map_err(|e| TlsError::ClientCa(e.to_string()))?
+                    }
                 };
-                builder.with_client_cert_verifier(
-                    v.build().map_err(|e| TlsError::ClientCa(e.to_string()))?,
-                )
+                builder.with_client_cert_verifier(verifier)
             }
         };
         let mut cfg = builder.with_single_cert(self.chain.clone(), self.key.clone_key())?;

@@ -303,17 +303,25 @@ impl<V: ?Sized> Current<V> {
         provider: Arc<CryptoProvider>,
         build: Build<V>,
     ) -> Result<Self, TlsError> {
-        let roots = roots(id)?;
-        let generation = id.revoked.generation();
+        Self::with(roots(id)?, id.revoked.clone(), provider, build)
+    }
+
+    fn with(
+        roots: Arc<RootCertStore>,
+        revoked: pki::Revocations,
+        provider: Arc<CryptoProvider>,
+        build: Build<V>,
+    ) -> Result<Self, TlsError> {
+        let generation = revoked.generation();
         let first = build(
             roots.clone(),
             provider.clone(),
-            id.revoked.current().as_deref(),
+            revoked.current().as_deref(),
         )?;
         Ok(Self {
             roots,
             provider,
-            revoked: id.revoked.clone(),
+            revoked,
             build,
             cache: std::sync::Mutex::new((generation, first)),
         })
@@ -321,6 +329,11 @@ impl<V: ?Sized> Current<V> {
 
     /// The verifier for the list held now.
     fn get(&self) -> Arc<V> {
+        // Another holder of the same file (a router's sweep, a client session) may have
+        // written a newer list: a stat of the file per handshake keeps this one current.
+        if let Err(e) = self.revoked.reload() {
+            tracing::warn!("{e}");
+        }
         let generation = self.revoked.generation();
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         if cache.0 != generation {
@@ -350,6 +363,128 @@ fn build_client_verifier(
             .only_check_end_entity_revocation();
     }
     Ok(b.build()?)
+}
+
+/// A verifier of client certificates for a gateway's doors: chains to `roots` (any CA the
+/// operator names), and refuses what the deployment's list `revoked` revokes (certificates of
+/// other CAs are not on it, and pass). `optional`: clients without a certificate are let in
+/// (to authenticate otherwise).
+pub fn door_client_verifier(
+    roots: RootCertStore,
+    revoked: pki::Revocations,
+    optional: bool,
+) -> Result<Arc<dyn ClientCertVerifier>, TlsError> {
+    let build = if optional {
+        build_optional_door_verifier
+    } else {
+        build_door_verifier
+    };
+    let current = Current::with(Arc::new(roots), revoked, provider(), build)?;
+    let hints = current.get().root_hint_subjects().to_vec();
+    Ok(Arc::new(DoorVerifier {
+        current,
+        hints,
+        optional,
+    }))
+}
+
+fn door_verifier(
+    roots: Arc<RootCertStore>,
+    provider: Arc<CryptoProvider>,
+    list: Option<&pki::RevocationList>,
+    optional: bool,
+) -> Result<Arc<dyn ClientCertVerifier>, TlsError> {
+    let mut b = WebPkiClientVerifier::builder_with_provider(roots, provider);
+    if let Some(list) = list {
+        b = b
+            .with_crls([list.crl_der()])
+            .only_check_end_entity_revocation()
+            .allow_unknown_revocation_status();
+    }
+    if optional {
+        b = b.allow_unauthenticated();
+    }
+    Ok(b.build()?)
+}
+
+fn build_door_verifier(
+    roots: Arc<RootCertStore>,
+    provider: Arc<CryptoProvider>,
+    list: Option<&pki::RevocationList>,
+) -> Result<Arc<dyn ClientCertVerifier>, TlsError> {
+    door_verifier(roots, provider, list, false)
+}
+
+fn build_optional_door_verifier(
+    roots: Arc<RootCertStore>,
+    provider: Arc<CryptoProvider>,
+    list: Option<&pki::RevocationList>,
+) -> Result<Arc<dyn ClientCertVerifier>, TlsError> {
+    door_verifier(roots, provider, list, true)
+}
+
+/// [`door_client_verifier`]'s verifier: webpki's, rebuilt with each list.
+struct DoorVerifier {
+    current: Current<dyn ClientCertVerifier>,
+    hints: Vec<DistinguishedName>,
+    optional: bool,
+}
+
+impl fmt::Debug for DoorVerifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DoorVerifier").finish_non_exhaustive()
+    }
+}
+
+impl ClientCertVerifier for DoorVerifier {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        !self.optional
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        &self.hints
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        self.current
+            .get()
+            .verify_client_cert(end_entity, intermediates, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.current
+            .get()
+            .verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.current
+            .get()
+            .verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.current.get().supported_verify_schemes()
+    }
 }
 
 fn build_server_verifier(

@@ -130,11 +130,22 @@ impl TlsSource {
                 }
             }
         };
+        // The deployment's list, kept in the PKI directory (the gateway's router session
+        // writes newer ones there): read as the doors' verifiers need it.
+        let ca = pki.join(roam_pki::CA_CERT_FILE);
+        let revoked = match roam_gateway::tls::read_certs(&ca) {
+            Ok(mut cas) if !cas.is_empty() => Some(
+                roam_pki::Revocations::at(pki.join(roam_pki::REVOKED_FILE), cas.remove(0))
+                    .map_err(|e| doc.err(&at("pki"), e.to_string()))?,
+            ),
+            _ => None,
+        };
         let settings = TlsSettings {
             chain,
             key,
             client_certs: self.client_certs,
             client_roots,
+            revoked,
         };
         // Build once now, so a key that does not match its certificate is a start-up error.
         settings

@@ -51,6 +51,8 @@ pub struct TrustStats {
 pub(super) struct Trust {
     pub(super) revoked: Revocations,
     pub(super) stats: TrustStats,
+    /// The list generation acted on (links closed, passed on).
+    seen: u64,
 }
 
 /// Where a list taken from a link goes next.
@@ -106,9 +108,11 @@ pub(super) fn now_unix() -> i64 {
 
 impl Trust {
     pub(super) fn new(revoked: Revocations) -> Self {
+        let seen = revoked.generation();
         let mut me = Self {
             revoked,
             stats: TrustStats::default(),
+            seen,
         };
         me.held_now();
         me
@@ -161,8 +165,13 @@ impl Runtime {
 
     /// Looks at the watched file and at certificate expiry (every [`SWEEP_EVERY`]).
     pub(super) fn trust_sweep(&mut self, now: std::time::Instant) {
-        match self.trust.revoked.reload() {
-            Ok(Some((Order::Newer, held))) => {
+        if let Err(e) = self.trust.revoked.reload() {
+            self.trust.stats.refused_invalid += 1;
+            warn!("{e}");
+        }
+        // Taken from the file here, or by a TLS verifier reading it at a handshake.
+        if self.trust.revoked.generation() != self.trust.seen {
+            if let Some(held) = self.trust.revoked.current() {
                 let from = self
                     .trust
                     .revoked
@@ -177,16 +186,12 @@ impl Runtime {
                     },
                 );
             }
-            Ok(_) => {}
-            Err(e) => {
-                self.trust.stats.refused_invalid += 1;
-                warn!("{e}");
-            }
         }
         self.close_refused(now);
     }
 
     fn list_taken(&mut self, list: &RevocationList, from: &str) {
+        self.trust.seen = self.trust.revoked.generation();
         self.trust.stats.taken += 1;
         self.trust.held_now();
         info!(

@@ -224,6 +224,19 @@ fn with_client_certificates_required_a_token_alone_does_not_get_in() {
         "{}",
         alice.logs()
     );
+
+    // Her certificate revoked, her next connection fails its handshake at the door.
+    roam_ok(&["pki", "revoke", "alice", "--dir", &net.pki]);
+    let again = wss_client(
+        "alice-revoked",
+        &args(&url, &ca, &["--cert", &cert, "--key", &key, SUBSCRIBE]),
+    );
+    let l = line_or_seen(&again, "", T).expect("the revoked client printed nothing");
+    assert!(
+        l.starts_with("tls-error") || l.starts_with("error") || l.starts_with("closed"),
+        "a revoked certificate got in: {l}\ngateway: {}",
+        gw.logs()
+    );
 }
 
 /// A grpcio (PyPI) client of tests/py/gateway_grpc_client.py.
