@@ -63,7 +63,7 @@ async fn run(
     signer: Option<Arc<SigningIdentity>>,
     mut rx: mpsc::UnboundedReceiver<Change>,
 ) {
-    let mut sealer = match Sealer::new(&realm.secret, meta_name, false, signer) {
+    let mut sealer = match Sealer::with_keys(&realm.keys, meta_name, false, signer) {
         Ok(s) => s,
         Err(e) => {
             warn!("cannot announce a topic: {e}");

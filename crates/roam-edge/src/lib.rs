@@ -9,6 +9,7 @@
 //!   in one process; released when dropped;
 //! - service and action handles compose them the way ROS 2 does;
 //! - the realm directory says what every member offers and imports;
+//! - [`epochs`] follows the realm's key epochs (rotation, removal of members);
 //! - [`metrics`] is the typed snapshot every process hands out;
 //! - [`definitions`] finds ROS 2 interface definitions on disk, so topics describe themselves.
 //!
@@ -24,6 +25,7 @@ pub mod backlog;
 pub mod definitions;
 pub mod directory;
 mod edge;
+pub mod epochs;
 pub mod metrics;
 pub mod names;
 pub mod port;

@@ -113,8 +113,8 @@ impl Edge {
         // A reliable stream whose backlog replaces old samples tells routers so: they hold it
         // back as soon as a lane fills, and the sample that waits is the newest one, here.
         let keep_latest = qos.reliable && matches!(when_full, WhenFull::DropOldest { .. });
-        let sealer = Sealer::new(
-            &topic.realm.secret,
+        let sealer = Sealer::with_keys(
+            &topic.realm.keys,
             name,
             !qos.reliable,
             self.inner.signer.clone(),

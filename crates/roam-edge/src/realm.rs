@@ -6,13 +6,20 @@
 //! require_signed: false       # refuse envelopes without a member's signature
 //! members:                    # identities allowed to sign: name -> Ed25519 public key
 //!   robot1: 8a3f...
+//! admins: [ops]               # members that may start a new epoch (`roam realm rotate`)
 //! ```
 //!
 //! The file must not be readable by group or others: it is the key to every topic of the realm.
+//! Its secret names every topic and seals epoch 0; after a rotation the epoch this member is
+//! in, its members and administrators are in the epoch file beside it (`FILE.epoch`, see
+//! [`crate::epochs`]), which members keep up to date themselves.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
+use roam_proto::epoch::Keys;
 use roam_proto::seal::OpenerConfig;
 use roam_proto::RealmSecret;
 use serde::{Deserialize, Serialize};
@@ -26,19 +33,47 @@ struct RealmDoc {
     require_signed: bool,
     #[serde(default)]
     members: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    admins: Vec<String>,
 }
 
 /// A loaded realm.
 #[derive(Debug)]
 pub struct Realm {
     pub label: String,
+    /// Names every topic and seals epoch 0 (and the realm's epoch records, in every epoch).
     pub secret: RealmSecret,
     pub require_signed: bool,
-    /// Ed25519 public key -> member name.
+    /// Ed25519 public key -> member name, as the realm file lists them.
     pub members: HashMap<[u8; 32], String>,
+    /// Members that may start a new epoch, as the realm file lists them.
+    pub admins: Vec<String>,
+    /// The keys this process seals and opens the realm's envelopes with: epoch 0 until it
+    /// follows the realm's epochs ([`crate::epochs::follow`]).
+    pub keys: Arc<Keys>,
+    /// The realm file, beside which its epoch file is kept.
+    pub path: PathBuf,
 }
 
 impl Realm {
+    /// A realm from its secret alone, with no file: for tests and tools.
+    pub fn from_secret(label: impl Into<String>, secret: RealmSecret) -> Self {
+        Self {
+            label: label.into(),
+            keys: Keys::new(&secret),
+            secret,
+            require_signed: false,
+            members: HashMap::new(),
+            admins: Vec::new(),
+            path: PathBuf::new(),
+        }
+    }
+
+    /// Members by name, as the realm file lists them.
+    pub fn members_by_name(&self) -> HashMap<String, [u8; 32]> {
+        self.members.iter().map(|(k, n)| (n.clone(), *k)).collect()
+    }
+
     pub fn opener_config(&self) -> OpenerConfig {
         OpenerConfig {
             require_signed: self.require_signed,
@@ -129,11 +164,21 @@ pub fn load(path: &Path) -> Result<Realm, RealmError> {
             .ok_or_else(|| malformed(format!("member {name}: key must be 64 hex digits")))?;
         members.insert(bytes, name);
     }
+    for admin in &doc.admins {
+        if !members.values().any(|n| n == admin) {
+            return Err(malformed(format!(
+                "admin {admin} is not among the members (roam realm add-member {admin} --realm FILE --pki DIR)"
+            )));
+        }
+    }
     Ok(Realm {
         label: doc.realm,
+        keys: Keys::new(&secret),
         secret,
         require_signed: doc.require_signed,
         members,
+        admins: doc.admins,
+        path: path.to_owned(),
     })
 }
 
@@ -145,12 +190,39 @@ pub fn create(path: &Path, label: &str) -> Result<(), RealmError> {
         secret: secret.to_hex(),
         require_signed: false,
         members: BTreeMap::new(),
+        admins: Vec::new(),
     };
     write_private(path, &doc, false)
 }
 
-/// Adds a member's signing key to a realm file.
+/// Adds a member's signing key to a realm file; `admin` also lets it start epochs.
 pub fn add_member(path: &Path, name: &str, public_key: &[u8; 32]) -> Result<(), RealmError> {
+    edit(path, |doc| {
+        doc.members.insert(name.into(), hex::encode(public_key));
+    })
+}
+
+/// Lets a member start the realm's epochs (it must be a member already).
+pub fn add_admin(path: &Path, name: &str) -> Result<(), RealmError> {
+    edit(path, |doc| {
+        if !doc.admins.iter().any(|a| a == name) {
+            doc.admins.push(name.into());
+        }
+    })?;
+    load(path).map(|_| ())
+}
+
+/// Takes a member (and administrator) out of a realm file. Returns whether it was there.
+pub fn remove_member(path: &Path, name: &str) -> Result<bool, RealmError> {
+    let mut found = false;
+    edit(path, |doc| {
+        found = doc.members.remove(name).is_some();
+        doc.admins.retain(|a| a != name);
+    })?;
+    Ok(found)
+}
+
+fn edit(path: &Path, f: impl FnOnce(&mut RealmDoc)) -> Result<(), RealmError> {
     check_private(path)?;
     let text = std::fs::read_to_string(path).map_err(|source| RealmError::Read {
         path: path.into(),
@@ -160,7 +232,7 @@ pub fn add_member(path: &Path, name: &str, public_key: &[u8; 32]) -> Result<(), 
         path: path.into(),
         message: e.to_string(),
     })?;
-    doc.members.insert(name.into(), hex::encode(public_key));
+    f(&mut doc);
     write_private(path, &doc, true)
 }
 
@@ -234,6 +306,7 @@ mod tests {
                 secret: "00".repeat(32),
                 require_signed: false,
                 members: BTreeMap::new(),
+                admins: Vec::new(),
             },
             false,
         )

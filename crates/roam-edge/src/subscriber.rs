@@ -156,7 +156,7 @@ impl Edge {
             Some(_) => None,
         };
         let mut s = Subscriber {
-            opener: Opener::new(&topic.realm.secret, topic.realm.opener_config()),
+            opener: Opener::with_keys(&topic.realm.keys, topic.realm.opener_config()),
             port,
             topic: topic.clone(),
             announced: AnnouncedStreams::default(),

@@ -6,7 +6,8 @@
 //!  1      1   flags   (bit 0 signed, bit 1 best effort, bit 2 clear text, bit 3 dispose,
 //!                      bit 4 unregister, bit 5 keep latest, bit 6 source time; other bits
 //!                      must be zero, and 3 and 4 not both)
-//!  2      2   reserved, zero
+//!  2      2   epoch of the realm's keys it is sealed with (0: the realm file's secret;
+//!             see crate::epoch)
 //!  4     32   name
 //! 36      8   sender session (random per sealer)
 //! 44      8   sequence (starts at 1, strictly increasing per session)
@@ -128,6 +129,8 @@ impl PayloadKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EnvelopeHeader {
     pub flags: EnvelopeFlags,
+    /// The realm epoch whose key sealed it ([`crate::epoch`]).
+    pub epoch: crate::epoch::Epoch,
     pub name: Name,
     pub session: u64,
     pub seq: u64,
@@ -143,8 +146,6 @@ pub enum EnvelopeError {
     Version(u8),
     #[error("unknown envelope flags {0:#04x}")]
     Flags(u8),
-    #[error("reserved envelope bytes are not zero")]
-    Reserved,
     #[error("envelope shorter than its trailer")]
     TooShort,
 }
@@ -163,11 +164,10 @@ impl EnvelopeHeader {
         if flags & !EnvelopeFlags::KNOWN != 0 || flags & lifecycle == lifecycle {
             return Err(EnvelopeError::Flags(flags));
         }
-        if r.u16()? != 0 {
-            return Err(EnvelopeError::Reserved);
-        }
+        let epoch = r.u16()?;
         let header = EnvelopeHeader {
             flags: EnvelopeFlags(flags),
+            epoch,
             name: Name(r.array()?),
             session: r.u64()?,
             seq: r.u64()?,
@@ -203,7 +203,7 @@ impl EnvelopeHeader {
         let mut b = [0u8; HEADER_LEN];
         b[0] = VERSION;
         b[1] = self.flags.0;
-        // b[2..4]: reserved, zero.
+        b[2..4].copy_from_slice(&self.epoch.to_be_bytes());
         b[4..36].copy_from_slice(self.name.as_bytes());
         b[36..44].copy_from_slice(&self.session.to_be_bytes());
         b[44..52].copy_from_slice(&self.seq.to_be_bytes());
@@ -249,6 +249,7 @@ mod tests {
     fn header_round_trips() {
         let h = EnvelopeHeader {
             flags: EnvelopeFlags(EnvelopeFlags::BEST_EFFORT),
+            epoch: 0x0203,
             name: Name([7; 32]),
             session: 0x0102030405060708,
             seq: 9,
@@ -268,6 +269,7 @@ mod tests {
     fn rejects_bad_headers() {
         let h = EnvelopeHeader {
             flags: EnvelopeFlags(0),
+            epoch: 0,
             name: Name([1; 32]),
             session: 1,
             seq: 1,

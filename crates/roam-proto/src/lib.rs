@@ -15,6 +15,8 @@
 //! - [`frame`]: frames exchanged on links between routers and clients, and [`assembler`]:
 //!   cutting a stream that arrives in pieces into them.
 //! - [`repair`]: forward error correction datagrams for large frames on lossy links.
+//! - [`epoch`]: the epochs of a realm's keys, and [`epoch_record`]: how an administrator hands
+//!   a new epoch's secret to the remaining members.
 //! - [`meta`]: topic announcements (type, QoS, streams) exporters seal on a topic's metadata
 //!   name.
 //!
@@ -24,6 +26,8 @@ pub mod assembler;
 pub mod codec;
 pub mod directory;
 pub mod envelope;
+pub mod epoch;
+pub mod epoch_record;
 pub mod frame;
 pub mod meta;
 pub mod name;

@@ -4,7 +4,7 @@
 //! payload's buffer and opens into the receiver's without copying either first):
 //!
 //! ```text
-//! prk         = HKDF-Extract(salt = "roam-v1 envelope", ikm = realm secret)
+//! prk         = HKDF-Extract(salt = "roam-v1 envelope", ikm = epoch secret)
 //! session key = HKDF-Expand(prk, info = name (32) | session (u64 BE), 32 bytes)
 //! nonce       = 0x00000000 | sequence (u64 BE)
 //! ```
@@ -13,6 +13,10 @@
 //! key and the sequence, which starts at 1 and only grows, never repeats a nonce under a key,
 //! across restarts too (a restart is a new session). The receiver keeps one replay window per
 //! (name, session) in a bounded LRU.
+//!
+//! The epoch secret is the realm file's secret in epoch 0 and a rotation's fresh secret after
+//! ([`crate::epoch`]); the epoch is in the authenticated header. A sealer built on a realm's
+//! shared [`Keys`] follows its rotations: same session, same sequence, the new epoch's key.
 
 use std::collections::HashMap;
 
@@ -26,11 +30,10 @@ use crate::envelope::{
     EnvelopeError, EnvelopeFlags, EnvelopeHeader, PayloadKind, HEADER_LEN, SIGNATURE_LEN,
     SIGNER_LEN, SOURCE_TIME_LEN, TAG_LEN,
 };
+use crate::epoch::{Epoch, Keyring, Keys};
 use crate::name::Name;
 use crate::realm::RealmSecret;
 use crate::replay::{ReplayVerdict, ReplayWindow};
-
-const SALT: &[u8] = b"roam-v1 envelope";
 
 struct KeyLen;
 
@@ -38,10 +41,6 @@ impl hkdf::KeyType for KeyLen {
     fn len(&self) -> usize {
         32
     }
-}
-
-fn realm_prk(realm: &RealmSecret) -> hkdf::Prk {
-    hkdf::Salt::new(hkdf::HKDF_SHA256, SALT).extract(realm.as_bytes())
 }
 
 fn session_key(prk: &hkdf::Prk, name: &Name, session: u64) -> LessSafeKey {
@@ -65,10 +64,21 @@ fn nonce(seq: u64) -> Nonce {
     Nonce::assume_unique_for_key(n)
 }
 
-/// A key that is not an Ed25519 PKCS#8 document (ring's reason).
+/// A key that is not an Ed25519 PKCS#8 document.
 #[derive(Debug, thiserror::Error)]
-#[error("not an Ed25519 PKCS#8 key: {0}")]
-pub struct KeyError(ring::error::KeyRejected);
+pub enum KeyError {
+    /// ring's reason.
+    #[error("not an Ed25519 PKCS#8 key: {0}")]
+    Rejected(ring::error::KeyRejected),
+    #[error("Ed25519 PKCS#8 key without its seed where RFC 8410 puts it")]
+    Layout,
+}
+
+impl From<ring::error::KeyRejected> for KeyError {
+    fn from(e: ring::error::KeyRejected) -> Self {
+        Self::Rejected(e)
+    }
+}
 
 /// The Ed25519 key an identity signs envelopes with (the key of its certificate).
 pub struct SigningIdentity {
@@ -80,7 +90,7 @@ impl SigningIdentity {
     pub fn from_pkcs8(der: &[u8]) -> Result<Self, KeyError> {
         Ed25519KeyPair::from_pkcs8_maybe_unchecked(der)
             .map(|key| Self { key })
-            .map_err(KeyError)
+            .map_err(KeyError::Rejected)
     }
 
     pub fn from_seed(seed: &[u8; 32]) -> Self {
@@ -94,6 +104,13 @@ impl SigningIdentity {
         let mut pk = [0u8; 32];
         pk.copy_from_slice(self.key.public_key().as_ref());
         pk
+    }
+
+    /// An Ed25519 signature of `msg`.
+    pub fn sign(&self, msg: &[u8]) -> [u8; 64] {
+        let mut sig = [0u8; 64];
+        sig.copy_from_slice(self.key.sign(msg).as_ref());
+        sig
     }
 }
 
@@ -114,15 +131,30 @@ pub struct Sealer {
     name: Name,
     session: u64,
     next_seq: u64,
+    keys: std::sync::Arc<Keys>,
+    /// The keyring generation `key` was derived at.
+    generation: u64,
+    epoch: Epoch,
     key: LessSafeKey,
     flags: EnvelopeFlags,
     signer: Option<std::sync::Arc<SigningIdentity>>,
 }
 
 impl Sealer {
-    /// A sealer with a fresh random session.
+    /// A sealer with a fresh random session, always in epoch 0 (the realm file's secret):
+    /// for what every member must open whatever epoch it is in (the realm's epoch records).
     pub fn new(
         realm: &RealmSecret,
+        name: Name,
+        best_effort: bool,
+        signer: Option<std::sync::Arc<SigningIdentity>>,
+    ) -> Result<Self, SealError> {
+        Self::with_keys(&Keys::new(realm), name, best_effort, signer)
+    }
+
+    /// A sealer with a fresh random session that seals in whatever epoch `keys` seals in.
+    pub fn with_keys(
+        keys: &std::sync::Arc<Keys>,
         name: Name,
         best_effort: bool,
         signer: Option<std::sync::Arc<SigningIdentity>>,
@@ -131,8 +163,8 @@ impl Sealer {
         SystemRandom::new()
             .fill(&mut s)
             .map_err(|_| SealError::Random)?;
-        Ok(Self::with_session(
-            realm,
+        Ok(Self::with_session_keys(
+            keys.clone(),
             name,
             u64::from_be_bytes(s),
             best_effort,
@@ -149,6 +181,16 @@ impl Sealer {
         best_effort: bool,
         signer: Option<std::sync::Arc<SigningIdentity>>,
     ) -> Self {
+        Self::with_session_keys(Keys::new(realm), name, session, best_effort, signer)
+    }
+
+    fn with_session_keys(
+        keys: std::sync::Arc<Keys>,
+        name: Name,
+        session: u64,
+        best_effort: bool,
+        signer: Option<std::sync::Arc<SigningIdentity>>,
+    ) -> Self {
         let mut flags = 0;
         if best_effort {
             flags |= EnvelopeFlags::BEST_EFFORT;
@@ -156,14 +198,46 @@ impl Sealer {
         if signer.is_some() {
             flags |= EnvelopeFlags::SIGNED;
         }
+        let generation = keys.generation();
+        let ring = keys.current();
+        let key = session_key(ring.sealing_prk(), &name, session);
         Self {
             name,
             session,
             next_seq: 1,
-            key: session_key(&realm_prk(realm), &name, session),
+            generation,
+            epoch: ring.sealing(),
+            key,
+            keys,
             flags: EnvelopeFlags(flags),
             signer,
         }
+    }
+
+    /// The epoch the next envelope will be sealed in.
+    pub fn epoch(&self) -> Epoch {
+        self.epoch
+    }
+
+    /// Follows a rotation of the realm's keys: the same session and sequence, the sealing
+    /// epoch's key. One atomic load when nothing changed.
+    #[inline]
+    fn follow_keys(&mut self) {
+        if self.keys.generation() != self.generation {
+            self.rekey();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn rekey(&mut self) {
+        let generation = self.keys.generation();
+        let ring = self.keys.current();
+        if ring.sealing() != self.epoch {
+            self.key = session_key(ring.sealing_prk(), &self.name, self.session);
+            self.epoch = ring.sealing();
+        }
+        self.generation = generation;
     }
 
     /// Integrity only: payloads go in clear text, authenticated by the same key (see
@@ -249,6 +323,7 @@ impl Sealer {
         if self.next_seq == u64::MAX {
             return Err(SealError::Exhausted);
         }
+        self.follow_keys();
         let seq = self.next_seq;
         self.next_seq += 1;
         let source_time = source_time_ns.map(u64::to_be_bytes);
@@ -262,6 +337,7 @@ impl Sealer {
         }
         let header = EnvelopeHeader {
             flags,
+            epoch: self.epoch,
             name: self.name,
             session: self.session,
             seq,
@@ -377,6 +453,8 @@ pub enum OpenError {
     BadSignature,
     #[error("new session whose send time is {0} s away from this clock")]
     ClockSkew(u64),
+    #[error("sealed in epoch {0} of the realm, which this member does not hold (not received yet, retired, or this member was removed from the realm)")]
+    Epoch(Epoch),
 }
 
 /// Counters of what an opener accepted and refused.
@@ -389,6 +467,8 @@ pub struct OpenStats {
     pub unsigned: u64,
     pub bad_signer: u64,
     pub clock_skew: u64,
+    /// Sealed in an epoch this member does not hold.
+    pub epoch: u64,
 }
 
 /// An authenticated, decrypted envelope.
@@ -403,22 +483,35 @@ pub struct Opened {
 }
 
 struct SessionState {
+    epoch: Epoch,
+    /// The keyring generation `epoch` was last found held at.
+    generation: u64,
     key: LessSafeKey,
     window: ReplayWindow,
 }
 
-/// Opens envelopes sealed with one realm's secret, dropping forgeries and replays.
+/// Opens envelopes sealed with one realm's keys, dropping forgeries and replays.
 pub struct Opener {
-    prk: hkdf::Prk,
+    keys: std::sync::Arc<Keys>,
+    generation: u64,
+    ring: std::sync::Arc<Keyring>,
     sessions: LruCache<(Name, u64), SessionState>,
     config: OpenerConfig,
     stats: OpenStats,
 }
 
 impl Opener {
+    /// An opener of epoch 0 only (the realm file's secret).
     pub fn new(realm: &RealmSecret, config: OpenerConfig) -> Self {
+        Self::with_keys(&Keys::new(realm), config)
+    }
+
+    /// An opener of whatever epochs `keys` holds when each envelope arrives.
+    pub fn with_keys(keys: &std::sync::Arc<Keys>, config: OpenerConfig) -> Self {
         Self {
-            prk: realm_prk(realm),
+            generation: keys.generation(),
+            ring: keys.current(),
+            keys: keys.clone(),
             // Bounded by `max_sessions` in `open_inner`, not by `LruCache::new`, which
             // allocates a table for all of them at once: ~140 KB per opener at 4,096, and a
             // proxy has one per imported topic while most topics have a single session.
@@ -451,6 +544,7 @@ impl Opener {
                 self.stats.bad_signer += 1
             }
             Err(OpenError::ClockSkew(_)) => self.stats.clock_skew += 1,
+            Err(OpenError::Epoch(_)) => self.stats.epoch += 1,
         }
         r
     }
@@ -473,8 +567,40 @@ impl Opener {
         };
         let sealed_end = envelope.len() - sig_len;
         let id = (header.name, header.session);
+        let generation = self.keys.generation();
+        if generation != self.generation {
+            self.ring = self.keys.current();
+            self.generation = generation;
+        }
 
         if let Some(state) = self.sessions.get_mut(&id) {
+            // A session's epoch is checked against the keyring once per keyring change, so a
+            // retired epoch stops opening at once, cached sessions included.
+            if state.epoch != header.epoch || state.generation != generation {
+                let prk = self
+                    .ring
+                    .prk(header.epoch)
+                    .ok_or(OpenError::Epoch(header.epoch))?;
+                if state.epoch != header.epoch {
+                    let signer = open_in_other_epoch(
+                        state,
+                        prk,
+                        generation,
+                        &self.config,
+                        &header,
+                        envelope,
+                        sealed_end,
+                        out,
+                    )?;
+                    let source_time_ns = take_source_time(&header, out);
+                    return Ok(Opened {
+                        header,
+                        signer,
+                        source_time_ns,
+                    });
+                }
+                state.generation = generation;
+            }
             let signer = open_checked(state, &self.config, &header, envelope, sealed_end, out)?;
             let source_time_ns = take_source_time(&header, out);
             return Ok(Opened {
@@ -483,6 +609,10 @@ impl Opener {
                 source_time_ns,
             });
         }
+        let prk = self
+            .ring
+            .prk(header.epoch)
+            .ok_or(OpenError::Epoch(header.epoch))?;
         // A new session's key is derived here but remembered only once an envelope
         // authenticates, so forgeries cannot push real sessions out of the cache.
         if let Some(max) = self.config.max_new_session_skew_us {
@@ -492,7 +622,9 @@ impl Opener {
             }
         }
         let mut state = SessionState {
-            key: session_key(&self.prk, &header.name, header.session),
+            epoch: header.epoch,
+            generation,
+            key: session_key(prk, &header.name, header.session),
             window: ReplayWindow::default(),
         };
         let signer = open_checked(&mut state, &self.config, &header, envelope, sealed_end, out)?;
@@ -507,6 +639,37 @@ impl Opener {
             source_time_ns,
         })
     }
+}
+
+/// Opens an envelope of a known session sealed in another epoch than its last one: the
+/// publisher followed a rotation (or an envelope of the epoch before is still arriving). Same
+/// session and replay window, the other epoch's key, kept only once an envelope authenticates
+/// with it. Out of line: it happens once per rotation and session.
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn open_in_other_epoch(
+    state: &mut SessionState,
+    prk: &hkdf::Prk,
+    generation: u64,
+    config: &OpenerConfig,
+    header: &EnvelopeHeader,
+    envelope: &[u8],
+    sealed_end: usize,
+    out: &mut Vec<u8>,
+) -> Result<Option<String>, OpenError> {
+    let key = session_key(prk, &header.name, header.session);
+    match state.window.check(header.seq) {
+        ReplayVerdict::Fresh => {}
+        ReplayVerdict::Duplicate => return Err(OpenError::Replayed(header.seq)),
+        ReplayVerdict::TooOld => return Err(OpenError::TooOld(header.seq)),
+    }
+    let signer = open_body(&key, config, header, envelope, sealed_end, out)?;
+    state.window.record(header.seq);
+    state.key = key;
+    state.epoch = header.epoch;
+    state.generation = generation;
+    Ok(signer)
 }
 
 /// Replay check, authentication and decryption; records the sequence only on success.

@@ -424,3 +424,53 @@ fn a_source_time_cannot_be_altered_added_or_removed() {
     ));
     assert!(o.open(&env, 5, &mut out).is_ok());
 }
+
+#[test]
+fn a_rotation_keeps_the_session_and_shuts_out_who_lacks_the_new_epoch() {
+    use crate::epoch::Keys;
+    let publisher_keys = Keys::new(&realm(1));
+    let member_keys = Keys::new(&realm(1));
+    let mut s = Sealer::with_keys(&publisher_keys, name(), false, None).unwrap();
+    let mut member = Opener::with_keys(&member_keys, OpenerConfig::default());
+    // A removed member: it keeps its realm file (epoch 0) and nothing after.
+    let mut removed = Opener::new(&realm(1), OpenerConfig::default());
+    let mut out = Vec::new();
+    let before = s.seal_to_vec(b"epoch 0", 0).unwrap();
+    assert_eq!(EnvelopeHeader::parse(&before).unwrap().epoch, 0);
+    member.open(&before, 0, &mut out).unwrap();
+    removed.open(&before, 0, &mut out).unwrap();
+
+    let next = RealmSecret::from_bytes([2; 32]);
+    // Receivers install first, the publisher switches after: nothing is unreadable between.
+    member_keys.install(1, &next);
+    publisher_keys.install(1, &next);
+    let still_0 = s.seal_to_vec(b"still 0", 0).unwrap();
+    publisher_keys.seal_with(1).unwrap();
+    let after = s.seal_to_vec(b"epoch 1", 0).unwrap();
+    let h = EnvelopeHeader::parse(&after).unwrap();
+    assert_eq!((h.epoch, h.session, h.seq), (1, s.session(), 3));
+    member.open(&after, 0, &mut out).unwrap();
+    assert_eq!(out, b"epoch 1");
+    // An envelope of epoch 0 still in flight opens during the grace period, once.
+    member.open(&still_0, 0, &mut out).unwrap();
+    assert_eq!(out, b"still 0");
+    assert_eq!(
+        member.open(&still_0, 0, &mut out),
+        Err(OpenError::Replayed(2))
+    );
+    assert_eq!(removed.open(&after, 0, &mut out), Err(OpenError::Epoch(1)));
+    assert_eq!(removed.stats().epoch, 1);
+
+    // After retirement epoch 0 opens no more, even on a session the opener already knows.
+    member_keys.seal_with(1).unwrap();
+    member_keys.retire(0).unwrap();
+    let mut old = Sealer::new(&realm(1), name(), false, None).unwrap();
+    let stale = old.seal_to_vec(b"sealed by the removed member", 0).unwrap();
+    assert_eq!(member.open(&stale, 0, &mut out), Err(OpenError::Epoch(0)));
+    let mut forged = after.clone();
+    forged[3] = 0; // epoch 1 -> 0 in the header: authenticated, so refused
+    assert_eq!(member.open(&forged, 0, &mut out), Err(OpenError::Epoch(0)));
+    let mut bumped = after.clone();
+    bumped[3] = 7;
+    assert_eq!(member.open(&bumped, 0, &mut out), Err(OpenError::Epoch(7)));
+}

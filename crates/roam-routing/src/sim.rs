@@ -124,6 +124,7 @@ pub(crate) fn envelope(name: Name, session: u64, seq: u64) -> Bytes {
     let mut v = Vec::new();
     EnvelopeHeader {
         flags: EnvelopeFlags(0),
+        epoch: 0,
         name,
         session,
         seq,

@@ -55,6 +55,12 @@ pub async fn run(
         Some(signer) => Edge::signed(Port::Router(router.clone()), cfg.id.clone(), signer),
         None => Edge::new(Port::Router(router.clone()), cfg.id.clone()),
     };
+    // Every realm's epoch is taken up before anything is sealed in it.
+    let identity = roam_pki::load_identity(&cfg.pki, &cfg.id).map_err(|e| e.to_string())?;
+    let mut _epochs = Vec::new();
+    for realm in realms.values() {
+        _epochs.push(crate::cmd::connect::follow_epochs(&edge, realm, &identity).await?);
+    }
     // Interface definitions on this machine (AMENT_PREFIX_PATH, msg_paths), announced with
     // the topics so that members without them can read the data.
     let definitions = Arc::new(

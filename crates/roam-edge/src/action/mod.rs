@@ -160,12 +160,7 @@ mod tests {
 
     #[test]
     fn an_action_is_named_and_typed_as_rosidl_and_rmw_name_it() {
-        let realm = Arc::new(Realm {
-            label: "t".into(),
-            secret: RealmSecret::from_bytes([1; 32]),
-            require_signed: false,
-            members: Default::default(),
-        });
+        let realm = Arc::new(Realm::from_secret("t", RealmSecret::from_bytes([1; 32])));
         let a = ActionRef::new(realm.clone(), "fibonacci", "example_interfaces/Fibonacci").unwrap();
         assert_eq!(a.action, "/fibonacci");
         assert_eq!(a.action_type, "example_interfaces/action/Fibonacci");

@@ -108,12 +108,7 @@ mod tests {
     use roam_proto::RealmSecret;
 
     fn realm() -> Arc<Realm> {
-        Arc::new(Realm {
-            label: "t".into(),
-            secret: RealmSecret::from_bytes([1; 32]),
-            require_signed: false,
-            members: Default::default(),
-        })
+        Arc::new(Realm::from_secret("t", RealmSecret::from_bytes([1; 32])))
     }
 
     #[test]

@@ -79,12 +79,10 @@ pub fn realm() -> Arc<Realm> {
 
 /// A realm whose members (signing key -> name) must sign what they send, when there are any.
 pub fn realm_with_members(members: HashMap<[u8; 32], String>) -> Arc<Realm> {
-    Arc::new(Realm {
-        label: "test".into(),
-        secret: RealmSecret::from_bytes([6; 32]),
-        require_signed: !members.is_empty(),
-        members,
-    })
+    let mut realm = Realm::from_secret("test", RealmSecret::from_bytes([6; 32]));
+    realm.require_signed = !members.is_empty();
+    realm.members = members;
+    Arc::new(realm)
 }
 
 /// Waits until the router's count of subscribed names is `n`.

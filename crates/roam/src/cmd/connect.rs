@@ -82,3 +82,17 @@ pub fn client_edge(
         connected: up_rx,
     })
 }
+
+/// Follows `realm`'s epochs as `identity` for as long as the returned handle lives (see
+/// [`roam_edge::epochs`]): what every member process does before it seals anything.
+pub async fn follow_epochs(
+    edge: &Edge,
+    realm: &Arc<roam_edge::Realm>,
+    identity: &roam_pki::Identity,
+) -> Result<roam_edge::epochs::EpochFollower, String> {
+    let key = roam_proto::epoch_record::MemberKey::from_pkcs8(&identity.signing_pkcs8)
+        .map_err(|e| format!("{}: {e}", identity.name))?;
+    roam_edge::epochs::follow(edge, realm, key)
+        .await
+        .map_err(|e| e.to_string())
+}

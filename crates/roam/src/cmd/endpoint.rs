@@ -130,7 +130,9 @@ pub async fn run_pub(a: PubArgs) -> CmdResult {
             };
         check_size(size, sealed, max_envelope_len(&cfg.link))?;
     }
+    let identity = cfg.identity.clone();
     let ClientEdge { edge, client, .. } = client_edge(cfg, &a.conn.id, "connected to", signer)?;
+    let _epochs = super::connect::follow_epochs(&edge, &topic.realm, &identity).await?;
     // With --json, a definition on this machine is used and announced with the stream.
     let local = match &a.json {
         Some(_) => super::json::local_codec(&a.definitions.source()?, &dds_type).await,
@@ -317,12 +319,10 @@ async fn publish(
 pub async fn run_sub(a: SubArgs) -> CmdResult {
     let mut stop = super::signals::Stop::install()?;
     let (topic, dds_type) = topic_ref(&a.topic, a.raw_name.as_deref())?;
-    let ClientEdge { edge, .. } = client_edge(
-        client_config(&a.conn)?,
-        &a.conn.id,
-        "subscribed through",
-        None,
-    )?;
+    let cfg = client_config(&a.conn)?;
+    let identity = cfg.identity.clone();
+    let ClientEdge { edge, .. } = client_edge(cfg, &a.conn.id, "subscribed through", None)?;
+    let _epochs = super::connect::follow_epochs(&edge, &topic.realm, &identity).await?;
     let options = SubscriberOptions {
         dds_type: Some(dds_type),
         ..SubscriberOptions::default()
@@ -383,8 +383,8 @@ pub async fn run_sub(a: SubArgs) -> CmdResult {
     let summary = |got: u64, sub: &Subscriber| {
         let s = sub.open_stats();
         eprintln!(
-            "received {got} messages; dropped: {} forged, {} replayed, {} malformed, {} unsigned, {} bad signer",
-            s.forged, s.replayed, s.malformed, s.unsigned, s.bad_signer
+            "received {got} messages; dropped: {} forged, {} replayed, {} malformed, {} unsigned, {} bad signer, {} of an epoch not held",
+            s.forged, s.replayed, s.malformed, s.unsigned, s.bad_signer, s.epoch
         );
     };
     loop {

@@ -241,7 +241,7 @@ pub async fn run(cli: Cli) -> CmdResult {
         Command::Router(a) => router::run(a).await,
         Command::Proxy(a) => proxy::run(a).await,
         Command::Pki(c) => pki::run(c).await,
-        Command::Realm(c) => realm::run(c),
+        Command::Realm(c) => realm::run(c).await,
         Command::Name(a) => name::run(a),
         Command::Pub(a) => endpoint::run_pub(a).await,
         Command::Sub(a) => endpoint::run_sub(a).await,

@@ -1,10 +1,14 @@
-//! `roam realm`: realm files.
+//! `roam realm`: realm files, and starting a realm's next epoch.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Subcommand;
+use roam_edge::epochs::rotate::{self, RotateOptions};
+use roam_proto::epoch_record::MemberKey;
 
-use super::CmdResult;
+use super::{CmdResult, ConnectArgs};
 
 #[derive(Debug, Subcommand)]
 pub enum RealmCommand {
@@ -27,10 +31,44 @@ pub enum RealmCommand {
         /// PKI directory holding NAME.key.
         #[arg(long, value_name = "DIR")]
         pki: PathBuf,
+        /// Also let it start the realm's epochs (`roam realm rotate`).
+        #[arg(long)]
+        admin: bool,
+    },
+    /// Start the realm's next epoch: a fresh secret, sealed to each remaining member's
+    /// identity key and handed to the members through the routers; online members switch to
+    /// it without a restart, members that are away take it when they are back. With
+    /// --remove, the member is left out: from the switch on it opens nothing, even with its
+    /// realm file and a valid link. Only the realm's administrators may rotate. Waits until
+    /// every remaining member says it switched (or --wait passes) and names each.
+    Rotate {
+        /// This administrator's realm file (its epoch file, FILE.epoch, is kept beside it).
+        #[arg(long, value_name = "FILE")]
+        realm: PathBuf,
+        /// A member to leave out of the new epoch (and out of this realm file); repeatable.
+        #[arg(long, value_name = "NAME")]
+        remove: Vec<String>,
+        /// Seconds after receiving the new epoch before members seal in it: enough for every
+        /// online member to hold it by then.
+        #[arg(long, value_name = "SECS", default_value_t = 2.0)]
+        switch_after: f64,
+        /// Seconds after receiving the new epoch before members stop opening the one before
+        /// (what was in flight still opens until then).
+        #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+        retire_after: f64,
+        /// Seconds to wait for every remaining member to switch.
+        #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+        wait: f64,
+        #[command(flatten)]
+        conn: ConnectArgs,
     },
 }
 
-pub fn run(c: RealmCommand) -> CmdResult {
+fn seconds(flag: &str, s: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(s).map_err(|_| format!("--{flag}: {s} is not a number of seconds"))
+}
+
+pub async fn run(c: RealmCommand) -> CmdResult {
     match c {
         RealmCommand::New { name, out } => {
             roam_edge::realm::create(&out, &name)?;
@@ -40,13 +78,80 @@ pub fn run(c: RealmCommand) -> CmdResult {
             );
             Ok(())
         }
-        RealmCommand::AddMember { name, realm, pki } => {
+        RealmCommand::AddMember {
+            name,
+            realm,
+            pki,
+            admin,
+        } => {
             let id = roam_pki::load_identity(&pki, &name).map_err(|e| e.to_string())?;
             let signer = roam_proto::SigningIdentity::from_pkcs8(&id.signing_pkcs8)
                 .map_err(|e| e.to_string())?;
             roam_edge::realm::add_member(&realm, &name, &signer.public_key())?;
-            println!("{name} may now sign envelopes in {}", realm.display());
+            println!(
+                "{name} is a member of {} and may sign envelopes in it",
+                realm.display()
+            );
+            if admin {
+                roam_edge::realm::add_admin(&realm, &name)?;
+                println!("{name} may start the realm's epochs (roam realm rotate)");
+            }
             Ok(())
+        }
+        RealmCommand::Rotate {
+            realm,
+            remove,
+            switch_after,
+            retire_after,
+            wait,
+            conn,
+        } => {
+            let options = RotateOptions {
+                remove,
+                switch_after: seconds("switch-after", switch_after)?,
+                retire_after: seconds("retire-after", retire_after)?,
+            };
+            let wait = seconds("wait", wait)?;
+            let loaded = Arc::new(roam_edge::realm::load(&realm)?);
+            let cfg = super::connect::client_config(&conn)?;
+            let key =
+                MemberKey::from_pkcs8(&cfg.identity.signing_pkcs8).map_err(|e| e.to_string())?;
+            let record =
+                rotate::next_epoch(&loaded, &conn.id, &key, &options).map_err(|e| e.to_string())?;
+            let epoch = record.terms.epoch;
+            println!(
+                "epoch {epoch} of realm {:?}: {} members{}; kept in {}",
+                loaded.label,
+                record.terms.members.len(),
+                if options.remove.is_empty() {
+                    String::new()
+                } else {
+                    format!(", without {}", options.remove.join(", "))
+                },
+                roam_edge::epochs::store::epoch_file(&realm).display()
+            );
+            let client = super::connect::client_edge(
+                cfg,
+                &conn.id,
+                "handing out the new epoch through",
+                None,
+            )?;
+            let out = rotate::hand_out(&client.edge, &loaded, &record, wait, |member| {
+                println!("{member} switched to epoch {epoch}");
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+            if out.missing.is_empty() {
+                println!("every member switched to epoch {epoch}");
+                Ok(())
+            } else {
+                let missing: Vec<&str> = out.missing.iter().map(String::as_str).collect();
+                Err(format!(
+                    "not switched within {:.0} s: {} (online members take the epoch from the others when they are back)",
+                    wait.as_secs_f64(),
+                    missing.join(", ")
+                ))
+            }
         }
     }
 }

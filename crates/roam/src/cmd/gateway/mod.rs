@@ -93,6 +93,8 @@ pub async fn run(a: GatewayArgs) -> CmdResult {
     })
     .await?;
     let edge = Edge::new(Port::Router(router.clone()), cfg.id.clone());
+    let identity = roam_pki::load_identity(&cfg.pki, &cfg.id).map_err(|e| e.to_string())?;
+    let _epochs = super::connect::follow_epochs(&edge, &realm, &identity).await?;
     let metrics =
         roam_edge::metrics::Metrics::new(&cfg.id, roam_edge::metrics::ProcessKind::Gateway)
             .with_router(router.clone())
