@@ -1,6 +1,6 @@
 """A ROS 2-style listener: prints every std_msgs/String received on a DDS topic.
 
-usage: listener.py DOMAIN TOPIC [--summary] [--transient-local] [--stamps]
+usage: listener.py DOMAIN TOPIC [--summary] [--transient-local] [--stamps] [--depth N]
 Prints "ready" once the reader exists, then one line per sample: "data: TEXT", or with
 --summary "len: N sha256: HEX" (for big samples); --stamps adds " stamp: NS", the sample's
 source timestamp.
@@ -20,12 +20,13 @@ p.add_argument("topic")
 p.add_argument("--summary", action="store_true")
 p.add_argument("--transient-local", action="store_true", help="ask for samples published before this reader existed")
 p.add_argument("--stamps", action="store_true", help="print each sample's source timestamp too")
+p.add_argument("--depth", type=int, default=10, help="the reader's history depth (a fast stream needs more than a Python reader's pauses)")
 a = p.parse_args()
 exit_on_sigterm()
 
 dp = DomainParticipant(a.domain)
 topic = Topic(dp, a.topic, String_)
-reader = DataReader(dp, topic, qos=qos(transient_local=a.transient_local))
+reader = DataReader(dp, topic, qos=qos(transient_local=a.transient_local, depth=a.depth))
 print("ready", flush=True)
 while True:
     for s in reader.take(N=100):

@@ -17,6 +17,7 @@ mod grpc;
 mod in_proxy;
 mod refusals;
 mod rosbridge;
+mod rotation;
 mod rules;
 mod slow_clients;
 mod tls;

@@ -7,6 +7,10 @@ usage: gateway_client.py PORT [--token T] [--header-token T] COMMAND ...
         publishes JSON ("$N" in it is replaced by a counter) until stopped
   call SERVICE TYPE ARGS_JSON [--retry-for S]
         calls until answered; prints "result JSON" (or "error TEXT" per failed try)
+  calls SERVICE TYPE [--retry-for S]
+        calls an AddTwoInts-shaped service in a loop with a = I, b = 1000 for I = 0, 1, ...
+        until stopped (the first call retried until answered); prints "answered I SUM" per
+        answer and "error I TEXT" per failed call
   serve SERVICE TYPE
         serves an AddTwoInts-shaped service (sum = a + b); prints "served N" per request
   action NAME TYPE GOAL_JSON [--cancel]
@@ -104,6 +108,30 @@ def cmd_call(a, ros):
             out("error", str(e).replace("\n", " "))
             time.sleep(0.2)
     out("failed")
+
+
+def cmd_calls(a, ros):
+    s = roslibpy.Service(ros, a.service, a.type)
+    out("ready")
+    end = time.time() + a.retry_for
+    while True:
+        try:
+            r = s.call(roslibpy.ServiceRequest({"a": 0, "b": 1000}), timeout=3)
+            out("answered", f"0 {r['sum']}")
+            break
+        except Exception as e:
+            if time.time() > end:
+                out("error", f"0 {str(e)}".replace("\n", " "))
+                return
+            time.sleep(0.2)
+    i = 1
+    while True:
+        try:
+            r = s.call(roslibpy.ServiceRequest({"a": i, "b": 1000}), timeout=5)
+            out("answered", f"{i} {r['sum']}")
+        except Exception as e:
+            out("error", f"{i} {str(e)}".replace("\n", " "))
+        i += 1
 
 
 def cmd_serve(a, ros):
@@ -205,6 +233,10 @@ s.add_argument("service")
 s.add_argument("type")
 s.add_argument("args")
 s.add_argument("--retry-for", type=float, default=30)
+s = sub.add_parser("calls")
+s.add_argument("service")
+s.add_argument("type")
+s.add_argument("--retry-for", type=float, default=30)
 s = sub.add_parser("serve")
 s.add_argument("service")
 s.add_argument("type")
@@ -220,4 +252,4 @@ s.add_argument("topic")
 s.add_argument("type")
 a = p.parse_args()
 ros = None if a.cmd == "many" else connect(a)
-{"sub": cmd_sub, "pub": cmd_pub, "call": cmd_call, "serve": cmd_serve, "action": cmd_action, "topics": cmd_topics, "many": cmd_many}[a.cmd](a, ros)
+{"sub": cmd_sub, "pub": cmd_pub, "call": cmd_call, "calls": cmd_calls, "serve": cmd_serve, "action": cmd_action, "topics": cmd_topics, "many": cmd_many}[a.cmd](a, ros)
