@@ -17,7 +17,8 @@
 //!   epoch u16                                member str16
 //!   issued ms u64                            epoch u16
 //!   switch after ms u32                      sent ms u64
-//!   retire after ms u32                      Ed25519 signature (64) by the member
+//!   retire after ms u32                      flags u8 (bit 0: asks every member for its status)
+//!                                            Ed25519 signature (64) by the member
 //!   admin str16 (the signer)
 //!   admins: u16 count, str16 each
 //!   members: u16 count, str16 + Ed25519 public key (32)
@@ -419,6 +420,8 @@ pub struct MemberStatus {
     pub epoch: Epoch,
     /// The member's clock when it sent this, Unix milliseconds.
     pub sent_ms: u64,
+    /// Asks every member that hears it to say its own status now (`roam fleet status`).
+    pub ask: bool,
 }
 
 impl MemberStatus {
@@ -430,6 +433,7 @@ impl MemberStatus {
         put_str16(&mut out, &self.member);
         out.extend_from_slice(&self.epoch.to_be_bytes());
         out.extend_from_slice(&self.sent_ms.to_be_bytes());
+        out.push(u8::from(self.ask));
         let sig = key.signing.sign(&out);
         out.extend_from_slice(&sig);
         out
@@ -450,6 +454,11 @@ impl MemberStatus {
             member: r.str16(MAX_NAME_LEN)?.to_owned(),
             epoch: r.u16()?,
             sent_ms: r.u64()?,
+            ask: match r.u8()? {
+                0 => false,
+                1 => true,
+                _ => return Err(RecordError::NotEpoch),
+            },
         };
         let signed_len = bytes.len() - r.remaining();
         let sig = r.take(SIGNATURE_LEN)?;

@@ -103,6 +103,7 @@ fn statuses_are_signed_by_the_member_they_name() {
         member: "robot".into(),
         epoch: 3,
         sent_ms: 7,
+        ask: true,
     };
     let bytes = s.encode(&robot);
     assert_eq!(message_kind(&bytes), Some(Message::Status));

@@ -23,6 +23,7 @@
 pub mod rotate;
 pub mod state;
 pub mod store;
+pub mod survey;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -38,14 +39,14 @@ use crate::names::data_descriptor;
 use crate::publisher::{Publisher, StreamSpec};
 use crate::realm::Realm;
 use crate::subscriber::{Event, Subscriber, SubscriberOptions};
-pub use state::{EpochState, EpochStats, Membership, Offer, PeerEpoch, Step};
+pub use state::{Answer, EpochState, EpochStats, Membership, Offer, PeerEpoch, Step};
 
 /// The realm-side name of the epoch topic.
 pub const EPOCH_TOPIC: &str = "roam/epochs";
 /// Its type, in the name's descriptor.
 pub const EPOCH_TYPE: &str = "roam/epochs/v1";
 /// How often a member says which epoch it is in.
-pub const STATUS_PERIOD: Duration = Duration::from_secs(5);
+pub const STATUS_PERIOD: Duration = Duration::from_millis(state::STATUS_PERIOD_MS);
 /// A member passes its record to members that are behind at most this often.
 const RESEND_GAP: Duration = Duration::from_millis(500);
 
@@ -204,9 +205,13 @@ async fn run(mut f: Follow) {
         tokio::select! {
             ev = f.subscriber.recv(&mut buf) => match ev {
                 Some(Event::Message(_)) => {
-                    if f.take(&buf, now_ms()) {
+                    let answer = f.take(&buf, now_ms());
+                    if answer.record {
                         let at = (last_resend + RESEND_GAP).max(Instant::now());
                         resend_at = Some(resend_at.map_or(at, |r| r.min(at)));
+                    }
+                    if answer.status {
+                        next_status = next_status.min(Instant::now());
                     }
                 }
                 Some(_) => {}
@@ -248,9 +253,12 @@ async fn run(mut f: Follow) {
 }
 
 impl Follow {
-    /// Takes one message of the epoch topic. Returns whether its sender is behind and should
-    /// be sent this member's record.
-    fn take(&mut self, bytes: &[u8], now_ms: u64) -> bool {
+    /// Takes one message of the epoch topic; returns what to answer it with.
+    fn take(&mut self, bytes: &[u8], now_ms: u64) -> Answer {
+        let record = |record| Answer {
+            record,
+            status: false,
+        };
         let label = &self.realm.label;
         match message_kind(bytes) {
             Some(Message::Record) => match self.state.offer_record(bytes, &self.key, now_ms) {
@@ -258,30 +266,33 @@ impl Follow {
                     apply(&self.realm, &steps);
                     self.keep();
                     info!(realm = %label, epoch, "took a new epoch of the realm");
-                    false
+                    record(false)
                 }
                 Ok(Offer::Removed(epoch)) => {
                     self.keep();
                     error!(realm = %label, epoch, member = %self.me, "this member was removed from the realm: it can no longer read or write its topics");
-                    false
+                    record(false)
                 }
-                Ok(Offer::Older) => true,
-                Ok(Offer::Same) => false,
+                Ok(Offer::Older) => record(true),
+                Ok(Offer::Same) => record(false),
                 Err(e) => {
                     warn!(realm = %label, "refused an epoch record: {e}");
-                    false
+                    record(false)
                 }
             },
             Some(Message::Status) => match self.state.offer_status(bytes, now_ms) {
-                Ok(behind) => behind.is_some(),
+                Ok(answer) => {
+                    tracing::debug!(realm = %label, ?answer, "took an epoch status");
+                    answer
+                }
                 Err(e) => {
                     warn!(realm = %label, "refused an epoch status: {e}");
-                    false
+                    record(false)
                 }
             },
             None => {
                 warn!(realm = %label, "dropped a message of the epoch topic that is neither a record nor a status");
-                false
+                record(false)
             }
         }
     }

@@ -64,6 +64,18 @@ pub struct EpochStats {
     pub removed: bool,
 }
 
+/// How often members send their status, in milliseconds ([`super::STATUS_PERIOD`]).
+pub const STATUS_PERIOD_MS: u64 = 5_000;
+
+/// What a member answers a status with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Answer {
+    /// The sender is behind: send it this member's record.
+    pub record: bool,
+    /// The sender is new here (or back): send this member's status now.
+    pub status: bool,
+}
+
 /// The last status a member sent, as this member received it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PeerEpoch {
@@ -215,13 +227,8 @@ impl EpochState {
         self.timers.iter().map(|(at, _)| *at).min()
     }
 
-    /// A status from the realm's epoch topic. Returns the sender's epoch when it is behind
-    /// this member's (it should be sent this member's record).
-    pub fn offer_status(
-        &mut self,
-        bytes: &[u8],
-        now_ms: u64,
-    ) -> Result<Option<Epoch>, RecordError> {
+    /// A status from the realm's epoch topic: what this member should answer it with.
+    pub fn offer_status(&mut self, bytes: &[u8], now_ms: u64) -> Result<Answer, RecordError> {
         let status = match MemberStatus::parse(bytes, &self.realm, &self.membership.members) {
             Ok(s) => s,
             Err(e) => {
@@ -230,17 +237,23 @@ impl EpochState {
             }
         };
         if status.member == self.me {
-            return Ok(None);
+            return Ok(Answer::default());
         }
-        self.peers.insert(
+        let previous = self.peers.insert(
             status.member.clone(),
             PeerEpoch {
                 epoch: status.epoch,
                 seen_ms: now_ms,
             },
         );
-        let behind = status.epoch < self.stats.newest && self.record.is_some();
-        Ok(behind.then_some(status.epoch))
+        Ok(Answer {
+            record: status.epoch < self.stats.newest && self.record.is_some(),
+            // A member that asks (`roam fleet status`), or that is heard from for the first
+            // time or again after missing two periods, learns this member's epoch now rather
+            // than at its next period.
+            status: status.ask
+                || previous.is_none_or(|p| now_ms.saturating_sub(p.seen_ms) > 2 * STATUS_PERIOD_MS),
+        })
     }
 
     /// This member's status, to send.
@@ -250,6 +263,7 @@ impl EpochState {
             member: self.me.clone(),
             epoch: self.stats.sealing,
             sent_ms,
+            ask: false,
         }
     }
 

@@ -66,6 +66,7 @@ fn a_member_installs_at_once_switches_later_and_retires_last() {
         member: "thief".into(),
         epoch: 0,
         sent_ms: 0,
+        ask: false,
     }
     .encode(&thief);
     assert!(s.offer_status(&from_thief, 20_000).is_err());
@@ -115,13 +116,29 @@ fn only_the_views_administrators_start_epochs_and_old_records_are_answered() {
         member: "ops".into(),
         epoch: 0,
         sent_ms: 0,
+        ask: false,
     };
-    assert_eq!(s.offer_status(&status.encode(&ops), 5).unwrap(), Some(0));
+    assert_eq!(
+        s.offer_status(&status.encode(&ops), 5).unwrap(),
+        Answer {
+            record: true,
+            status: true
+        }
+    );
+    // Heard again within its period: its record still, not this member's status again.
+    assert_eq!(
+        s.offer_status(&status.encode(&ops), 6_000).unwrap(),
+        Answer {
+            record: true,
+            status: false
+        }
+    );
+    assert!(s.offer_status(&status.encode(&ops), 20_000).unwrap().status);
     assert_eq!(
         s.peers()["ops"],
         PeerEpoch {
             epoch: 0,
-            seen_ms: 5
+            seen_ms: 20_000
         }
     );
 }

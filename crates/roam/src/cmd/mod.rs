@@ -10,6 +10,7 @@ pub mod dashboard;
 pub mod demo;
 pub mod demo_ros;
 pub mod endpoint;
+pub mod fleet;
 pub mod gateway;
 pub mod json;
 pub mod mqtt;
@@ -44,9 +45,14 @@ pub enum Command {
     /// Manage the deployment's certificate authority and identities.
     #[command(subcommand)]
     Pki(pki::PkiCommand),
-    /// Create and manage realm files (the shared secret of a trust group).
+    /// Create and manage realm files (the shared secret of a trust group), and start a
+    /// realm's next epoch (re-key it while it runs).
     #[command(subcommand)]
     Realm(realm::RealmCommand),
+    /// Remove a member from the whole fleet (revoke it, re-key its realms without it), or
+    /// show each member's epoch and whether it answers.
+    #[command(subcommand)]
+    Fleet(fleet::FleetCommand),
     /// Print the 256-bit name (64 hex digits) of a topic in a realm.
     Name(name::NameArgs),
     /// Publish messages on a topic through a router (stdin lines, or generated payloads).
@@ -242,6 +248,7 @@ pub async fn run(cli: Cli) -> CmdResult {
         Command::Proxy(a) => proxy::run(a).await,
         Command::Pki(c) => pki::run(c).await,
         Command::Realm(c) => realm::run(c).await,
+        Command::Fleet(c) => fleet::run(c).await,
         Command::Name(a) => name::run(a),
         Command::Pub(a) => endpoint::run_pub(a).await,
         Command::Sub(a) => endpoint::run_sub(a).await,

@@ -31,7 +31,7 @@ pub enum ReasonArg {
 }
 
 impl ReasonArg {
-    fn reason(self) -> pki::Reason {
+    pub fn reason(self) -> pki::Reason {
         match self {
             ReasonArg::Unspecified => pki::Reason::Unspecified,
             ReasonArg::KeyCompromise => pki::Reason::KeyCompromise,
@@ -231,7 +231,7 @@ pub async fn run(c: PkiCommand) -> CmdResult {
 }
 
 /// Hands the list in `file` to the router `conn` names and says what it holds then.
-async fn hand_in(file: &std::path::Path, conn: &super::ConnectArgs) -> CmdResult {
+pub async fn hand_in(file: &std::path::Path, conn: &super::ConnectArgs) -> CmdResult {
     let cfg = super::connect::client_config(conn)?;
     let list = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let held = roam_net::hand_in::hand_in_revocations(&cfg.identity, &cfg.router, &cfg.link, &list)

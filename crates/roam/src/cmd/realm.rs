@@ -112,46 +112,61 @@ pub async fn run(c: RealmCommand) -> CmdResult {
                 retire_after: seconds("retire-after", retire_after)?,
             };
             let wait = seconds("wait", wait)?;
-            let loaded = Arc::new(roam_edge::realm::load(&realm)?);
             let cfg = super::connect::client_config(&conn)?;
-            let key =
-                MemberKey::from_pkcs8(&cfg.identity.signing_pkcs8).map_err(|e| e.to_string())?;
-            let record =
-                rotate::next_epoch(&loaded, &conn.id, &key, &options).map_err(|e| e.to_string())?;
-            let epoch = record.terms.epoch;
-            println!(
-                "epoch {epoch} of realm {:?}: {} members{}; kept in {}",
-                loaded.label,
-                record.terms.members.len(),
-                if options.remove.is_empty() {
-                    String::new()
-                } else {
-                    format!(", without {}", options.remove.join(", "))
-                },
-                roam_edge::epochs::store::epoch_file(&realm).display()
-            );
-            let client = super::connect::client_edge(
-                cfg,
-                &conn.id,
-                "handing out the new epoch through",
-                None,
-            )?;
-            let out = rotate::hand_out(&client.edge, &loaded, &record, wait, |member| {
-                println!("{member} switched to epoch {epoch}");
-            })
-            .await
-            .map_err(|e| e.to_string())?;
-            if out.missing.is_empty() {
-                println!("every member switched to epoch {epoch}");
-                Ok(())
-            } else {
-                let missing: Vec<&str> = out.missing.iter().map(String::as_str).collect();
-                Err(format!(
-                    "not switched within {:.0} s: {} (online members take the epoch from the others when they are back)",
-                    wait.as_secs_f64(),
-                    missing.join(", ")
-                ))
-            }
+            let out = rotate_file(&realm, cfg, &conn.id, &options, wait).await?;
+            not_switched(&out, wait)
         }
     }
+}
+
+/// Starts the next epoch of the realm in `file` as administrator `id` and hands it out
+/// through the router of `cfg`, printing each member as it switches.
+pub async fn rotate_file(
+    file: &std::path::Path,
+    cfg: roam_net::client::ClientConfig,
+    id: &str,
+    options: &RotateOptions,
+    wait: Duration,
+) -> Result<rotate::HandOut, String> {
+    let loaded = Arc::new(roam_edge::realm::load(file)?);
+    let key = MemberKey::from_pkcs8(&cfg.identity.signing_pkcs8).map_err(|e| e.to_string())?;
+    let record = rotate::next_epoch(&loaded, id, &key, options).map_err(|e| e.to_string())?;
+    let epoch = record.terms.epoch;
+    println!(
+        "epoch {epoch} of realm {:?}: {} members{}; kept in {}",
+        loaded.label,
+        record.terms.members.len(),
+        if options.remove.is_empty() {
+            String::new()
+        } else {
+            format!(", without {}", options.remove.join(", "))
+        },
+        roam_edge::epochs::store::epoch_file(file).display()
+    );
+    let client = super::connect::client_edge(cfg, id, "handing out the new epoch through", None)?;
+    let out = rotate::hand_out(&client.edge, &loaded, &record, wait, |member| {
+        println!("{member} switched to epoch {epoch}");
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    if out.missing.is_empty() {
+        println!(
+            "every member of realm {:?} switched to epoch {epoch}",
+            loaded.label
+        );
+    }
+    Ok(out)
+}
+
+/// The error for members that did not switch within `wait`, if any.
+pub fn not_switched(out: &rotate::HandOut, wait: Duration) -> CmdResult {
+    if out.missing.is_empty() {
+        return Ok(());
+    }
+    let missing: Vec<&str> = out.missing.iter().map(String::as_str).collect();
+    Err(format!(
+        "not switched within {:.0} s: {} (a member that is away takes the epoch from the others when it is back)",
+        wait.as_secs_f64(),
+        missing.join(", ")
+    ))
 }

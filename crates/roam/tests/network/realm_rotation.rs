@@ -157,7 +157,7 @@ fn a_rotation_shuts_out_the_removed_member_and_loses_nothing_of_a_reliable_topic
     assert!(
         out.contains("robot switched to epoch 1")
             && out.contains("laptop switched to epoch 1")
-            && out.contains("every member switched to epoch 1"),
+            && out.contains("every member of realm \"test\" switched to epoch 1"),
         "{out}"
     );
 
@@ -209,4 +209,133 @@ fn a_rotation_shuts_out_the_removed_member_and_loses_nothing_of_a_reliable_topic
         kept.exists(),
         "the laptop keeps the epoch beside its realm file"
     );
+}
+
+#[test]
+fn fleet_remove_revokes_and_re_keys_in_one_command_and_fleet_status_shows_each_member() {
+    let net = Net::new("fleet-remove");
+    for m in ["ops", "robot", "laptop", "thief"] {
+        net.issue(m, "client");
+        let mut args = vec![
+            "realm",
+            "add-member",
+            m,
+            "--realm",
+            &net.realm,
+            "--pki",
+            &net.pki,
+        ];
+        if m == "ops" {
+            args.push("--admin");
+        }
+        roam_ok(&args);
+    }
+    // A second realm the thief was never in: left as it is.
+    let other = net.dir.join("other.realm").to_string_lossy().into_owned();
+    roam_ok(&["realm", "new", "other", "--out", &other]);
+    roam_ok(&[
+        "realm",
+        "add-member",
+        "ops",
+        "--realm",
+        &other,
+        "--pki",
+        &net.pki,
+        "--admin",
+    ]);
+    let files: Vec<String> = ["ops", "robot", "laptop", "thief"]
+        .iter()
+        .map(|m| realm_copy(&net, m))
+        .collect();
+    let (r1, a1) = net.router("r1", "127.0.0.1:0", &[]);
+    let laptop = endpoint(&net, "sub", "laptop", &files[2], &a1, &[]);
+    let thief = endpoint(&net, "sub", "thief", &files[3], &a1, &[]);
+    wait_subscribed(&laptop);
+    wait_subscribed(&thief);
+    let _robot = endpoint(
+        &net,
+        "pub",
+        "robot",
+        &files[1],
+        &a1,
+        &["--size", "64", "--rate", "200", "--count", "100000"],
+    );
+    assert_eq!(collect(&laptop, 20, T).len(), 20, "{}", laptop.logs());
+
+    let status = |extra: &[&str]| {
+        let mut args = vec![
+            "fleet",
+            "status",
+            "--realm",
+            &files[0],
+            "--connect",
+            &a1,
+            "--pki",
+            &net.pki,
+            "--id",
+            "ops",
+        ];
+        args.extend_from_slice(extra);
+        roam(&args)
+    };
+    let (ok, before, err) = status(&[]);
+    assert!(ok, "{err}");
+    for m in ["robot", "laptop", "thief"] {
+        let row = before
+            .lines()
+            .find(|l| l.trim_start().starts_with(m))
+            .unwrap_or("");
+        assert!(row.contains(" 0  connected"), "{m}: {before}");
+    }
+
+    let (ok, out, err) = roam(&[
+        "fleet",
+        "remove",
+        "thief",
+        "--ca",
+        &net.pki,
+        "--realm",
+        &files[0],
+        "--realm",
+        &other,
+        "--switch-after",
+        "0.5",
+        "--retire-after",
+        "1",
+        "--connect",
+        &a1,
+        "--pki",
+        &net.pki,
+        "--id",
+        "ops",
+    ]);
+    assert!(ok, "{out}\n{err}");
+    for needle in [
+        "revoked thief",
+        "holds revocation list 1",
+        "robot switched to epoch 1",
+        "laptop switched to epoch 1",
+        "thief is not a member of realm \"other\"",
+        "thief is out of the fleet",
+    ] {
+        assert!(out.contains(needle), "{needle:?} in {out}");
+    }
+    assert!(r1.wait_log("certificate revoked", T), "{}", r1.logs());
+
+    let (ok, after, err) = status(&[]);
+    assert!(ok, "{err}");
+    assert!(
+        after.contains("realm \"test\": epoch 1, 3 members"),
+        "{after}"
+    );
+    for m in ["robot", "laptop"] {
+        let row = after
+            .lines()
+            .find(|l| l.trim_start().starts_with(m))
+            .unwrap_or("");
+        assert!(row.contains(" 1  connected"), "{m}: {after}");
+    }
+    assert!(!after.contains("thief"), "{after}");
+    // The laptop reads on in the new epoch.
+    assert_eq!(collect(&laptop, 20, T).len(), 20, "{}", laptop.logs());
 }
