@@ -89,7 +89,7 @@ pub async fn run(c: RealmCommand) -> CmdResult {
                 .map_err(|e| e.to_string())?;
             roam_edge::realm::add_member(&realm, &name, &signer.public_key())?;
             println!(
-                "{name} is a member of {} and may sign envelopes in it",
+                "{name} is a member of {} and may now sign envelopes in it",
                 realm.display()
             );
             if admin {

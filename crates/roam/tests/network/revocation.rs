@@ -248,6 +248,76 @@ fn a_revoked_client_is_cut_off_across_the_mesh_and_refused_by_every_router() {
     drop(thief_out);
 }
 
+/// A stolen robot: its proxy (a router identity with its own edge router) exports a DDS
+/// talker's topic into the realm through r2; an operator's reader on r1 reads it. Revoking the
+/// proxy's identity at r1 closes its link at r2 and refuses its redials: the robot's network
+/// goes quiet in the realm within a fraction of a second.
+#[test]
+fn a_revoked_proxy_is_cut_off_and_its_robot_network_goes_quiet() {
+    let net = Net::new("revoke-proxy");
+    let (r1, a1) = net.router("r1", "127.0.0.1:0", &[]);
+    let (r2, a2) = net.router("r2", "127.0.0.1:0", std::slice::from_ref(&a1));
+    assert!(r2.wait_log("link up", T), "{}", r2.logs());
+    let robot = net.proxy(
+        "stolen-robot",
+        123,
+        &a2,
+        "exports:\n  - topic: /scan\n    realm: test\n",
+    );
+    let _talker = python(
+        "talker",
+        "talker.py",
+        &["123", "rt/scan", "scan", "--period", "0.01"],
+    );
+    net.issue("watcher", "client");
+    let mut args = net.endpoint_args_in(&net.pki, "sub", "/scan", "watcher", &a1, &[]);
+    let at = args.iter().position(|a| a == "--type").unwrap() + 1;
+    args[at] = "std_msgs/msg/String".into();
+    let watcher = Proc::spawn("watcher", &args, None);
+    wait_subscribed(&watcher);
+    assert!(
+        !collect(&watcher, 20, T).is_empty(),
+        "the robot's topic crosses before: {}",
+        robot.logs()
+    );
+
+    net.issue("admin", "client");
+    let started = Instant::now();
+    let (ok, out, err) = roam(&[
+        "pki",
+        "revoke",
+        "stolen-robot",
+        "--dir",
+        &net.pki,
+        "--reason",
+        "key-compromise",
+        "--connect",
+        &a1,
+        "--id",
+        "admin",
+    ]);
+    assert!(
+        ok && out.contains("holds revocation list 1"),
+        "{out}\n{err}"
+    );
+    let mut seen = Vec::new();
+    drain_until(&watcher, Instant::now() + Duration::from_secs(3), &mut seen);
+    let last = seen
+        .last()
+        .map(|(t, _)| t.saturating_duration_since(started));
+    eprintln!("revoked proxy: last message delivered {last:?} after the command started");
+    assert!(last.is_none_or(|t| t < Duration::from_secs(2)), "{last:?}");
+    assert!(
+        r2.wait_log("closing the link: certificate revoked", T),
+        "{}",
+        r2.logs()
+    );
+    // Its redials are refused: the proxy is told why, and nothing crosses any more.
+    assert!(robot.wait_log("revoked", T), "{}", robot.logs());
+    assert!(watcher.line(Duration::from_secs(1)).is_none());
+    drop(r1);
+}
+
 #[test]
 fn a_router_that_was_down_learns_the_list_and_forged_or_older_lists_are_refused() {
     let net = Net::new("revoke-late");
