@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use roam_proto::epoch_record::{message_kind, EpochRecord, MemberKey, Message};
+use roam_proto::epoch_record::{message_kind, EpochRecord, MemberKey, Message, RecordError};
 use roam_proto::{Name, RealmSecret};
 use tokio::sync::watch;
 use tracing::{error, info, warn};
@@ -149,6 +149,7 @@ pub async fn follow(
         publisher,
         subscriber,
         report: tx,
+        warned_status: Default::default(),
     }));
     Ok(EpochFollower { report: rx, task })
 }
@@ -185,6 +186,8 @@ struct Follow {
     publisher: Publisher,
     subscriber: Subscriber,
     report: watch::Sender<EpochReport>,
+    /// The kinds of refused status already logged (each once; all are counted).
+    warned_status: std::collections::HashSet<std::mem::Discriminant<RecordError>>,
 }
 
 async fn run(mut f: Follow) {
@@ -285,8 +288,16 @@ impl Follow {
                     tracing::debug!(realm = %label, ?answer, "took an epoch status");
                     answer
                 }
+                // A realm file that lists no members (a realm that never rotates) knows no
+                // one's key: its members' statuses are all unknown to it. Counted, not logged.
+                Err(RecordError::UnknownMember(m)) => {
+                    tracing::debug!(realm = %label, member = %m, "an epoch status of a member this realm does not list");
+                    record(false)
+                }
                 Err(e) => {
-                    warn!(realm = %label, "refused an epoch status: {e}");
+                    if self.warned_status.insert(std::mem::discriminant(&e)) {
+                        warn!(realm = %label, "refused an epoch status (further ones of this kind are only counted): {e}");
+                    }
                     record(false)
                 }
             },
