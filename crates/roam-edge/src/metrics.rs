@@ -51,6 +51,9 @@ pub struct Snapshot {
     /// Connections to the router that have not authenticated yet, and what became of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admission: Option<Admission>,
+    /// The revocation list the router holds, and what it refused and closed for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust: Option<Trust>,
     /// Links up now, in the order they came up, then the last closed ones (`closed`).
     #[serde(default)]
     pub links: Vec<Link>,
@@ -77,6 +80,7 @@ impl Snapshot {
             process,
             routing: None,
             admission: None,
+            trust: None,
             links: Vec::new(),
             topics: Vec::new(),
         }
@@ -86,6 +90,7 @@ impl Snapshot {
     pub fn with_router(mut self, r: &RouterReport) -> Self {
         self.routing = Some(Routing::from(r));
         self.admission = Some(Admission::from(&r.admission));
+        self.trust = Some(Trust::from(&r.trust));
         self.links = r.links.iter().map(Link::from).collect();
         self
     }
@@ -266,6 +271,40 @@ impl From<&roam_net::admission::AdmissionStats> for Admission {
             refused_per_source: a.refused_per_source,
             refused_total: a.refused_total,
             retried: a.retried,
+        }
+    }
+}
+
+/// The revocation list a router holds, and what it did for it (see docs/security.md,
+/// "Revocation").
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Trust {
+    /// The CRL number of the list held (0: none).
+    pub list_number: u64,
+    /// Certificates the list revokes.
+    pub revoked: u64,
+    /// Newer lists taken, from links or the file.
+    pub lists_taken: u64,
+    /// Lists refused: not signed by the CA, malformed or too large.
+    pub lists_refused_invalid: u64,
+    /// Lists refused as older than the one held.
+    pub lists_refused_older: u64,
+    /// Links closed because their peer's certificate was revoked.
+    pub links_closed_revoked: u64,
+    /// Links closed because their peer's certificate expired.
+    pub links_closed_expired: u64,
+}
+
+impl From<&roam_net::runtime::TrustStats> for Trust {
+    fn from(t: &roam_net::runtime::TrustStats) -> Self {
+        Trust {
+            list_number: t.list_number,
+            revoked: t.revoked,
+            lists_taken: t.taken,
+            lists_refused_invalid: t.refused_invalid,
+            lists_refused_older: t.refused_older,
+            links_closed_revoked: t.closed_revoked,
+            links_closed_expired: t.closed_expired,
         }
     }
 }

@@ -425,6 +425,42 @@ fn encode_router(enc: &mut DescriptorEncoder, s: &Snapshot) -> Fmt {
             &[(vec![], rp.contested)],
         )?;
     }
+    if let Some(t) = &s.trust {
+        gauges(
+            enc,
+            "revocation_list_number",
+            "CRL number of the revocation list the router holds (0: none).",
+            &[(vec![], t.list_number as f64)],
+        )?;
+        gauges(
+            enc,
+            "revoked_certificates",
+            "Certificates the held revocation list revokes.",
+            &[(vec![], t.revoked as f64)],
+        )?;
+        counters(
+            enc,
+            "revocation_lists",
+            "Revocation lists offered to the router, by what became of them.",
+            &[
+                (vec![("outcome", "taken")], t.lists_taken),
+                (
+                    vec![("outcome", "refused_invalid")],
+                    t.lists_refused_invalid,
+                ),
+                (vec![("outcome", "refused_older")], t.lists_refused_older),
+            ],
+        )?;
+        counters(
+            enc,
+            "links_closed_by_trust",
+            "Links the router closed because their peer's certificate was revoked or expired.",
+            &[
+                (vec![("cause", "revoked")], t.links_closed_revoked),
+                (vec![("cause", "expired")], t.links_closed_expired),
+            ],
+        )?;
+    }
     if let Some(a) = &s.admission {
         gauges(
             enc,

@@ -269,6 +269,7 @@ mod tests {
             },
             routing: None,
             admission: None,
+            trust: None,
             links: Vec::new(),
             topics: vec![Topic {
                 name: "rt/chatter".into(),

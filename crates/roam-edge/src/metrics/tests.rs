@@ -92,7 +92,15 @@ fn report() -> RouterReport {
         ],
         local_dropped: 8,
         replacements: Default::default(),
-        trust: Default::default(),
+        trust: roam_net::runtime::TrustStats {
+            list_number: 3,
+            revoked: 2,
+            taken: 1,
+            refused_invalid: 4,
+            refused_older: 5,
+            closed_revoked: 6,
+            closed_expired: 7,
+        },
         admission: AdmissionStats {
             pending: 1,
             admitted: 2,
@@ -165,6 +173,16 @@ fn a_router_report_becomes_routing_links_and_admission() {
     );
     let a = s.admission.as_ref().unwrap();
     assert_eq!((a.pending, a.retried, a.refused_total), (1, 9, 8));
+    let t = s.trust.as_ref().unwrap();
+    assert_eq!(
+        (
+            t.list_number,
+            t.revoked,
+            t.lists_refused_older,
+            t.links_closed_expired
+        ),
+        (3, 2, 5, 7)
+    );
     assert_eq!(s.links.len(), 2);
     let quic = &s.links[0];
     assert_eq!((quic.link, quic.peer.as_str()), (1, "r2"));

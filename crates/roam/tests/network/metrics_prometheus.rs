@@ -258,6 +258,19 @@ fn prometheus_scrapes_a_router_and_two_proxies_and_counts_what_crossed() {
         r#"roam_topic_dropped_total{node="base",topic="/chatter",cause="refused"}"#,
         |v| v == 0.0,
     );
+    // The router holds no revocation list and closed nothing for one.
+    wait_query(
+        &prom,
+        &prom_addr,
+        r#"roam_revocation_list_number{node="cloud"}"#,
+        |v| v == 0.0,
+    );
+    wait_query(
+        &prom,
+        &prom_addr,
+        r#"roam_links_closed_by_trust_total{node="cloud",cause="revoked"}"#,
+        |v| v == 0.0,
+    );
     // Each process's QUIC sockets: nothing dropped for a full buffer at this load.
     for (name, _) in &targets {
         wait_query(

@@ -3,7 +3,7 @@
 use super::*;
 use crate::metrics::{
     Ages, Bucket, Link, LinkDrops, LinkKind, LinkQueue, PeerRole, Process, ProcessKind, QuicPath,
-    Replacements, Routing, Snapshot, Topic, TopicDrops,
+    Replacements, Routing, Snapshot, Topic, TopicDrops, Trust,
 };
 
 fn process() -> Process {
@@ -107,6 +107,14 @@ fn snapshot(topics: Vec<Topic>) -> Snapshot {
         }),
         data_age: ages(),
     }];
+    s.trust = Some(Trust {
+        list_number: 4,
+        revoked: 3,
+        lists_taken: 2,
+        lists_refused_older: 1,
+        links_closed_revoked: 5,
+        ..Trust::default()
+    });
     s
 }
 
@@ -184,6 +192,20 @@ fn counters_gauges_and_families_follow_the_conventions() {
         1.0
     );
     assert_eq!(v("roam_topics_overflow"), 0.0);
+    assert_eq!(v("roam_revocation_list_number"), 4.0);
+    assert_eq!(v("roam_revoked_certificates"), 3.0);
+    assert_eq!(
+        v(r#"roam_revocation_lists_total{outcome="refused_older"}"#),
+        1.0
+    );
+    assert_eq!(
+        v(r#"roam_links_closed_by_trust_total{cause="revoked"}"#),
+        5.0
+    );
+    assert_eq!(
+        v(r#"roam_links_closed_by_trust_total{cause="expired"}"#),
+        0.0
+    );
     // Every sample belongs to a family declared before it, once.
     let mut declared = Vec::new();
     for l in t.lines() {
