@@ -1,6 +1,8 @@
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::*;
+use crate::envelope::{EnvelopeError, SOURCE_TIME_LEN};
 use crate::name::TopicDescriptor;
 
 fn realm(b: u8) -> RealmSecret {
