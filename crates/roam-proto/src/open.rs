@@ -86,7 +86,7 @@ pub struct Opened {
     /// The realm member that signed it, in signed mode.
     pub signer: Option<String>,
     /// The publisher's own time of the message (a DDS sample's source timestamp),
-    /// nanoseconds since the Unix epoch, when its sealer gave one ([`Sealer::seal_at`]).
+    /// nanoseconds since the Unix epoch, when its sealer gave one ([`super::Sealer::seal_at`]).
     pub source_time_ns: Option<u64>,
 }
 
