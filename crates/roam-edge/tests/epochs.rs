@@ -41,11 +41,16 @@ fn realm_files(dir: &Dir, members: &[&str]) -> Vec<Arc<Realm>> {
         .collect()
 }
 
-/// Reads `topic` until `done`; returns each message's (epoch, counter).
+/// The counter of the messages that only show a reader's route is up.
+const WARM_UP: u32 = u32::MAX;
+
+/// Reads `topic` until `done`; returns each counted message's (epoch, counter). `progress`
+/// says whether a warm-up message came, and how many counted ones.
 async fn collect(
     edge: Edge,
     topic: TopicRef,
     done: tokio::sync::watch::Receiver<bool>,
+    progress: tokio::sync::watch::Sender<(bool, usize)>,
 ) -> (Vec<(u16, u32)>, u64) {
     let mut sub = edge.subscriber(&topic, SubscriberOptions::default()).await;
     let mut got = Vec::new();
@@ -53,10 +58,13 @@ async fn collect(
     loop {
         let idle = tokio::time::timeout(Duration::from_millis(500), sub.recv(&mut buf)).await;
         match idle {
-            Ok(Some(Event::Message(r))) => got.push((
-                r.header.epoch,
-                u32::from_be_bytes(buf[..4].try_into().unwrap()),
-            )),
+            Ok(Some(Event::Message(r))) => {
+                let n = u32::from_be_bytes(buf[..4].try_into().unwrap());
+                if n != WARM_UP {
+                    got.push((r.header.epoch, n));
+                }
+                progress.send_replace((true, got.len()));
+            }
             Ok(Some(_)) => {}
             Ok(None) => break,
             Err(_) if *done.borrow() => break,
@@ -86,15 +94,19 @@ async fn a_rotation_under_load_loses_nothing_and_shuts_the_removed_member_out() 
         );
     }
     let (done_tx, done) = tokio::sync::watch::channel(false);
+    let (laptop_seen, mut laptop_progress) = tokio::sync::watch::channel((false, 0));
+    let (thief_seen, thief_progress) = tokio::sync::watch::channel((false, 0));
     let laptop = tokio::spawn(collect(
         edges[2].clone(),
         TopicRef::new(realms[2].clone(), "/count"),
         done.clone(),
+        laptop_seen,
     ));
     let thief = tokio::spawn(collect(
         edges[3].clone(),
         TopicRef::new(realms[3].clone(), "/count"),
         done.clone(),
+        thief_seen,
     ));
     let publisher = edges[1]
         .publisher(
@@ -109,8 +121,16 @@ async fn a_rotation_under_load_loses_nothing_and_shuts_the_removed_member_out() 
         .unwrap()
         .unwrap();
     // Both readers' routes are up before counting starts (the second reader's subscription
-    // may reach the router a moment after the first's).
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // may reach the router a moment after the first's): warm-up messages until both read one.
+    let end = tokio::time::Instant::now() + T;
+    while !(laptop_progress.borrow().0 && thief_progress.borrow().0) {
+        assert!(
+            tokio::time::Instant::now() < end,
+            "a reader never got a route"
+        );
+        publisher.publish(&WARM_UP.to_be_bytes()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 
     const N: u32 = 4_000;
     let pace = tokio::spawn(async move {
@@ -121,7 +141,11 @@ async fn a_rotation_under_load_loses_nothing_and_shuts_the_removed_member_out() 
         }
         publisher
     });
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The rotation starts with the stream well under way.
+    tokio::time::timeout(T, laptop_progress.wait_for(|p| p.1 >= 500))
+        .await
+        .unwrap()
+        .unwrap();
     let options = rotate::RotateOptions {
         remove: vec!["thief".into()],
         switch_after: Duration::from_millis(500),

@@ -33,17 +33,18 @@ pub(crate) fn epoch_prk(secret: &RealmSecret) -> hkdf::Prk {
     hkdf::Salt::new(hkdf::HKDF_SHA256, SALT).extract(secret.as_bytes())
 }
 
-/// The epochs a member holds at one moment: the one it seals with and every one it opens.
+/// The epochs a member holds at one moment: the one it seals with and every one it opens
+/// (the sealing one among them).
 #[derive(Clone)]
 pub struct Keyring {
-    sealing: Epoch,
+    sealing: (Epoch, Arc<hkdf::Prk>),
     open: Vec<(Epoch, Arc<hkdf::Prk>)>,
 }
 
 impl Keyring {
     /// The epoch new envelopes are sealed in.
     pub fn sealing(&self) -> Epoch {
-        self.sealing
+        self.sealing.0
     }
 
     /// The key material of an epoch this member opens, if it holds it.
@@ -52,13 +53,7 @@ impl Keyring {
     }
 
     pub(crate) fn sealing_prk(&self) -> &Arc<hkdf::Prk> {
-        // `Keys` never lets the sealing epoch leave the open set.
-        &self
-            .open
-            .iter()
-            .find(|(e, _)| *e == self.sealing)
-            .expect("the sealing epoch is always held")
-            .1
+        &self.sealing.1
     }
 
     /// The epochs this member opens, oldest first.
@@ -87,11 +82,12 @@ pub struct Keys {
 impl Keys {
     /// A keyring holding only epoch 0, the realm file's secret.
     pub fn new(realm: &RealmSecret) -> Arc<Self> {
+        let prk = Arc::new(epoch_prk(realm));
         Arc::new(Self {
             generation: AtomicU64::new(0),
             ring: RwLock::new(Arc::new(Keyring {
-                sealing: 0,
-                open: vec![(0, Arc::new(epoch_prk(realm)))],
+                sealing: (0, prk.clone()),
+                open: vec![(0, prk)],
             })),
         })
     }
@@ -118,12 +114,16 @@ impl Keys {
         Ok(())
     }
 
-    /// Opens envelopes of `epoch` from now on (replacing its key if it was held).
+    /// Opens envelopes of `epoch` from now on (replacing its key if it was held, the sealing
+    /// key too when it is the sealing epoch).
     pub fn install(&self, epoch: Epoch, secret: &RealmSecret) {
         let prk = Arc::new(epoch_prk(secret));
         let _ = self.change(|k| {
             k.open.retain(|(e, _)| *e != epoch);
-            k.open.push((epoch, prk));
+            k.open.push((epoch, prk.clone()));
+            if k.sealing.0 == epoch {
+                k.sealing.1 = prk;
+            }
             Ok(())
         });
     }
@@ -131,10 +131,8 @@ impl Keys {
     /// Seals new envelopes in `epoch`, which must be held.
     pub fn seal_with(&self, epoch: Epoch) -> Result<(), KeyringError> {
         self.change(|k| {
-            if k.prk(epoch).is_none() {
-                return Err(KeyringError::NotHeld(epoch));
-            }
-            k.sealing = epoch;
+            let prk = k.prk(epoch).ok_or(KeyringError::NotHeld(epoch))?.clone();
+            k.sealing = (epoch, prk);
             Ok(())
         })
     }
@@ -142,7 +140,7 @@ impl Keys {
     /// Stops opening `epoch`'s envelopes. Retiring an epoch that is not held does nothing.
     pub fn retire(&self, epoch: Epoch) -> Result<(), KeyringError> {
         self.change(|k| {
-            if k.sealing == epoch {
+            if k.sealing.0 == epoch {
                 return Err(KeyringError::Sealing(epoch));
             }
             k.open.retain(|(e, _)| *e != epoch);
@@ -153,7 +151,7 @@ impl Keys {
     /// Retires every held epoch older than `epoch` other than the sealing one.
     pub fn retire_before(&self, epoch: Epoch) {
         let _ = self.change(|k| {
-            let sealing = k.sealing;
+            let sealing = k.sealing.0;
             k.open.retain(|(e, _)| *e >= epoch || *e == sealing);
             Ok(())
         });
@@ -164,7 +162,7 @@ impl std::fmt::Debug for Keys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let ring = self.current();
         f.debug_struct("Keys")
-            .field("sealing", &ring.sealing)
+            .field("sealing", &ring.sealing.0)
             .field("open", &ring.epochs())
             .finish()
     }

@@ -5,14 +5,14 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use clap::Subcommand;
-use roam_edge::epochs::rotate::{self, RotateOptions};
+use roam_edge::epochs::rotate;
 use roam_edge::epochs::{file_membership, survey};
 use roam_proto::epoch_record::MemberKey;
 
 use super::pki::ReasonArg;
+use super::realm::{seconds, SwitchArgs};
 use super::{CmdResult, ConnectArgs};
 
 #[derive(Debug, Subcommand)]
@@ -36,15 +36,8 @@ pub enum FleetCommand {
         /// Why, as the revocation list records it.
         #[arg(long, value_enum, default_value = "key-compromise")]
         reason: ReasonArg,
-        /// Seconds after receiving the new epoch before members seal in it.
-        #[arg(long, value_name = "SECS", default_value_t = 2.0)]
-        switch_after: f64,
-        /// Seconds after receiving the new epoch before members stop opening the one before.
-        #[arg(long, value_name = "SECS", default_value_t = 10.0)]
-        retire_after: f64,
-        /// Seconds to wait for each realm's remaining members to switch.
-        #[arg(long, value_name = "SECS", default_value_t = 30.0)]
-        wait: f64,
+        #[command(flatten)]
+        switch: SwitchArgs,
         #[command(flatten)]
         conn: ConnectArgs,
     },
@@ -60,10 +53,6 @@ pub enum FleetCommand {
         #[command(flatten)]
         conn: ConnectArgs,
     },
-}
-
-fn seconds(flag: &str, s: f64) -> Result<Duration, String> {
-    Duration::try_from_secs_f64(s).map_err(|_| format!("--{flag}: {s} is not a number of seconds"))
 }
 
 /// The realm's members now, as this administrator's files say: the realm file's and its last
@@ -86,17 +75,10 @@ pub async fn run(c: FleetCommand) -> CmdResult {
             ca,
             realms,
             reason,
-            switch_after,
-            retire_after,
-            wait,
+            switch,
             conn,
         } => {
-            let options = RotateOptions {
-                remove: vec![name.clone()],
-                switch_after: seconds("switch-after", switch_after)?,
-                retire_after: seconds("retire-after", retire_after)?,
-            };
-            let wait = seconds("wait", wait)?;
+            let (options, wait) = switch.options(vec![name.clone()])?;
             let done =
                 roam_pki::revoke(&ca, &roam_pki::Target::Name(name.clone()), reason.reason())
                     .map_err(|e| e.to_string())?;

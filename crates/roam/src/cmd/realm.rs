@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 use roam_edge::epochs::rotate::{self, RotateOptions};
 use roam_proto::epoch_record::MemberKey;
 
@@ -48,23 +48,44 @@ pub enum RealmCommand {
         /// A member to leave out of the new epoch (and out of this realm file); repeatable.
         #[arg(long, value_name = "NAME")]
         remove: Vec<String>,
-        /// Seconds after receiving the new epoch before members seal in it: enough for every
-        /// online member to hold it by then.
-        #[arg(long, value_name = "SECS", default_value_t = 2.0)]
-        switch_after: f64,
-        /// Seconds after receiving the new epoch before members stop opening the one before
-        /// (what was in flight still opens until then).
-        #[arg(long, value_name = "SECS", default_value_t = 10.0)]
-        retire_after: f64,
-        /// Seconds to wait for every remaining member to switch.
-        #[arg(long, value_name = "SECS", default_value_t = 30.0)]
-        wait: f64,
+        #[command(flatten)]
+        switch: SwitchArgs,
         #[command(flatten)]
         conn: ConnectArgs,
     },
 }
 
-fn seconds(flag: &str, s: f64) -> Result<Duration, String> {
+/// How members switch to a new epoch, and how long the command waits for them (`roam realm
+/// rotate`, `roam fleet remove`).
+#[derive(Debug, Args)]
+pub struct SwitchArgs {
+    /// Seconds after receiving the new epoch before members seal in it: enough for every
+    /// online member to hold it by then.
+    #[arg(long, value_name = "SECS", default_value_t = 2.0)]
+    switch_after: f64,
+    /// Seconds after receiving the new epoch before members stop opening the one before
+    /// (what was in flight still opens until then).
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    retire_after: f64,
+    /// Seconds to wait for every remaining member to switch.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    wait: f64,
+}
+
+impl SwitchArgs {
+    /// The rotation leaving out `remove`, and the wait.
+    pub fn options(&self, remove: Vec<String>) -> Result<(RotateOptions, Duration), String> {
+        let options = RotateOptions {
+            remove,
+            switch_after: seconds("switch-after", self.switch_after)?,
+            retire_after: seconds("retire-after", self.retire_after)?,
+        };
+        Ok((options, seconds("wait", self.wait)?))
+    }
+}
+
+/// A flag's seconds as a duration, or the error naming the flag.
+pub fn seconds(flag: &str, s: f64) -> Result<Duration, String> {
     Duration::try_from_secs_f64(s).map_err(|_| format!("--{flag}: {s} is not a number of seconds"))
 }
 
@@ -101,17 +122,10 @@ pub async fn run(c: RealmCommand) -> CmdResult {
         RealmCommand::Rotate {
             realm,
             remove,
-            switch_after,
-            retire_after,
-            wait,
+            switch,
             conn,
         } => {
-            let options = RotateOptions {
-                remove,
-                switch_after: seconds("switch-after", switch_after)?,
-                retire_after: seconds("retire-after", retire_after)?,
-            };
-            let wait = seconds("wait", wait)?;
+            let (options, wait) = switch.options(remove)?;
             let cfg = super::connect::client_config(&conn)?;
             let out = rotate_file(&realm, cfg, &conn.id, &options, wait).await?;
             not_switched(&out, wait)

@@ -27,27 +27,15 @@ fn counts_until(listener: &Proc, until: Instant, into: &mut Vec<u64>) {
 #[test]
 fn a_rotation_under_load_loses_no_message_call_or_goal() {
     let net = Net::new("gw-rotation");
-    for (m, role) in [
-        ("robot", "router"),
-        ("base", "router"),
-        ("gw", "router"),
-        ("ops", "client"),
-    ] {
-        net.issue(m, role);
-        let mut args = vec![
-            "realm",
-            "add-member",
-            m,
-            "--realm",
-            &net.realm,
-            "--pki",
-            &net.pki,
-        ];
-        if m == "ops" {
-            args.push("--admin");
-        }
-        roam_ok(&args);
-    }
+    net.members(
+        &[
+            ("robot", "router"),
+            ("base", "router"),
+            ("gw", "router"),
+            ("ops", "client"),
+        ],
+        "ops",
+    );
     let defs = definitions(&net.dir);
     let (_cloud, addr) = net.router("cloud", "127.0.0.1:0", &[]);
     let robot = net.proxy(

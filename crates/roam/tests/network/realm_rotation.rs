@@ -62,22 +62,15 @@ fn rotate(
 #[test]
 fn a_rotation_shuts_out_the_removed_member_and_loses_nothing_of_a_reliable_topic() {
     let net = Net::new("realm-rotate");
-    for m in ["ops", "robot", "laptop", "thief"] {
-        net.issue(m, "client");
-        let mut args = vec![
-            "realm",
-            "add-member",
-            m,
-            "--realm",
-            &net.realm,
-            "--pki",
-            &net.pki,
-        ];
-        if m == "ops" {
-            args.push("--admin");
-        }
-        roam_ok(&args);
-    }
+    net.members(
+        &[
+            ("ops", "client"),
+            ("robot", "client"),
+            ("laptop", "client"),
+            ("thief", "client"),
+        ],
+        "ops",
+    );
     let files: Vec<String> = ["ops", "robot", "laptop", "thief"]
         .iter()
         .map(|m| realm_copy(&net, m))
@@ -214,22 +207,15 @@ fn a_rotation_shuts_out_the_removed_member_and_loses_nothing_of_a_reliable_topic
 #[test]
 fn fleet_remove_revokes_and_re_keys_in_one_command_and_fleet_status_shows_each_member() {
     let net = Net::new("fleet-remove");
-    for m in ["ops", "robot", "laptop", "thief"] {
-        net.issue(m, "client");
-        let mut args = vec![
-            "realm",
-            "add-member",
-            m,
-            "--realm",
-            &net.realm,
-            "--pki",
-            &net.pki,
-        ];
-        if m == "ops" {
-            args.push("--admin");
-        }
-        roam_ok(&args);
-    }
+    net.members(
+        &[
+            ("ops", "client"),
+            ("robot", "client"),
+            ("laptop", "client"),
+            ("thief", "client"),
+        ],
+        "ops",
+    );
     // A second realm the thief was never in: left as it is.
     let other = net.dir.join("other.realm").to_string_lossy().into_owned();
     roam_ok(&["realm", "new", "other", "--out", &other]);

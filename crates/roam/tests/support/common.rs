@@ -228,6 +228,27 @@ impl Net {
         }
     }
 
+    /// Issues each `(name, role)` identity and lists it as a member of the realm file;
+    /// `admin` may also start the realm's epochs (`roam realm add-member --admin`).
+    pub fn members(&self, members: &[(&str, &str)], admin: &str) {
+        for (m, role) in members {
+            self.issue(m, role);
+            let mut args = vec![
+                "realm",
+                "add-member",
+                m,
+                "--realm",
+                &self.realm,
+                "--pki",
+                &self.pki,
+            ];
+            if *m == admin {
+                args.push("--admin");
+            }
+            roam_ok(&args);
+        }
+    }
+
     /// Starts a router listening on `listen` (use "127.0.0.1:0" for any port) and returns it
     /// with the QUIC address it bound.
     pub fn router(&self, id: &str, listen: &str, connect: &[String]) -> (Proc, String) {
