@@ -32,6 +32,7 @@ pub mod port;
 mod publisher;
 pub mod realm;
 pub mod recording;
+pub mod recovery;
 pub mod ros_names;
 pub mod service;
 pub mod stats;

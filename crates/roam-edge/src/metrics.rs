@@ -517,6 +517,10 @@ pub struct Topic {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_size: Option<u64>,
     pub drops: TopicDrops,
+    /// Import: messages that arrived only because they were asked for again; export:
+    /// messages sent again on request (end-to-end recovery). Absent in older snapshots.
+    #[serde(default)]
+    pub recovered: u64,
     pub age_in: Ages,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub age_out: Option<Ages>,
@@ -543,6 +547,12 @@ pub struct TopicDrops {
     /// snapshots from before it was counted.
     #[serde(default)]
     pub overwritten: u64,
+    /// Both: messages of a reliable stream that keeps every message which never arrived
+    /// (see `crate::recovery`). Import: gaps nothing filled; export: messages subscribers
+    /// asked for again after the retransmission window had let them go. Absent in snapshots
+    /// from before end-to-end recovery.
+    #[serde(default)]
+    pub lost: u64,
 }
 
 impl Topic {
@@ -556,12 +566,14 @@ impl Topic {
                 ("unattributed", d.unattributed),
                 ("ruled", d.ruled),
                 ("overwritten", d.overwritten),
+                ("lost", d.lost),
             ],
             Direction::Import => vec![
                 ("refused", d.refused),
                 ("unannounced", d.unannounced),
                 ("failed", d.failed),
                 ("ruled", d.ruled),
+                ("lost", d.lost),
             ],
         }
     }

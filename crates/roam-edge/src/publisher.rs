@@ -3,6 +3,7 @@
 //! whether anyone in the realm wants the data. Dropping it withdraws the stream.
 
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use bytes::Bytes;
 use roam_net::latency::now_us;
@@ -14,6 +15,7 @@ use crate::announce::{Announcer, Change};
 use crate::backlog::{Backlog, Offer, Pending, WhenFull, SEAL_ELSEWHERE};
 use crate::edge::{Edge, EdgeError, TopicRef};
 use crate::port::Port;
+use crate::recovery::{serve::Serve, LossReport, Window, WindowLimits};
 use crate::stats::{Direction, TopicStats};
 
 /// What a publisher sends: its type and QoS, as the topic's announcement will list them.
@@ -36,6 +38,9 @@ pub struct StreamSpec {
     pub definition: Option<String>,
     /// Payloads in clear text (still authenticated): for public data.
     pub clear_text: bool,
+    /// What a recoverable stream (reliable, keeping every message: see [`crate::recovery`])
+    /// keeps for subscribers that missed messages to ask for again.
+    pub window: WindowLimits,
 }
 
 impl StreamSpec {
@@ -54,6 +59,7 @@ impl StreamSpec {
             type_hash: None,
             definition: None,
             clear_text: false,
+            window: WindowLimits::default(),
         }
     }
 }
@@ -80,10 +86,16 @@ struct Inner {
     backlog: Backlog,
     /// Where the backlog's drainer runs.
     runtime: tokio::runtime::Handle,
+    /// A recoverable stream's retransmission window, and the task that answers requests.
+    window: Option<Arc<Mutex<Window>>>,
+    serving: Option<tokio::task::AbortHandle>,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        if let Some(task) = &self.serving {
+            task.abort();
+        }
         self.port.release_publication(self.name, self.port_id);
         if let Some(a) = &self.announcer {
             a.change(Change::RemoveStream {
@@ -142,6 +154,23 @@ impl Edge {
             })));
         }
         let port = self.inner.port.clone();
+        let stats = self.inner.stats.topic(Direction::Export, &topic.topic);
+        // A stream that keeps every message answers for what its subscribers missed.
+        let window =
+            (qos.reliable && !keep_latest).then(|| Arc::new(Mutex::new(Window::new(spec.window))));
+        let serving = window.as_ref().map(|window| {
+            let serve = Serve {
+                port: port.clone(),
+                keys: topic.realm.keys.clone(),
+                secret: topic.realm.secret.clone(),
+                opener: topic.realm.opener_config(),
+                data: name,
+                session,
+                window: window.clone(),
+                stats: stats.clone(),
+            };
+            tokio::spawn(serve.run()).abort_handle()
+        });
         let publication = port.publish(name).await;
         Ok(Publisher {
             inner: Arc::new(Inner {
@@ -154,9 +183,11 @@ impl Edge {
                 demand: publication.demand,
                 sealer: Mutex::new(sealer),
                 announcer,
-                stats: self.inner.stats.topic(Direction::Export, &topic.topic),
+                stats,
                 backlog: Backlog::new(when_full),
                 runtime: tokio::runtime::Handle::current(),
+                window,
+                serving,
             }),
         })
     }
@@ -207,16 +238,23 @@ impl Publisher {
         source_time_ns: Option<u64>,
     ) -> Result<Bytes, EdgeError> {
         let mut out = Vec::new();
-        let sealed = match self.inner.sealer.lock() {
-            Ok(mut s) => s.seal_at(kind, payload, now_us(), source_time_ns, &mut out),
-            Err(p) => p
-                .into_inner()
-                .seal_at(kind, payload, now_us(), source_time_ns, &mut out),
+        let (seq, sealed) = {
+            let mut s = self.inner.sealer.lock().unwrap_or_else(|p| p.into_inner());
+            let seq = s.next_seq();
+            (
+                seq,
+                s.seal_at(kind, payload, now_us(), source_time_ns, &mut out),
+            )
         };
         match sealed {
             Ok(()) => {
                 self.inner.stats.carried(payload.len());
-                Ok(Bytes::from(out))
+                let env = Bytes::from(out);
+                if let Some(w) = &self.inner.window {
+                    let mut w = w.lock().unwrap_or_else(|p| p.into_inner());
+                    w.push(seq, env.clone(), Instant::now());
+                }
+                Ok(env)
             }
             Err(e) => {
                 TopicStats::count(&self.inner.stats.failed);
@@ -309,6 +347,13 @@ impl Publisher {
         .await
         .ok()
         .flatten()
+    }
+
+    /// What subscribers asked for again and what this stream no longer held when they did
+    /// (`None`: not a recoverable stream).
+    pub fn losses(&self) -> Option<LossReport> {
+        let w = self.inner.window.as_ref()?;
+        Some(w.lock().unwrap_or_else(|p| p.into_inner()).report())
     }
 
     /// Payloads and bytes waiting in this publisher's backlog.

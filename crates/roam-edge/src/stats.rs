@@ -35,6 +35,12 @@ pub struct TopicStats {
     /// Export: samples of a keep-last topic dropped from a full backlog for newer ones, as the
     /// topic's DDS history would (see `crate::backlog`).
     pub overwritten: AtomicU64,
+    /// Messages of recoverable streams that never arrived ([`crate::recovery`]). Import:
+    /// gaps given up; export: messages subscribers asked for after the window let them go.
+    pub lost: AtomicU64,
+    /// Import: messages that arrived only because they were asked for again; export:
+    /// messages sent again on request.
+    pub recovered: AtomicU64,
     pub age_in: LatencyHistogram,
     pub age_out: LatencyHistogram,
 }
@@ -42,6 +48,12 @@ pub struct TopicStats {
 impl TopicStats {
     pub fn count(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn add(counter: &AtomicU64, n: u64) {
+        if n > 0 {
+            counter.fetch_add(n, Ordering::Relaxed);
+        }
     }
 
     /// One sample of `len` payload bytes carried: counted in `samples`, `bytes` and the sizes.
@@ -75,7 +87,9 @@ impl TopicStats {
                 unannounced: n(&self.unannounced),
                 ruled: n(&self.ruled),
                 overwritten: n(&self.overwritten),
+                lost: n(&self.lost),
             },
+            recovered: n(&self.recovered),
             age_in: Ages::from(&self.age_in),
             age_out: (direction == Direction::Import).then(|| Ages::from(&self.age_out)),
         }

@@ -25,8 +25,11 @@ use crate::backlog::SEAL_ELSEWHERE;
 use crate::edge::{Edge, TopicRef};
 use crate::names::meta_descriptor;
 use crate::port::{Port, PortSubscription};
+use crate::recovery::{self, ask::Asker, AskPolicy, Reorder};
 use crate::stats::{Direction, TopicStats};
 use crate::streams::{AnnouncedStreams, StreamId, StreamInfo};
+
+mod sequence;
 
 /// How a subscriber reads.
 #[derive(Debug, Clone)]
@@ -118,6 +121,13 @@ enum Step {
 /// ([`SEAL_ELSEWHERE`]): opening a 13 MB image takes milliseconds, and every other topic this
 /// worker carries (a proxy runs one) would wait behind it. Only a multi-threaded runtime can
 /// hand its tasks over; on another, the envelope is opened in place.
+/// Whether an envelope's flags (byte 1, read before it is opened) are a recoverable
+/// stream's.
+fn recoverable_envelope(env: &[u8]) -> bool {
+    env.get(1)
+        .is_some_and(|f| recovery::recoverable(roam_proto::EnvelopeFlags(*f)))
+}
+
 fn open_elsewhere(len: usize) -> bool {
     len >= SEAL_ELSEWHERE
         && tokio::runtime::Handle::try_current()
@@ -144,6 +154,11 @@ pub struct Subscriber {
     stats: Arc<TopicStats>,
     /// The causes of refusal already logged (each once; all are counted).
     warned: std::collections::HashSet<std::mem::Discriminant<roam_proto::OpenError>>,
+    /// Recoverable sessions in order, what is held behind their gaps ([`crate::recovery`]).
+    reorder: Reorder<(Received, Vec<u8>)>,
+    asker: Asker,
+    /// The reorder's (lost, recovered) counts already added to `stats`.
+    counted: (u64, u64),
 }
 
 impl Edge {
@@ -172,6 +187,14 @@ impl Edge {
             meta_plain: Vec::new(),
             stats: self.inner.stats.topic(Direction::Import, &topic.topic),
             warned: Default::default(),
+            reorder: Reorder::new(AskPolicy::default()),
+            asker: Asker::new(
+                self.inner.port.clone(),
+                topic.realm.keys.clone(),
+                topic.realm.secret.clone(),
+                self.inner.signer.clone(),
+            ),
+            counted: (0, 0),
         };
         s.sync_data_names().await;
         s
@@ -183,6 +206,9 @@ impl Subscriber {
     /// replaced). `None` once the edge is gone.
     pub async fn recv(&mut self, payload: &mut Vec<u8>) -> Option<Event> {
         loop {
+            if let Some(ev) = self.release_ready(payload) {
+                return Some(ev);
+            }
             if let Some(ev) = self.release_held(payload) {
                 return Some(ev);
             }
@@ -198,6 +224,7 @@ impl Subscriber {
                     }
                 }
                 Step::Timer => {
+                    self.poll_recovery();
                     if self.announced.handle_timeout(Instant::now()) {
                         self.streams_changed().await;
                         return Some(Event::Streams);
@@ -217,6 +244,9 @@ impl Subscriber {
     pub fn try_recv(&mut self, payload: &mut Vec<u8>) -> Option<Received> {
         let mut cx = Context::from_waker(std::task::Waker::noop());
         loop {
+            if let Some(Event::Message(r)) = self.release_ready(payload) {
+                return Some(r);
+            }
             match self.poll_data(&mut cx) {
                 Some(env) => {
                     if let Some(Event::Message(r)) = self.handle_data(&env, payload) {
@@ -265,6 +295,7 @@ impl Subscriber {
         let deadline = [
             self.announced.poll_timeout(),
             self.held.iter().map(|h| h.at + HOLD).min(),
+            self.reorder.deadline(),
         ]
         .into_iter()
         .flatten()
@@ -380,6 +411,13 @@ impl Subscriber {
         };
         let opened = match opened {
             Ok(o) => o,
+            Err(roam_proto::OpenError::Replayed(_) | roam_proto::OpenError::TooOld(_))
+                if recoverable_envelope(env) =>
+            {
+                // A message sent again for a subscriber that missed it, which this one had
+                // (counted by the opener as replayed; expected, so not refused or logged).
+                return None;
+            }
             Err(e) => {
                 TopicStats::count(&self.stats.refused);
                 if self.warned.insert(std::mem::discriminant(&e)) {
@@ -397,6 +435,19 @@ impl Subscriber {
             signer: opened.signer,
             source_time_ns: opened.source_time_ns,
         };
+        if recovery::recoverable(received.header.flags) {
+            return self.sequence(received, payload);
+        }
+        self.deliver(received, payload)
+    }
+
+    /// Hands a message to the reader, or holds it until its stream is announced.
+    fn deliver(&mut self, mut received: Received, payload: &mut Vec<u8>) -> Option<Event> {
+        let session = received.header.session;
+        if received.stream.is_none() {
+            // Held behind a gap meanwhile: its stream may be announced by now.
+            received.stream = self.sessions.get(&session).copied();
+        }
         let earlier_held = self
             .held
             .iter()

@@ -1,10 +1,12 @@
 //! A sliding anti-replay window over sequence numbers (the IPsec/WireGuard construction).
 //!
 //! Accepts each sequence number at most once, tolerates reordering of up to
-//! [`ReplayWindow::SIZE`] positions (best-effort datagrams may arrive out of order), and
-//! rejects anything older. Memory is fixed: 128 bytes per window.
+//! [`ReplayWindow::SIZE`] positions (best-effort datagrams may arrive out of order, and a
+//! reliable stream's messages sent again after a loss arrive behind newer ones: 4,096
+//! positions are four seconds of a 1 kHz topic), and rejects anything older. Memory is fixed:
+//! 512 bytes per window.
 
-const WORDS: usize = 16;
+const WORDS: usize = 64;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReplayWindow {

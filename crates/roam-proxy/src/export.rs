@@ -336,6 +336,7 @@ impl Exporter {
                 .flatten()
                 .map(|d| d.ros2msg().to_string()),
             clear_text: !self.leg.encrypt,
+            window: roam_edge::recovery::WindowLimits::default(),
         }
     }
 

@@ -217,6 +217,7 @@ struct TopicRow {
     messages: u64,
     bytes: u64,
     drops: Vec<(&'static str, u64)>,
+    recovered: u64,
     /// (stage, histogram)
     ages: Vec<(&'static str, Hist)>,
 }
@@ -235,6 +236,7 @@ impl TopicRow {
             messages: t.samples,
             bytes: t.bytes,
             drops: t.drops_by_cause(),
+            recovered: t.recovered,
             ages,
         }
     }
@@ -242,6 +244,7 @@ impl TopicRow {
     fn add(&mut self, o: &TopicRow) {
         self.messages += o.messages;
         self.bytes += o.bytes;
+        self.recovered += o.recovered;
         for (cause, n) in &o.drops {
             match self.drops.iter_mut().find(|(c, _)| c == cause) {
                 Some(d) => d.1 += n,
@@ -664,6 +667,7 @@ fn encode_topics(enc: &mut DescriptorEncoder, rows: &[TopicRow]) -> Fmt {
     let base = topic_labels;
     let messages: Vec<(Labels, u64)> = rows.iter().map(|r| (base(r), r.messages)).collect();
     let bytes: Vec<(Labels, u64)> = rows.iter().map(|r| (base(r), r.bytes)).collect();
+    let recovered: Vec<(Labels, u64)> = rows.iter().map(|r| (base(r), r.recovered)).collect();
     let mut drops = Vec::new();
     let mut ages = Vec::new();
     for r in rows {
@@ -690,6 +694,12 @@ fn encode_topics(enc: &mut DescriptorEncoder, rows: &[TopicRow]) -> Fmt {
         "topic_dropped",
         "Messages of a topic dropped, by cause (see docs/operations.md).",
         &drops,
+    )?;
+    counters(
+        enc,
+        "topic_recovered",
+        "Messages of a reliable topic asked for again after a loss: resent (export) or received only so (import).",
+        &recovered,
     )?;
     histograms(
         enc,

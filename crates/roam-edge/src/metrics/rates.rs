@@ -282,6 +282,7 @@ mod tests {
                     ruled,
                     ..TopicDrops::default()
                 },
+                recovered: 0,
                 age_in: Ages {
                     count: ages.iter().map(|(_, c)| c).sum(),
                     buckets: ages

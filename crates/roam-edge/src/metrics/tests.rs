@@ -144,7 +144,9 @@ fn topic(name: &str, direction: Direction) -> Topic {
             unannounced: 4,
             ruled: 5,
             overwritten: 6,
+            lost: 7,
         },
+        recovered: 8,
         age_in: Ages::from(&histogram(&[10, 20, 30])),
         age_out: (direction == Direction::Import).then(|| Ages::from(&histogram(&[40]))),
     }
@@ -264,7 +266,8 @@ fn topics_are_ordered_and_name_their_drop_causes_by_direction() {
             ("failed", 2),
             ("unattributed", 3),
             ("ruled", 5),
-            ("overwritten", 6)
+            ("overwritten", 6),
+            ("lost", 7)
         ]
     );
     assert_eq!(
@@ -273,7 +276,8 @@ fn topics_are_ordered_and_name_their_drop_causes_by_direction() {
             ("refused", 1),
             ("unannounced", 4),
             ("failed", 2),
-            ("ruled", 5)
+            ("ruled", 5),
+            ("lost", 7)
         ]
     );
 }

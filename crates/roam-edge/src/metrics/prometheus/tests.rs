@@ -58,6 +58,7 @@ fn topic(name: &str, direction: Direction, samples: u64) -> Topic {
             failed: 2,
             ..TopicDrops::default()
         },
+        recovered: 3,
         age_in: ages(),
         age_out: (direction == Direction::Import).then(ages),
     }
@@ -140,6 +141,10 @@ fn counters_gauges_and_families_follow_the_conventions() {
     assert_eq!(
         v(r#"roam_topic_dropped_total{topic="rt/chatter",direction="export",cause="failed"}"#),
         2.0
+    );
+    assert_eq!(
+        v(r#"roam_topic_recovered_total{topic="rt/chatter",direction="export"}"#),
+        3.0
     );
     // Import-only causes are not written for an export.
     assert!(!t.contains(r#"cause="refused""#), "{t}");
