@@ -39,6 +39,15 @@ pub struct PubArgs {
     /// Best effort: may be dropped under load instead of queued (sent as QUIC datagrams).
     #[arg(long)]
     pub best_effort: bool,
+    /// Keep every message (a DDS KEEP_ALL history) instead of the newest 10: subscribers
+    /// that miss messages (a router died, a link went down) ask for them again, and get the
+    /// stream complete and in order while the messages are within --resend-window.
+    #[arg(long, conflicts_with = "best_effort")]
+    pub keep_all: bool,
+    /// With --keep-all: how long sent messages are kept for subscribers that missed them
+    /// (also bounded by 8 MiB and 4,096 messages).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub resend_window: f64,
     /// Sign every envelope with this identity's key (signed mode).
     #[arg(long)]
     pub sign: bool,
@@ -142,13 +151,24 @@ pub async fn run_pub(a: PubArgs) -> CmdResult {
         Some((codec, text)) => (Some(codec), Some(text)),
         None => (None, None),
     };
+    if !(a.resend_window.is_finite() && a.resend_window >= 0.0) {
+        return Err(format!(
+            "--resend-window {} is not a number of seconds",
+            a.resend_window
+        ));
+    }
     let spec = StreamSpec {
         qos: StreamQos {
             reliable: !a.best_effort,
             transient_local: false,
-            depth: 10,
+            // 0: KEEP_ALL.
+            depth: if a.keep_all { 0 } else { 10 },
         },
         definition,
+        window: roam_edge::recovery::WindowLimits {
+            max_age: Duration::from_secs_f64(a.resend_window),
+            ..Default::default()
+        },
         ..StreamSpec::new(dds_type)
     };
     let publisher = edge
@@ -172,6 +192,7 @@ pub async fn run_pub(a: PubArgs) -> CmdResult {
     };
     // Exit only once the router has everything: a publisher that quits loses nothing. When
     // stopped by a signal, or by a second one while finishing, it waits a bounded time.
+    let losses = publisher.losses();
     drop(publisher);
     if stopped || outcome.is_err() {
         let _ = tokio::time::timeout(FINISH_ON_STOP, client.finish()).await;
@@ -189,6 +210,12 @@ pub async fn run_pub(a: PubArgs) -> CmdResult {
         "sent {sent} messages ({} dropped while offline, {} best-effort dropped for newer ones)",
         s.dropped_offline, s.dropped_stale
     );
+    if let Some(l) = losses {
+        eprintln!(
+            "resent {} messages that subscribers missed; {} messages did not reach {} subscribers (asked for after the resend window)",
+            l.resent, l.lost, l.subscribers
+        );
+    }
     outcome
 }
 
@@ -382,9 +409,16 @@ pub async fn run_sub(a: SubArgs) -> CmdResult {
     }
     let summary = |got: u64, sub: &Subscriber| {
         let s = sub.open_stats();
+        let t = sub.stats();
+        let n = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
         eprintln!(
             "received {got} messages; dropped: {} forged, {} replayed, {} malformed, {} unsigned, {} bad signer, {} of an epoch not held",
             s.forged, s.replayed, s.malformed, s.unsigned, s.bad_signer, s.epoch
+        );
+        eprintln!(
+            "{} messages recovered after a loss, {} lost",
+            n(&t.recovered),
+            n(&t.lost)
         );
     };
     loop {

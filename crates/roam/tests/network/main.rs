@@ -17,6 +17,7 @@ mod mobility;
 mod mqtt_bridge;
 mod mqtt_link;
 mod realm_rotation;
+mod recovery;
 mod revocation;
 mod routing;
 mod security;
