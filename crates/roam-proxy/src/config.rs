@@ -38,6 +38,9 @@
 //!                                # mode; default: when a realm file says require_signed)
 //! encrypt_payloads: true         # false: exported payloads in clear text, still
 //!                                # authenticated (public data; measuring encryption's cost)
+//! resend_window_s: 10            # how long exported reliable KEEP_ALL topics keep sent
+//!                                # messages for subscribers that missed them (an export
+//!                                # entry may give its own; docs/operations.md "Failures")
 //! status_interval_s: 30          # per-topic and per-link status lines (0: only at exit)
 //! msg_paths: [/opt/my_ws/src/my_msgs]   # optional: where message definitions are, besides
 //!                                # AMENT_PREFIX_PATH (announced with the topics, so members
@@ -96,6 +99,7 @@ use super::entries::{
     check_entry_name, check_name, entry_mappings, in_namespace, kind_word, single, Entry,
 };
 use super::patterns::{Pattern, Side};
+use super::resend_window::{self, ResendWindows};
 use roam_config::addr::{check_host_port, check_peer, Use};
 use roam_config::doc::{ConfigError, Doc, FieldPath, LoadError};
 use roam_config::gateway::doors::Doors;
@@ -138,6 +142,8 @@ pub struct ProxyConfig {
     pub realms: BTreeMap<String, PathBuf>,
     pub exports: Vec<Mapping>,
     pub pattern_exports: Vec<PatternExport>,
+    /// How long each export keeps sent messages for subscribers that missed them.
+    pub resend_windows: ResendWindows,
     pub imports: Vec<Mapping>,
     pub pattern_imports: Vec<PatternImport>,
     pub link: roam_config::link::LinkFile,
@@ -236,9 +242,13 @@ impl ProxyConfig {
         };
         let mut exports: Vec<(usize, Mapping)> = Vec::new();
         let mut pattern_exports = Vec::new();
+        let mut resend_windows =
+            ResendWindows::new(doc, &field("resend_window_s"), f.resend_window_s)?;
         for (i, e) in f.exports.iter().enumerate() {
             let entry = field("exports").index(i);
             realm_ok(&e.realm, &entry.clone().key("realm"))?;
+            let window_at = entry.clone().key("resend_window_s");
+            let window = resend_window::check(doc, &window_at, e.resend_window_s)?;
             let patterns = e.allow.is_some() || e.deny.is_some();
             let named = [&e.topic, &e.service, &e.dds_topic, &e.action]
                 .iter()
@@ -253,6 +263,12 @@ impl ProxyConfig {
                         None => local.clone(),
                     };
                     let convention = check_convention(doc, kind, e.convention, &entry)?;
+                    if let Some(w) = window {
+                        if !matches!(kind, Entry::One(What::Topic | What::DdsTopic)) {
+                            return Err(doc.err(&window_at, "`resend_window_s` applies to topics (a service's or an action's calls are answered, not resent)"));
+                        }
+                        resend_windows.named(&local, w);
+                    }
                     for m in entry_mappings(kind, &local, &remote, &e.realm, convention, &in_realm) {
                         check_export_unique(doc, &exports, i, &m, e.rename.is_some(), key)?;
                         exports.push((i, m));
@@ -267,6 +283,9 @@ impl ProxyConfig {
                     }
                     let (allow, deny) = (e.allow.as_ref(), e.deny.as_ref());
                     let p = Pattern::parse(doc, &entry, Side::Exports, allow, deny, &e.realm)?;
+                    if let Some(w) = window {
+                        resend_windows.patterns(&p, w);
+                    }
                     pattern_exports.extend(p);
                 }
                 _ => {
@@ -396,6 +415,7 @@ impl ProxyConfig {
             realms: f.realms,
             exports: exports.into_iter().map(|(_, m)| m).collect(),
             pattern_exports,
+            resend_windows,
             imports: imports.into_iter().map(|(_, m)| m).collect(),
             pattern_imports,
             link: f.link,

@@ -32,6 +32,9 @@ pub struct ProxyFile {
     /// but not forge or replay them). For public data, and to measure what encryption costs.
     #[serde(default = "yes")]
     pub encrypt_payloads: bool,
+    /// Seconds an exported reliable KEEP_ALL topic keeps sent messages for subscribers that
+    /// missed them (10 if unset); an `exports:` entry may give its own.
+    pub resend_window_s: Option<f64>,
     /// Sign every envelope with the identity's Ed25519 key, so receivers know which realm
     /// member sent it (signed mode). Unset: sign when any realm file says `require_signed`.
     pub sign: Option<bool>,
@@ -114,6 +117,8 @@ pub struct ExportFile {
     /// A service's (or an action's services') convention here: `auto` (by each endpoint's
     /// DDS vendor), `cyclonedds` or `fastdds` (docs/services.md).
     pub convention: Option<super::convention::Setting>,
+    /// This entry's resend window, in seconds (docs: [`super::resend_window`]).
+    pub resend_window_s: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]

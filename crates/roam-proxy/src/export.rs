@@ -54,6 +54,9 @@ pub struct ExportLeg {
     pub realm: Arc<Realm>,
     /// false: payloads in clear text (still authenticated).
     pub encrypt: bool,
+    /// How long a reliable KEEP_ALL stream of the topic keeps sent messages for
+    /// subscribers that missed them ([`super::resend_window`]).
+    pub window: roam_edge::recovery::WindowLimits,
     /// Where the proxy finds interface definitions, to announce them with the topic.
     pub definitions: Arc<DefinitionSource>,
     /// The proxy's rules, and the nodes of local writers (NODE).
@@ -106,6 +109,8 @@ struct ReaderSlot {
     table: Arc<RwLock<RouteTable>>,
     reader: Option<Reader>,
     creating: bool,
+    /// Since when nobody wants a recoverable class's data while its reader stays open.
+    unwanted_since: Option<Instant>,
 }
 
 enum Internal {
@@ -336,7 +341,7 @@ impl Exporter {
                 .flatten()
                 .map(|d| d.ros2msg().to_string()),
             clear_text: !self.leg.encrypt,
-            window: roam_edge::recovery::WindowLimits::default(),
+            window: self.leg.window,
         }
     }
 
@@ -460,6 +465,7 @@ impl Exporter {
                 .demand
                 .get(&class.dds_type)
                 .is_some_and(|d| *d.borrow());
+            let linger = self.reader_linger(&class);
             let slot = self
                 .readers
                 .entry(class.clone())
@@ -467,6 +473,7 @@ impl Exporter {
                     table: Arc::new(RwLock::new(RouteTable::default())),
                     reader: None,
                     creating: false,
+                    unwanted_since: None,
                 });
             {
                 let mut t = slot.table.write().unwrap_or_else(|p| p.into_inner());
@@ -510,9 +517,40 @@ impl Exporter {
                     let made = Reader::new(&p, &topic, &q, on_sample);
                     let _ = tx.send(Box::new(Internal::ReaderMade(class, made)));
                 });
-            } else if !wanted && slot.reader.take().is_some() {
-                info!(topic = %self.leg.dds_topic, "no remote subscriber left: reader closed");
+            } else if !wanted && slot.reader.is_some() {
+                // A recoverable stream's reader outlives a short loss of demand (a router on
+                // the path died): what the publishers write meanwhile goes into the resend
+                // window instead of being lost before roam saw it.
+                let first = slot.unwanted_since.is_none();
+                let since = *slot.unwanted_since.get_or_insert_with(Instant::now);
+                let left = linger.saturating_sub(since.elapsed());
+                if left.is_zero() {
+                    slot.reader = None;
+                    slot.unwanted_since = None;
+                    info!(topic = %self.leg.dds_topic, "no remote subscriber left: reader closed");
+                } else if first {
+                    let tx = self.internal.clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep(left).await;
+                        let _ = tx.send(Box::new(Internal::Demand));
+                    });
+                }
+            } else if wanted {
+                slot.unwanted_since = None;
             }
+        }
+    }
+
+    /// How long a class's reader stays open once nobody wants its data: its streams' resend
+    /// window when they are recovered end to end (reliable, keeping every sample), else 0.
+    fn reader_linger(&self, class: &ReaderClass) -> Duration {
+        let recoverable = self
+            .streams
+            .iter()
+            .any(|(k, p)| k.class == *class && p.losses().is_some());
+        match recoverable {
+            true => self.leg.window.max_age,
+            false => Duration::ZERO,
         }
     }
 

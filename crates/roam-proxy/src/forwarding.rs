@@ -405,7 +405,12 @@ impl Forwarding {
         if !self.exports.contains_key(&topic) {
             let (tx, rx) = mpsc::unbounded_channel();
             let cx = &self.cx;
+            let ros_name = match ros_endpoint(&topic) {
+                Some(RosEndpoint::Topic(name)) => Some(name),
+                _ => None,
+            };
             let leg = ExportLeg {
+                window: cx.cfg.resend_windows.limits(ros_name.as_deref(), &topic),
                 dds_topic: topic.clone(),
                 remote,
                 realm: cx.realms[&realm].clone(),

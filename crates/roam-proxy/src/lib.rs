@@ -44,6 +44,7 @@ pub mod mqtt;
 pub mod nodes;
 pub mod patterns;
 pub mod process;
+pub mod resend_window;
 pub mod rules;
 pub mod rules_log;
 pub mod user_data;

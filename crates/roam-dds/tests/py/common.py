@@ -41,10 +41,11 @@ class PointStamped_(IdlStruct, typename="geometry_msgs::msg::dds_::PointStamped_
 
 
 def qos(reliable=True, transient_local=False, depth=10):
+    """depth 0: KEEP_ALL (every sample kept until taken or acknowledged)."""
     return Qos(
         Policy.Reliability.Reliable(duration(seconds=1)) if reliable else Policy.Reliability.BestEffort,
         Policy.Durability.TransientLocal if transient_local else Policy.Durability.Volatile,
-        Policy.History.KeepLast(depth),
+        Policy.History.KeepAll if depth == 0 else Policy.History.KeepLast(depth),
     )
 
 

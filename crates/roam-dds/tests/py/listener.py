@@ -20,7 +20,7 @@ p.add_argument("topic")
 p.add_argument("--summary", action="store_true")
 p.add_argument("--transient-local", action="store_true", help="ask for samples published before this reader existed")
 p.add_argument("--stamps", action="store_true", help="print each sample's source timestamp too")
-p.add_argument("--depth", type=int, default=10, help="the reader's history depth (a fast stream needs more than a Python reader's pauses)")
+p.add_argument("--depth", type=int, default=10, help="the reader's history depth (a fast stream needs more than a Python reader's pauses; 0: KEEP_ALL)")
 a = p.parse_args()
 exit_on_sigterm()
 

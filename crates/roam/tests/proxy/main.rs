@@ -16,5 +16,6 @@ mod distros;
 mod edge_service;
 mod qos;
 mod record_mcap;
+mod recovery;
 mod rules;
 mod topics;
