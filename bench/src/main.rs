@@ -5,6 +5,7 @@
 
 mod core;
 mod crypto;
+mod edge_path;
 mod memory;
 mod pki;
 mod report;
@@ -27,7 +28,7 @@ struct Args {
     only: Vec<String>,
 }
 
-const USAGE: &str = "usage: roam-bench [--quick] [--out FILE.json] [--markdown FILE.md] [--only seal,core,throughput,subscribe,memory]";
+const USAGE: &str = "usage: roam-bench [--quick] [--out FILE.json] [--markdown FILE.md] [--only seal,core,throughput,edge,subscribe,memory]";
 
 fn parse_args() -> Result<Option<Args>, String> {
     let bench_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -98,6 +99,7 @@ fn run() -> Result<(), String> {
         seal_open: Vec::new(),
         routing_core: None,
         throughput: Vec::new(),
+        edge: Vec::new(),
         subscribe: None,
         memory: None,
     };
@@ -144,6 +146,15 @@ fn run() -> Result<(), String> {
             let o = rt.block_on(throughput::run_repeated(s, repeat))?;
             eprintln!("  {}", throughput::describe(&o));
             results.throughput.push(o);
+        }
+    }
+    if wants("edge") {
+        eprintln!("[3b/5] per-message cost through the edge layer");
+        // CPU time is read in 10 ms ticks: runs of a second or more.
+        let n = if args.quick { 200_000 } else { 500_000 };
+        results.edge = rt.block_on(edge_path::run(n, 64, 3))?;
+        for o in &results.edge {
+            eprintln!("  {}", edge_path::describe(o));
         }
     }
     if wants("subscribe") {

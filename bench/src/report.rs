@@ -32,6 +32,8 @@ pub struct Results {
     pub routing_core: Option<RoutingCore>,
     pub throughput: Vec<Outcome>,
     /// Added after schema 1 was published; absent in older files.
+    pub edge: Vec<crate::edge_path::Outcome>,
+    /// Added after schema 1 was published; absent in older files.
     pub subscribe: Option<crate::subscribe::Outcome>,
     pub memory: Option<Memory>,
 }
@@ -294,6 +296,37 @@ pub fn markdown(r: &Report) -> String {
         }
         if !ratios.is_empty() {
             let _ = writeln!(s, "\nRatios (unpaced, 2 routers / 1 router) — {ratios}.");
+        }
+    }
+
+    if !r.results.edge.is_empty() {
+        let _ = writeln!(s, "\n## 3b. Per message through the edge layer\n");
+        let _ = writeln!(
+            s,
+            "In one process, no sockets: an `Edge` publisher and subscriber on one in-process router, \
+             messages of {} B published as fast as the reliable topic lets them, read by a task; the \
+             stream kinds alternate over 3 runs (median). A keep-all stream's publisher keeps its resend \
+             window and its subscriber follows the session's sequence (end-to-end recovery, \
+             docs/architecture.md); a keep-last stream does neither. CPU is the whole process's \
+             (publisher, router and subscriber).\n",
+            r.results.edge[0].payload
+        );
+        let _ = writeln!(s, "| stream | messages | msg/s | CPU per message | runs (msg/s) |\n|---|---:|---:|---:|---|");
+        for o in &r.results.edge {
+            let runs: Vec<String> = o
+                .runs_msgs_per_s
+                .iter()
+                .map(|v| format!("{v:.0}"))
+                .collect();
+            let _ = writeln!(
+                s,
+                "| {} | {} | {:.0} | {} | {} |",
+                o.stream,
+                o.messages,
+                o.msgs_per_s,
+                ns(o.cpu_ns_per_msg),
+                runs.join(", ")
+            );
         }
     }
 
