@@ -29,6 +29,11 @@ pub struct LinkFile {
     pub handshake_timeout_ms: Option<u64>,
     pub max_unauthenticated: Option<usize>,
     pub max_unauthenticated_per_source: Option<usize>,
+    /// What one client link may bring into this router per second (0: no limit): data
+    /// messages and their bytes. Over it, reliable data is held back (the client slows down)
+    /// and best-effort data dropped, counted per link.
+    pub client_max_messages_per_s: Option<u64>,
+    pub client_max_bytes_per_s: Option<u64>,
 }
 
 impl LinkFile {
@@ -259,6 +264,12 @@ impl LinkFile {
         }
         if let Some(n) = self.max_unauthenticated_per_source {
             c.max_unauthenticated_per_source = n;
+        }
+        if let Some(n) = self.client_max_messages_per_s {
+            c.client_quota.msgs_per_s = n;
+        }
+        if let Some(n) = self.client_max_bytes_per_s {
+            c.client_quota.bytes_per_s = n;
         }
         Ok(c)
     }

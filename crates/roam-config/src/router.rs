@@ -33,6 +33,9 @@
 //!   handshake_timeout_ms: 10000        # unauthenticated connections are closed after this
 //!   max_unauthenticated: 256           # connections in their handshake at once, in total
 //!   max_unauthenticated_per_source: 16 # ... and from one address (an IPv6 /64)
+//!   client_max_messages_per_s: 500000  # what one client link may bring in per second
+//!   client_max_bytes_per_s: 1073741824 # (0: no limit); over it, reliable data waits (the
+//!                            # client slows down) and best-effort data is dropped, counted
 //! ```
 //!
 //! Mistakes are reported with the file, line and column, and what was expected.

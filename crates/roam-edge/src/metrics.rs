@@ -376,12 +376,20 @@ pub struct LinkDrops {
     pub full: u64,
     /// Best-effort messages dropped to make room for newer ones.
     pub stale: u64,
+    /// Best-effort messages of a client link dropped over its quota (absent in snapshots
+    /// from before quotas).
+    #[serde(default)]
+    pub quota: u64,
 }
 
 impl LinkDrops {
     /// Every cause with its count, for exporters (`cause` labels).
-    pub fn by_cause(&self) -> [(&'static str, u64); 2] {
-        [("full", self.full), ("stale", self.stale)]
+    pub fn by_cause(&self) -> [(&'static str, u64); 3] {
+        [
+            ("full", self.full),
+            ("stale", self.stale),
+            ("quota", self.quota),
+        ]
     }
 }
 
@@ -397,6 +405,10 @@ pub struct LinkQueue {
     pub stalls: u64,
     /// Topics paused on this link now.
     pub stalled_topics: u64,
+    /// Times a client link's reliable data was held back for its quota (the client slowed
+    /// down by back-pressure, nothing dropped).
+    #[serde(default)]
+    pub quota_waits: u64,
 }
 
 /// A QUIC connection's view of its network path.
@@ -474,12 +486,14 @@ impl From<&LinkReport> for Link {
             drops: LinkDrops {
                 full: l.dropped_full,
                 stale: l.dropped_stale,
+                quota: l.dropped_quota,
             },
             queue: LinkQueue {
                 messages: l.queued.messages as u64,
                 bytes: l.queued.bytes as u64,
                 stalls: l.stalls,
                 stalled_topics: l.stalled_topics as u64,
+                quota_waits: l.quota_waits,
             },
             path: l.path.as_ref().map(QuicPath::from),
             data_age: Ages::from(&l.data_age),

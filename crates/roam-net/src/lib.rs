@@ -8,7 +8,8 @@
 //!   [`peer_addr`]: the addresses a link is dialed at.
 //! - [`runtime`]: a router process: drives `roam_routing::Router` from link events and a timer.
 //! - [`admission`]: limits on connections that have not authenticated yet (handshake
-//!   deadline, per source and in total); [`ratelog`]: warnings that cannot flood the log.
+//!   deadline, per source and in total); [`ratelog`]: warnings that cannot flood the log;
+//!   [`quota`]: messages and bytes per second a client link may bring into a router.
 //! - [`client`]: a client link for programs that publish or subscribe through a router.
 //! - [`congestion`]: the default congestion controller of QUIC links (Cubic that tells random
 //!   loss from congestion).
@@ -33,6 +34,7 @@ pub mod pause;
 pub mod peer_addr;
 
 pub mod quic;
+pub mod quota;
 pub mod ratelog;
 pub mod runtime;
 pub mod standing_rtt;

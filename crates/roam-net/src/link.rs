@@ -35,6 +35,9 @@ pub struct LinkConfig {
     pub idle_timeout: Duration,
     pub keepalive: Duration,
     pub hello_timeout: Duration,
+    /// What a client link may bring into this router: data messages and bytes per second
+    /// ([`crate::quota`]; links to routers have none).
+    pub client_quota: crate::quota::QuotaLimits,
     /// How QUIC links pace themselves (TCP links use the kernel's controller).
     pub congestion: Congestion,
     /// SO_RCVBUF and SO_SNDBUF of the QUIC endpoint's UDP socket. The kernel's default
@@ -156,6 +159,7 @@ impl Default for LinkConfig {
             // after a router restart need at once.
             max_unauthenticated: 256,
             max_unauthenticated_per_source: 16,
+            client_quota: crate::quota::QuotaLimits::default(),
         }
     }
 }
@@ -300,6 +304,10 @@ pub struct LinkStats {
     /// Times a reliable topic found this link's lane full and was paused (back-pressure on
     /// its publishers) until the lane had room again.
     pub stalls: AtomicU64,
+    /// Times this client link's reliable data was held back for its quota
+    /// ([`crate::quota`]), and best-effort messages dropped over it.
+    pub quota_waits: AtomicU64,
+    pub dropped_quota: AtomicU64,
     /// Age of the data arriving on this link (its envelopes' send time to reading it here).
     pub data_age: crate::latency::LatencyHistogram,
     /// Forward error correction (QUIC links, [`crate::fec`]): repair datagrams sent and

@@ -511,6 +511,7 @@ fn encode_links(enc: &mut DescriptorEncoder, links: &[Link]) -> Fmt {
     let mut ages = Vec::new();
     let (mut queued, mut queued_bytes, mut stalls, mut stalled) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut quota_waits = Vec::new();
     let (mut rtt, mut cwnd, mut sent, mut lost, mut cong) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut mtu = Vec::new();
@@ -531,6 +532,7 @@ fn encode_links(enc: &mut DescriptorEncoder, links: &[Link]) -> Fmt {
         queued_bytes.push((base(i), l.queue.bytes as f64));
         stalls.push((base(i), l.queue.stalls));
         stalled.push((base(i), l.queue.stalled_topics as f64));
+        quota_waits.push((base(i), l.queue.quota_waits));
         if let Some(p) = &l.path {
             rtt.push((base(i), p.rtt_us as f64 / 1e6));
             cwnd.push((base(i), p.cwnd as f64));
@@ -569,7 +571,13 @@ fn encode_links(enc: &mut DescriptorEncoder, links: &[Link]) -> Fmt {
         "Bytes carried by the link, by direction.",
         &bytes,
     )?;
-    counters(enc, "link_dropped", "Messages the link dropped, by cause (full: reliable queue full; stale: best-effort replaced).", &drops)?;
+    counters(enc, "link_dropped", "Messages the link dropped, by cause (full: reliable queue full; stale: best-effort replaced; quota: best-effort over a client's quota).", &drops)?;
+    counters(
+        enc,
+        "link_quota_waits",
+        "Times a client link's reliable data was held back for its quota (back-pressure, nothing dropped).",
+        &quota_waits,
+    )?;
     gauges(
         enc,
         "link_queued_messages",

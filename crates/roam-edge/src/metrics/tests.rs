@@ -43,6 +43,8 @@ fn link(id: u32, peer: &str, kind: &'static str, path: Option<PathStats>) -> Lin
         },
         stalls: 6,
         stalled_topics: 1,
+        quota_waits: 8,
+        dropped_quota: 9,
         data_age: histogram(&[100, 200, 300]).snapshot(),
         path,
         peer_forwards: true,
@@ -201,7 +203,11 @@ fn a_router_report_becomes_routing_links_and_admission() {
         ),
         (10, 20, 1000, 2000)
     );
-    assert_eq!(quic.drops.by_cause(), [("full", 3), ("stale", 4)]);
+    assert_eq!(
+        quic.drops.by_cause(),
+        [("full", 3), ("stale", 4), ("quota", 9)]
+    );
+    assert_eq!(quic.queue.quota_waits, 8);
     assert_eq!(quic.path.as_ref().unwrap().lost_packets, 12);
     assert_eq!(quic.path.as_ref().unwrap().shards_rebuilt, 2);
     let p = quic.path.as_ref().unwrap();

@@ -134,6 +134,7 @@ pub async fn establish(
         path: Mutex::new(PathCache::default()),
         held_past_gaps: std::sync::atomic::AtomicUsize::new(0),
         peer_forwards: std::sync::atomic::AtomicBool::new(true),
+        quota: crate::quota::for_peer(peer.role, cfg.client_quota),
     });
     let control = Arc::new(Mutex::new(Some(LaneStream::new(
         control,
@@ -192,6 +193,8 @@ struct QuicTransport {
     /// Whether the peer forwards what it gets (the runtime says, from its link state; until
     /// then, yes), for the link's report.
     peer_forwards: std::sync::atomic::AtomicBool,
+    /// What a client peer may bring in ([`crate::quota`]); None for routers.
+    quota: Option<crate::quota::LinkQuota>,
 }
 
 /// How often a link's view of its path takes in the connection's counters: reading them

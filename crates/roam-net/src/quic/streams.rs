@@ -373,6 +373,9 @@ async fn read_frames(
         let now = crate::latency::now_us();
         for frame in frames.drain(..) {
             t.stats.count_frame_in_at(&frame, now);
+            if !crate::quota::admit(t.quota.as_ref(), &frame, &t.stats).await {
+                continue;
+            }
             if !inbound.frame(link, frame).await {
                 return false;
             }
@@ -513,6 +516,9 @@ pub(super) async fn read_datagrams(t: Arc<QuicTransport>, link: LinkId, inbound:
             Ok(frames) => {
                 for f in frames {
                     t.stats.record_age(&f);
+                    if !crate::quota::admit(t.quota.as_ref(), &f, &t.stats).await {
+                        continue;
+                    }
                     if !inbound.frame(link, f).await {
                         return;
                     }

@@ -26,6 +26,10 @@ pub struct LinkReport {
     pub stalls: u64,
     /// Topics paused on this link now, waiting for room in its lane.
     pub stalled_topics: usize,
+    /// Times a client link's reliable data was held back for its quota, and best-effort
+    /// messages it dropped over the quota ([`crate::quota`]).
+    pub quota_waits: u64,
+    pub dropped_quota: u64,
     /// Age of the data that arrived on the link (see [`crate::latency`]): every bucket, so
     /// an export format loses nothing; `.summary()` gives the quantiles.
     pub data_age: crate::latency::LatencySnapshot,
@@ -110,6 +114,8 @@ pub(super) fn link_report(link: LinkId, l: &LinkEntry) -> LinkReport {
         queued: l.tx.depth(),
         stalls: g(&s.stalls),
         stalled_topics: 0,
+        quota_waits: g(&s.quota_waits),
+        dropped_quota: g(&s.dropped_quota),
         data_age: s.data_age.snapshot(),
         path: l.tx.path(),
         peer_forwards: l.tx.peer_forwards(),

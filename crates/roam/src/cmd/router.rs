@@ -50,6 +50,16 @@ pub struct RouterArgs {
     /// link.max_unauthenticated_per_source (16).
     #[arg(long, value_name = "MS")]
     pub handshake_timeout_ms: Option<u64>,
+    /// Data messages per second one client link may bring in (0: no limit) [default: 500000;
+    /// link.client_max_messages_per_s]. Over it, the client's reliable data waits (QUIC flow
+    /// control slows the client down) and its best-effort data is dropped, counted per link
+    /// (quota_waits, dropped_quota). Links to routers have no quota.
+    #[arg(long, value_name = "N")]
+    pub client_max_messages_per_s: Option<u64>,
+    /// Bytes of data per second one client link may bring in (0: no limit) [default: 1 GiB;
+    /// link.client_max_bytes_per_s].
+    #[arg(long, value_name = "BYTES")]
+    pub client_max_bytes_per_s: Option<u64>,
     /// Congestion controller of QUIC links: tolerant (default: Cubic that keeps its rate
     /// through random loss on radio links and backs off where a queue builds), cubic,
     /// new_reno, or bbr (quinn's experimental BBR: not fair to other traffic).
@@ -147,6 +157,12 @@ pub async fn run(a: RouterArgs) -> CmdResult {
     }
     if a.no_fec {
         link_file.fec = Some(false);
+    }
+    if let Some(n) = a.client_max_messages_per_s {
+        link_file.client_max_messages_per_s = Some(n);
+    }
+    if let Some(n) = a.client_max_bytes_per_s {
+        link_file.client_max_bytes_per_s = Some(n);
     }
     if let Some(ms) = a.handshake_timeout_ms {
         link_file.handshake_timeout_ms = Some(ms);

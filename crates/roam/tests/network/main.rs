@@ -16,6 +16,7 @@ mod metrics_prometheus;
 mod mobility;
 mod mqtt_bridge;
 mod mqtt_link;
+mod quota;
 mod realm_rotation;
 mod recovery;
 mod revocation;

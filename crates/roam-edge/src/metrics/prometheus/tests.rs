@@ -85,12 +85,17 @@ fn snapshot(topics: Vec<Topic>) -> Snapshot {
         frames_out: 20,
         bytes_in: 1000,
         bytes_out: 2000,
-        drops: LinkDrops { full: 1, stale: 2 },
+        drops: LinkDrops {
+            full: 1,
+            stale: 2,
+            quota: 5,
+        },
         queue: LinkQueue {
             messages: 4,
             bytes: 4096,
             stalls: 9,
             stalled_topics: 1,
+            quota_waits: 6,
         },
         path: Some(QuicPath {
             rtt_us: 70_000,
@@ -171,6 +176,14 @@ fn counters_gauges_and_families_follow_the_conventions() {
         4096.0
     );
     assert_eq!(v(r#"roam_link_stalls_total{peer="cloud",link="3"}"#), 9.0);
+    assert_eq!(
+        v(r#"roam_link_quota_waits_total{peer="cloud",link="3"}"#),
+        6.0
+    );
+    assert_eq!(
+        v(r#"roam_link_dropped_total{peer="cloud",link="3",cause="quota"}"#),
+        5.0
+    );
     assert_eq!(v(r#"roam_link_stalled_topics{peer="cloud",link="3"}"#), 1.0);
     assert_eq!(v(r#"roam_link_up{peer="cloud",link="3"}"#), 1.0);
     assert_eq!(

@@ -1,0 +1,125 @@
+//! A client that floods a router is held to its link's quota (`link.client_max_*_per_s`):
+//! its reliable data waits (the client slows down, nothing is lost), its best-effort data is
+//! dropped over the quota, and both are counted on its link in the router's figures.
+
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+const T: Duration = Duration::from_secs(30);
+const QUOTA: &str = "500";
+
+/// The numbers after `key=` in the router's status line for the link to `peer`.
+fn link_figure(router: &Proc, peer: &str, key: &str) -> u64 {
+    let logs = router.logs();
+    logs.lines()
+        .filter(|l| l.contains("roam::stats: link "))
+        .filter(|l| l.contains(&format!("peer={peer} ")))
+        .filter_map(|l| {
+            l.split_whitespace()
+                .find_map(|w| w.strip_prefix(&format!("{key}=")))
+                .and_then(|n| n.parse().ok())
+        })
+        .max()
+        .unwrap_or_else(|| panic!("no {key} for the link to {peer} in\n{logs}"))
+}
+
+#[test]
+fn a_reliable_flood_is_slowed_to_the_quota_and_loses_nothing() {
+    let net = Net::new("quota-reliable");
+    let (mut r1, a1) = net.router_with(
+        "r1",
+        "127.0.0.1:0",
+        &[],
+        &["--client-max-messages-per-s", QUOTA],
+    );
+    let sub = net.sub("/flood", "cloud", &a1, &[]);
+    wait_subscribed(&sub);
+    // Unpaced: as fast as the link takes them.
+    let count = 2000;
+    let started = Instant::now();
+    let mut publisher = net.publisher(
+        "/flood",
+        "robot",
+        &a1,
+        &["--size", "100", "--count", &count.to_string()],
+    );
+    let mut seqs = Vec::new();
+    let end = Instant::now() + T;
+    while seqs.len() < count && Instant::now() < end {
+        if let Some(m) = sub
+            .line(Duration::from_millis(100))
+            .as_deref()
+            .and_then(parse_line)
+        {
+            seqs.push(m.seq);
+        }
+    }
+    let took = started.elapsed();
+    assert!(
+        seqs.iter().copied().eq(1..=count as u64),
+        "{} of {count} messages, in order: {}",
+        seqs.len(),
+        sub.logs()
+    );
+    // A second's worth passes at once, the rest at 500 a second: at least 3 s (a lower
+    // bound: a slow machine only takes longer).
+    assert!(
+        took >= Duration::from_millis(2900),
+        "the flood took only {took:?}"
+    );
+    publisher.wait_exit(T);
+    r1.terminate();
+    assert!(link_figure(&r1, "robot", "quota_waits") > 0);
+    assert_eq!(link_figure(&r1, "robot", "dropped_quota"), 0);
+    // The subscriber's link carries data out, not in: no quota applies to it.
+    assert_eq!(link_figure(&r1, "cloud", "quota_waits"), 0);
+}
+
+#[test]
+fn a_best_effort_flood_over_the_quota_is_dropped_and_counted() {
+    let net = Net::new("quota-best-effort");
+    let (mut r1, a1) = net.router_with(
+        "r1",
+        "127.0.0.1:0",
+        &[],
+        &["--client-max-messages-per-s", QUOTA],
+    );
+    let mut sub = net.sub("/flood", "cloud", &a1, &[]);
+    wait_subscribed(&sub);
+    let count = 5000;
+    let mut publisher = net.publisher(
+        "/flood",
+        "robot",
+        &a1,
+        &[
+            "--size",
+            "100",
+            "--count",
+            &count.to_string(),
+            "--best-effort",
+        ],
+    );
+    assert!(
+        publisher.wait_exit(T).is_some(),
+        "the publisher did not finish: {}",
+        publisher.logs()
+    );
+    // What got through arrives within moments of the publisher's end.
+    let mut got = 0u64;
+    while let Some(l) = sub.line(Duration::from_millis(500)) {
+        got += u64::from(parse_line(&l).is_some());
+    }
+    sub.terminate();
+    r1.terminate();
+    let dropped = link_figure(&r1, "robot", "dropped_quota");
+    assert!(
+        dropped > 0,
+        "nothing was dropped over the quota: {}",
+        r1.logs()
+    );
+    assert!(
+        got + dropped <= count as u64 && got < count as u64,
+        "received {got} and dropped {dropped} of {count}"
+    );
+}
