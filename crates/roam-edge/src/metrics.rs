@@ -380,15 +380,20 @@ pub struct LinkDrops {
     /// from before quotas).
     #[serde(default)]
     pub quota: u64,
+    /// Data this link brought that nobody wanted (no route here or beyond): on a client
+    /// link, its sender publishes what no one subscribes to.
+    #[serde(default)]
+    pub no_route: u64,
 }
 
 impl LinkDrops {
     /// Every cause with its count, for exporters (`cause` labels).
-    pub fn by_cause(&self) -> [(&'static str, u64); 3] {
+    pub fn by_cause(&self) -> [(&'static str, u64); 4] {
         [
             ("full", self.full),
             ("stale", self.stale),
             ("quota", self.quota),
+            ("no_route", self.no_route),
         ]
     }
 }
@@ -487,6 +492,7 @@ impl From<&LinkReport> for Link {
                 full: l.dropped_full,
                 stale: l.dropped_stale,
                 quota: l.dropped_quota,
+                no_route: l.dropped_no_route,
             },
             queue: LinkQueue {
                 messages: l.queued.messages as u64,

@@ -56,7 +56,7 @@ impl Router {
         envelope: Bytes,
     ) {
         let Some(st) = self.subs.get(&name) else {
-            self.stats.data_no_route += 1;
+            self.count_no_route(incoming);
             return;
         };
         let tree = self.lsdb.tree(origin);
@@ -97,7 +97,15 @@ impl Router {
                 envelope,
             });
         } else if sent == 0 {
-            self.stats.data_no_route += 1;
+            self.count_no_route(incoming);
+        }
+    }
+
+    /// A message nobody wanted: counted in total and against the link it came from.
+    fn count_no_route(&mut self, incoming: Option<LinkId>) {
+        self.stats.data_no_route += 1;
+        if let Some(info) = incoming.and_then(|l| self.links.get_mut(&l)) {
+            info.no_route += 1;
         }
     }
 }
@@ -139,6 +147,26 @@ mod tests {
 
     fn drain(r: &mut Router) -> Vec<Transmit> {
         std::iter::from_fn(|| r.poll_transmit()).collect()
+    }
+
+    #[test]
+    fn data_nobody_wants_is_counted_against_the_link_it_came_from() {
+        let now = Instant::now();
+        let mut r = triangle(now);
+        r.link_up(now, 101, Role::Client, 0);
+        for seq in 1..=3 {
+            r.handle_data(now, 100, 0, envelope(Name([9; 32]), 1, seq));
+        }
+        r.handle_data(now, 101, 0, envelope(Name([8; 32]), 2, 1));
+        assert!(drain(&mut r).is_empty());
+        assert_eq!(r.stats().data_no_route, 4);
+        assert_eq!((r.no_route_from(100), r.no_route_from(101)), (3, 1));
+        assert_eq!(r.no_route_from(12), 0);
+        // A link that went down holds no count; one that comes up starts from zero.
+        r.link_down(now, 100);
+        assert_eq!(r.no_route_from(100), 0);
+        r.link_up(now, 100, Role::Client, 0);
+        assert_eq!(r.no_route_from(100), 0);
     }
 
     #[test]

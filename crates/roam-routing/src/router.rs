@@ -116,6 +116,9 @@ pub struct Stats {
 pub(crate) struct LinkInfo {
     pub role: Role,
     pub peer: RouterId,
+    /// Data from this link that no one here or beyond wanted (counted per source, so a
+    /// flood on names nobody subscribes to names its sender).
+    pub no_route: u64,
 }
 
 /// Who publishes a name on this router, and whether each publisher was told it is wanted.
@@ -216,7 +219,14 @@ impl Router {
         if self.links.contains_key(&link) {
             self.link_down(now, link);
         }
-        self.links.insert(link, LinkInfo { role, peer });
+        self.links.insert(
+            link,
+            LinkInfo {
+                role,
+                peer,
+                no_route: 0,
+            },
+        );
         if role == Role::Router && peer != self.me {
             if let Some(old) = self.router_links.get(&peer).copied() {
                 self.link_down(now, old);
@@ -348,6 +358,11 @@ impl Router {
 
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
+    }
+
+    /// Data messages from `link` dropped for want of a route (0 for a link not up).
+    pub fn no_route_from(&self, link: LinkId) -> u64 {
+        self.links.get(&link).map_or(0, |i| i.no_route)
     }
 
     pub fn stats(&self) -> Stats {

@@ -571,7 +571,7 @@ fn encode_links(enc: &mut DescriptorEncoder, links: &[Link]) -> Fmt {
         "Bytes carried by the link, by direction.",
         &bytes,
     )?;
-    counters(enc, "link_dropped", "Messages the link dropped, by cause (full: reliable queue full; stale: best-effort replaced; quota: best-effort over a client's quota).", &drops)?;
+    counters(enc, "link_dropped", "Messages the link dropped, by cause (full: reliable queue full; stale: best-effort replaced; quota: best-effort over a client's quota; no_route: data nobody wanted, counted against its sender).", &drops)?;
     counters(
         enc,
         "link_quota_waits",

@@ -45,6 +45,7 @@ fn link(id: u32, peer: &str, kind: &'static str, path: Option<PathStats>) -> Lin
         stalled_topics: 1,
         quota_waits: 8,
         dropped_quota: 9,
+        dropped_no_route: 11,
         data_age: histogram(&[100, 200, 300]).snapshot(),
         path,
         peer_forwards: true,
@@ -205,7 +206,7 @@ fn a_router_report_becomes_routing_links_and_admission() {
     );
     assert_eq!(
         quic.drops.by_cause(),
-        [("full", 3), ("stale", 4), ("quota", 9)]
+        [("full", 3), ("stale", 4), ("quota", 9), ("no_route", 11)]
     );
     assert_eq!(quic.queue.quota_waits, 8);
     assert_eq!(quic.path.as_ref().unwrap().lost_packets, 12);

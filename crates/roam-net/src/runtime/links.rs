@@ -136,6 +136,7 @@ impl Runtime {
         }
         let mut last = report::link_report(link, &entry);
         last.closed = true;
+        last.dropped_no_route = self.core.no_route_from(link);
         self.closed.push_back(last);
         // Whatever waited for this link is moot now.
         let stalled: Vec<_> = self

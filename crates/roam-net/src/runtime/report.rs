@@ -30,6 +30,8 @@ pub struct LinkReport {
     /// messages it dropped over the quota ([`crate::quota`]).
     pub quota_waits: u64,
     pub dropped_quota: u64,
+    /// Data from this link that nobody wanted (no route), counted against its sender.
+    pub dropped_no_route: u64,
     /// Age of the data that arrived on the link (see [`crate::latency`]): every bucket, so
     /// an export format loses nothing; `.summary()` gives the quantiles.
     pub data_age: crate::latency::LatencySnapshot,
@@ -82,6 +84,7 @@ impl Runtime {
             .map(|(id, l)| {
                 let mut r = link_report(*id, l);
                 r.stalled_topics = self.stalls.keys().filter(|(k, _)| k == id).count();
+                r.dropped_no_route = self.core.no_route_from(*id);
                 r
             })
             .collect();
@@ -116,6 +119,7 @@ pub(super) fn link_report(link: LinkId, l: &LinkEntry) -> LinkReport {
         stalled_topics: 0,
         quota_waits: g(&s.quota_waits),
         dropped_quota: g(&s.dropped_quota),
+        dropped_no_route: 0,
         data_age: s.data_age.snapshot(),
         path: l.tx.path(),
         peer_forwards: l.tx.peer_forwards(),

@@ -123,3 +123,23 @@ fn a_best_effort_flood_over_the_quota_is_dropped_and_counted() {
         "received {got} and dropped {dropped} of {count}"
     );
 }
+
+#[test]
+fn data_on_a_name_nobody_subscribes_to_is_counted_against_its_sender() {
+    let net = Net::new("quota-no-route");
+    let (mut r1, a1) = net.router("r1", "127.0.0.1:0", &[]);
+    let mut publisher = net.publisher(
+        "/nobody",
+        "robot",
+        &a1,
+        &["--no-wait", "--size", "100", "--count", "300"],
+    );
+    assert!(
+        publisher.wait_exit(T).is_some(),
+        "the publisher did not finish: {}",
+        publisher.logs()
+    );
+    r1.terminate();
+    let dropped = link_figure(&r1, "robot", "dropped_no_route");
+    assert!(dropped >= 300, "{dropped} counted: {}", r1.logs());
+}

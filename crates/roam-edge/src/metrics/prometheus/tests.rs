@@ -89,6 +89,7 @@ fn snapshot(topics: Vec<Topic>) -> Snapshot {
             full: 1,
             stale: 2,
             quota: 5,
+            no_route: 7,
         },
         queue: LinkQueue {
             messages: 4,
@@ -183,6 +184,10 @@ fn counters_gauges_and_families_follow_the_conventions() {
     assert_eq!(
         v(r#"roam_link_dropped_total{peer="cloud",link="3",cause="quota"}"#),
         5.0
+    );
+    assert_eq!(
+        v(r#"roam_link_dropped_total{peer="cloud",link="3",cause="no_route"}"#),
+        7.0
     );
     assert_eq!(v(r#"roam_link_stalled_topics{peer="cloud",link="3"}"#), 1.0);
     assert_eq!(v(r#"roam_link_up{peer="cloud",link="3"}"#), 1.0);
