@@ -462,6 +462,9 @@ impl Leg {
                 }
                 ev = replies.recv(&mut buf) => match ev {
                     None => break,
+                    // A failed call (an edge server's refusal): ROS 2 has no failed reply,
+                    // so the DDS client gets nothing, as from its own servers.
+                    Some(Event::Message(_)) if wire::is_failure(&buf) => {}
                     Some(Event::Message(_)) => {
                         let Ok(h) = wire::body(&buf, &mut body) else {
                             TopicStats::count(&replies.stats().failed);

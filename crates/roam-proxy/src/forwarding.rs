@@ -515,7 +515,8 @@ fn pattern_import(
 }
 
 /// What a service's CycloneDDS import writes: requests only while an rmw_cyclonedds server
-/// is here; replies except those for the clients [`FastServices`] serves.
+/// is here; replies except those for the clients [`FastServices`] serves and failed calls
+/// (an edge server's refusal, which ROS 2 has no reply for: the DDS client gets nothing).
 fn admit(leg: &Leg, fast: &FastServices, views: &Arc<Views>) -> Option<Admit> {
     let (_, server_here) = leg.service?;
     if server_here {
@@ -524,7 +525,8 @@ fn admit(leg: &Leg, fast: &FastServices, views: &Arc<Views>) -> Option<Admit> {
     }
     let v = views.clone();
     Some(Arc::new(move |cdr: &[u8]| {
-        !roam_edge::service::wire::split(cdr).is_ok_and(|h| v.is_fast_client(h.id.client))
+        !roam_edge::service::wire::split(cdr)
+            .is_ok_and(|h| h.id.seq < 0 || v.is_fast_client(h.id.client))
     }))
 }
 

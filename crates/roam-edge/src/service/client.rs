@@ -22,6 +22,9 @@ use crate::publisher::{Publisher, StreamSpec};
 use crate::stats::TopicStats;
 use crate::subscriber::{Event, Subscriber, SubscriberOptions};
 
+/// What a call gets: the reply's body, or the reason its server failed it.
+type Answer = Result<Vec<u8>, String>;
+
 /// Calls one client may have waiting for replies by default.
 pub const MAX_PENDING: usize = 1024;
 
@@ -59,11 +62,11 @@ struct Shared {
     client: u64,
     next_seq: AtomicI64,
     /// The calls waiting for replies, by sequence number; `None` once the edge is gone.
-    pending: Mutex<Option<HashMap<i64, oneshot::Sender<Vec<u8>>>>>,
+    pending: Mutex<Option<HashMap<i64, oneshot::Sender<Answer>>>>,
 }
 
 impl Shared {
-    fn pending(&self) -> std::sync::MutexGuard<'_, Option<HashMap<i64, oneshot::Sender<Vec<u8>>>>> {
+    fn pending(&self) -> std::sync::MutexGuard<'_, Option<HashMap<i64, oneshot::Sender<Answer>>>> {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -152,7 +155,11 @@ impl ServiceClient {
         let answer = tokio::time::timeout_at(deadline, reply).await;
         drop(call);
         match answer {
-            Ok(Ok(body)) => Ok(body),
+            Ok(Ok(Ok(body))) => Ok(body),
+            Ok(Ok(Err(reason))) => Err(ServiceError::Failed {
+                service: self.service.service.clone(),
+                reason,
+            }),
             Ok(Err(_)) => Err(self.closed()),
             Err(_) => Err(timed_out()),
         }
@@ -191,7 +198,7 @@ impl ServiceClient {
         self.shared.pending().as_ref().map_or(0, HashMap::len)
     }
 
-    fn register(&self) -> Result<(PendingCall<'_>, oneshot::Receiver<Vec<u8>>), ServiceError> {
+    fn register(&self) -> Result<(PendingCall<'_>, oneshot::Receiver<Answer>), ServiceError> {
         let mut guard = self.shared.pending();
         let Some(pending) = guard.as_mut() else {
             return Err(self.closed());
@@ -254,13 +261,22 @@ async fn demux(
             }
             Event::Definitions => {}
             Event::Message(_) => match wire::split(&sample) {
+                Ok(h) if h.id.client == shared.client && h.id.seq < 0 => {
+                    // A failed call (wire::join_failure): its sequence number negated.
+                    if let Some((id, reason)) = wire::failure(&sample) {
+                        let waiting = shared.pending().as_mut().and_then(|p| p.remove(&id.seq));
+                        if let Some(tx) = waiting {
+                            let _ = tx.send(Err(reason));
+                        }
+                    }
+                }
                 Ok(h) if h.id.client == shared.client => {
                     let waiting = shared.pending().as_mut().and_then(|p| p.remove(&h.id.seq));
                     // None: a call that gave up, or a second server's answer.
                     if let Some(tx) = waiting {
                         let mut body = Vec::new();
                         if wire::body(&sample, &mut body).is_ok() {
-                            let _ = tx.send(body);
+                            let _ = tx.send(Ok(body));
                         }
                     }
                 }

@@ -94,6 +94,8 @@ pub enum ServiceError {
     Timeout { service: String, timeout: Duration },
     #[error("{service}: the edge is closed (its router or link is gone)")]
     Closed { service: String },
+    #[error("{service}: the server failed the call: {reason}")]
+    Failed { service: String, reason: String },
     #[error("{service}: {limit} calls already wait for replies")]
     TooManyPending { service: String, limit: usize },
     #[error("malformed service message: {0}")]

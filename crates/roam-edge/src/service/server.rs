@@ -117,4 +117,14 @@ impl Replier {
         self.replies.publish(&sample).await?;
         Ok(())
     }
+
+    /// Fails the request `id` with `reason`: an edge client's call ends at once with
+    /// [`ServiceError::Failed`]; a DDS client, which ROS 2 gives no failed reply, gets
+    /// nothing and times out as it would have.
+    pub async fn fail(&self, id: RequestId, reason: &str) -> Result<(), ServiceError> {
+        let mut sample = Vec::new();
+        wire::join_failure(id, reason, &mut sample);
+        self.replies.publish(&sample).await?;
+        Ok(())
+    }
 }

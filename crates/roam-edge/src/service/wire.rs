@@ -114,10 +114,87 @@ pub fn join(id: RequestId, body: &[u8], out: &mut Vec<u8>) -> Result<(), WireErr
     Ok(())
 }
 
+/// The longest reason a failed reply carries (longer ones are cut at a character).
+pub const MAX_FAILURE_REASON: usize = 4096;
+
+/// Writes into `out` the reply that fails call `id` (whose sequence number is positive) with
+/// `reason`: the header carries the sequence number negated, then the reason as one CDR
+/// string, little endian. No rmw numbers a call below 1, so no DDS client takes it for an
+/// answer (and proxies drop it before DDS: ROS 2 has no failed reply); an edge client
+/// fails the call with the reason at once instead of letting it time out.
+pub fn join_failure(id: RequestId, reason: &str, out: &mut Vec<u8>) {
+    let mut cut = reason.len().min(MAX_FAILURE_REASON);
+    while !reason.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let reason = &reason[..cut];
+    out.clear();
+    out.extend_from_slice(&[0, 1, 0, 0]);
+    out.extend_from_slice(&id.client.to_le_bytes());
+    out.extend_from_slice(&id.seq.saturating_abs().saturating_neg().to_le_bytes());
+    out.extend_from_slice(&(reason.len() as u32 + 1).to_le_bytes());
+    out.extend_from_slice(reason.as_bytes());
+    out.push(0);
+}
+
+/// Whether `sample` is a failed reply (see [`join_failure`]).
+pub fn is_failure(sample: &[u8]) -> bool {
+    split(sample).is_ok_and(|h| h.id.seq < 0)
+}
+
+/// The call a failed reply fails (its sequence number positive again) and the reason; `None`
+/// when `sample` is not a failed reply. A reason that is cut short or not UTF-8 is given as
+/// far as it reads.
+pub fn failure(sample: &[u8]) -> Option<(RequestId, String)> {
+    let h = split(sample).ok()?;
+    if h.id.seq >= 0 {
+        return None;
+    }
+    let id = RequestId {
+        client: h.id.client,
+        seq: h.id.seq.checked_neg()?,
+    };
+    let rest = &sample[ENCAPSULATION_LEN + REQUEST_HEADER_LEN..];
+    let text = rest
+        .get(..4)
+        .and_then(|n| {
+            let n = <[u8; 4]>::try_from(n).ok()?;
+            let n = match h.endian {
+                Endian::Little => u32::from_le_bytes(n),
+                Endian::Big => u32::from_be_bytes(n),
+            } as usize;
+            let bytes = rest.get(4..)?;
+            Some(&bytes[..n.min(bytes.len())])
+        })
+        .unwrap_or_default();
+    let text = text.strip_suffix(&[0]).unwrap_or(text);
+    Some((id, String::from_utf8_lossy(text).into_owned()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_failed_reply_names_its_call_and_carries_the_reason() {
+        let id = RequestId { client: 77, seq: 5 };
+        let mut s = Vec::new();
+        join_failure(id, "battery too low", &mut s);
+        assert!(is_failure(&s));
+        assert_eq!(split(&s).unwrap().id.seq, -5);
+        assert_eq!(failure(&s), Some((id, "battery too low".to_string())));
+        // Replies and requests are not failures.
+        assert!(!is_failure(&REQUEST_LE));
+        assert_eq!(failure(&REQUEST_LE), None);
+        // A long reason is cut at a character, a truncated sample read as far as it goes.
+        join_failure(id, &"é".repeat(3000), &mut s);
+        let (_, r) = failure(&s).unwrap();
+        assert_eq!(r, "é".repeat(MAX_FAILURE_REASON / 2));
+        s.truncate(30);
+        assert_eq!(failure(&s).unwrap().1, "é".repeat(3));
+        assert_eq!(failure(&s[..22]).unwrap().1, "");
+    }
 
     /// An AddTwoInts request as rmw_cyclonedds writes it (client 1000, call 3, a = 1000,
     /// b = 3), the bytes PyPI cyclonedds puts on the wire for `service.py`'s request type.

@@ -63,6 +63,8 @@ fn service_code(e: &ServiceError) -> Code {
         }
         ServiceError::TooManyPending { .. } => Code::ResourceExhausted,
         ServiceError::Wire(_) => Code::Internal,
+        // The serving program's own refusal, as a server application's error.
+        ServiceError::Failed { .. } => Code::Unknown,
     }
 }
 

@@ -143,7 +143,10 @@ impl Served {
             )));
         };
         if !result {
-            // A ROS 2 service has no failed reply: the caller times out, as with rosbridge.
+            // The caller learns at once, as rosbridge's callers do: an edge client (another
+            // gateway client, gRPC, MQTT) fails the call with this reason; a DDS client,
+            // which ROS 2 gives no failed reply, times out as it would have.
+            w.replier.fail(w.id, &failure_reason(values)).await?;
             return Ok(());
         }
         let mut cdr = Vec::new();
@@ -157,6 +160,20 @@ impl Served {
             })?;
         w.replier.reply(w.id, &cdr).await?;
         Ok(())
+    }
+}
+
+/// What a `service_response` with `result: false` says: its `values` when they are a string
+/// (rosbridge's convention for an error), else their JSON text.
+fn failure_reason(values: Option<Input<'_>>) -> String {
+    const NONE: &str = "the serving client answered result: false";
+    match values {
+        Some(Input::Json(j)) => match serde_json::from_slice::<serde_json::Value>(j) {
+            Ok(serde_json::Value::String(s)) => s,
+            Ok(serde_json::Value::Null) | Err(_) => NONE.into(),
+            Ok(v) => format!("{NONE} ({v})"),
+        },
+        _ => NONE.into(),
     }
 }
 
@@ -209,5 +226,30 @@ async fn serve(
         }
         let frame = encode::call_service(&service, &id, &json);
         out.control(frame.len(), Frame::Text(frame));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_response_gives_its_string_or_says_what_it_held() {
+        assert_eq!(
+            failure_reason(Some(Input::Json(br#""too far""#))),
+            "too far"
+        );
+        assert_eq!(
+            failure_reason(Some(Input::Json(br#"{"sum": 1}"#))),
+            r#"the serving client answered result: false ({"sum":1})"#
+        );
+        assert_eq!(
+            failure_reason(None),
+            "the serving client answered result: false"
+        );
+        assert_eq!(
+            failure_reason(Some(Input::Json(b"null"))),
+            "the serving client answered result: false"
+        );
     }
 }

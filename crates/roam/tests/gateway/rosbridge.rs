@@ -176,7 +176,13 @@ fn roslibpy_clients_and_dds_nodes_behind_a_proxy_exchange_topics_and_calls() {
     let _web_server = client(
         "serve",
         port,
-        &["serve", "/web_add", "example_interfaces/srv/AddTwoInts"],
+        &[
+            "serve",
+            "/web_add",
+            "example_interfaces/srv/AddTwoInts",
+            "--refuse-over",
+            "100",
+        ],
     );
     let web_call = client(
         "web-call",
@@ -199,6 +205,26 @@ fn roslibpy_clients_and_dds_nodes_behind_a_proxy_exchange_topics_and_calls() {
         )
     });
     assert_eq!(json_after(&l, "result "), serde_json::json!({"sum": 12}));
+    // The server answers `result: false` (its callback returned False): the caller is told
+    // so at once, as rosbridge tells it, instead of waiting out its 3 s timeout.
+    let refused = client(
+        "web-refused",
+        port,
+        &[
+            "call",
+            "/web_add",
+            "example_interfaces/AddTwoInts",
+            r#"{"a": 500, "b": 7}"#,
+            "--once",
+        ],
+    );
+    let l = wait_line(&refused, "error ", T).expect("no answer to the refused call");
+    assert!(
+        l.contains(
+            "/web_add: the server failed the call: the serving client answered result: false"
+        ),
+        "{l}"
+    );
 
     // A gateway on a machine with no definitions at all reads and writes both types with
     // the definitions the robot announces.

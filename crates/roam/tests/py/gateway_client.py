@@ -106,6 +106,8 @@ def cmd_call(a, ros):
             return
         except Exception as e:  # a timeout, or the gateway's refusal
             out("error", str(e).replace("\n", " "))
+            if a.once:
+                return
             time.sleep(0.2)
     out("failed")
 
@@ -138,9 +140,11 @@ def cmd_serve(a, ros):
     served = [0]
 
     def on(request, response):
-        response["sum"] = request["a"] + request["b"]
         served[0] += 1
         out("served", str(served[0]))
+        if a.refuse_over is not None and request["a"] > a.refuse_over:
+            return False  # roslibpy answers result: false
+        response["sum"] = request["a"] + request["b"]
         return True
 
     s = roslibpy.Service(ros, a.service, a.type)
@@ -233,6 +237,7 @@ s.add_argument("service")
 s.add_argument("type")
 s.add_argument("args")
 s.add_argument("--retry-for", type=float, default=30)
+s.add_argument("--once", action="store_true")
 s = sub.add_parser("calls")
 s.add_argument("service")
 s.add_argument("type")
@@ -240,6 +245,7 @@ s.add_argument("--retry-for", type=float, default=30)
 s = sub.add_parser("serve")
 s.add_argument("service")
 s.add_argument("type")
+s.add_argument("--refuse-over", type=int)
 s = sub.add_parser("action")
 s.add_argument("name")
 s.add_argument("type")
