@@ -58,6 +58,28 @@ impl Backoff {
     }
 }
 
+/// How long one dial attempt waits for an answer. Before the router was ever reached: the
+/// link's handshake timeout. Once it was: four times that handshake plus 250 ms, at least
+/// 500 ms, doubled after each 8 attempts in a row went unanswered, at most the timeout; an
+/// unanswered attempt is followed by the next at once. A router that died and comes back on
+/// its address is then reached within about that long, where one attempt left to QUIC's own
+/// retransmissions of its first packet (1 s, then 2 s, ...) could wait for seconds more; a
+/// far router keeps an attempt as long as its handshake needs, and one slowed down (a
+/// loaded machine) gets longer attempts until one is long enough.
+pub(crate) fn attempt_timeout(
+    last_handshake: Option<Duration>,
+    timeout: Duration,
+    unanswered: u32,
+) -> Duration {
+    match last_handshake {
+        None => timeout,
+        Some(h) => (h * 4 + Duration::from_millis(250))
+            .max(Duration::from_millis(500))
+            .saturating_mul(1 << (unanswered / 8).min(6))
+            .min(timeout),
+    }
+}
+
 /// Why a dial failed, in words that say what to check.
 pub fn why_unreachable(router: &PeerAddr, e: &LinkError, waited: Duration) -> String {
     match e {
@@ -115,6 +137,25 @@ mod tests {
         assert_eq!(waits, [100, 200, 400, 500, 500]);
         b.reset();
         assert_eq!(b.next_wait(), Duration::from_millis(100));
+    }
+
+    #[test]
+    fn attempts_follow_the_last_handshake_within_bounds() {
+        let ms = Duration::from_millis;
+        let t = ms(3000);
+        assert_eq!(attempt_timeout(None, t, 0), t);
+        // Loopback or a LAN: half a second.
+        assert_eq!(attempt_timeout(Some(ms(2)), t, 0), ms(500));
+        // A 150 ms WAN handshake: 850 ms; a satellite's 900 ms: the whole timeout.
+        assert_eq!(attempt_timeout(Some(ms(150)), t, 0), ms(850));
+        assert_eq!(attempt_timeout(Some(ms(900)), t, 0), t);
+        // Never longer than the timeout.
+        assert_eq!(attempt_timeout(Some(ms(1)), ms(200), 0), ms(200));
+        // Unanswered again and again: twice as long after each 8, up to the timeout.
+        let n: Vec<u64> = [7, 8, 16, 24, 1000]
+            .map(|u| attempt_timeout(Some(ms(2)), t, u).as_millis() as u64)
+            .into();
+        assert_eq!(n, [500, 1000, 2000, 3000, 3000]);
     }
 
     #[test]

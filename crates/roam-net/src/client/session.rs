@@ -19,6 +19,10 @@ use crate::lane::Pushed;
 use crate::link::{LinkInput, LinkSender, LocalInfo};
 use crate::tls;
 
+/// Between two unanswered short dial attempts: long enough to take the commands that came
+/// meanwhile (a publisher's messages are counted dropped while offline, not held).
+const SHORT_PAUSE: Duration = Duration::from_millis(20);
+
 pub(super) async fn run(
     cfg: ClientConfig,
     ep: quinn::Endpoint,
@@ -36,6 +40,9 @@ pub(super) async fn run(
     let mut backoff = Backoff::new(cfg.max_backoff);
     let mut link_id = 0;
     let mut announce = true;
+    // How long the last successful dial took: it paces the attempts once the router is lost.
+    let mut last_handshake = None;
+    let mut unanswered = 0u32;
     loop {
         link_id += 1;
         if announce {
@@ -56,18 +63,40 @@ pub(super) async fn run(
             link_id,
             Inbound::unpaused(in_tx),
         );
-        let mut est = match tokio::time::timeout(cfg.link.idle_timeout, dial).await {
-            Ok(Ok(e)) => e,
+        let attempt = dialer::attempt_timeout(last_handshake, cfg.link.idle_timeout, unanswered);
+        let started = tokio::time::Instant::now();
+        let mut est = match tokio::time::timeout(attempt, dial).await {
+            Ok(Ok(e)) => {
+                last_handshake = Some(started.elapsed());
+                unanswered = 0;
+                e
+            }
             failed => {
-                let reason = match failed {
-                    Ok(Err(e)) => dialer::why_unreachable(&cfg.router, &e, cfg.link.idle_timeout),
-                    _ => dialer::no_answer(&cfg.router, cfg.link.idle_timeout),
+                let short = last_handshake.is_some() && attempt < cfg.link.idle_timeout;
+                let (reason, wait) = match failed {
+                    Ok(Err(e)) => (
+                        dialer::why_unreachable(&cfg.router, &e, cfg.link.idle_timeout),
+                        backoff.next_wait(),
+                    ),
+                    // Unanswered: the attempt itself was the wait (see attempt_timeout); a
+                    // moment to take commands (publishers are not held) and dial again.
+                    _ if short => (dialer::no_answer(&cfg.router, attempt), SHORT_PAUSE),
+                    _ => (
+                        dialer::no_answer(&cfg.router, cfg.link.idle_timeout),
+                        backoff.next_wait(),
+                    ),
                 };
-                let wait = backoff.next_wait();
-                warn!(
-                    "cannot reach router {}: {reason}; retrying in {wait:?}",
-                    cfg.router
-                );
+                // Short attempts repeat: said for the first and then every 20th.
+                let repeated = wait == SHORT_PAUSE;
+                if !repeated || unanswered % 20 == 0 {
+                    warn!(
+                        "cannot reach router {}: {reason}; retrying in {wait:?}",
+                        cfg.router
+                    );
+                }
+                if repeated {
+                    unanswered += 1;
+                }
                 let _ = events.try_send(ClientEvent::Unreachable {
                     reason,
                     retry_in: wait,

@@ -20,6 +20,9 @@ const STABLE: Duration = Duration::from_secs(1);
 /// that is not "lost" and is not redialled.
 pub(super) async fn dial_loop(s: Shared, peer: PeerAddr) {
     let mut backoff = Backoff::new(s.config.max_backoff);
+    // How long the last successful dial took: it paces the attempts once the peer is lost.
+    let mut last_handshake = None;
+    let mut unanswered = 0u32;
     loop {
         let downs = *s.router_links_down.borrow();
         let link = s.link_id();
@@ -33,12 +36,28 @@ pub(super) async fn dial_loop(s: Shared, peer: PeerAddr) {
             link,
             s.inbound.clone(),
         );
+        let attempt =
+            dialer::attempt_timeout(last_handshake, s.config.link.handshake_timeout, unanswered);
+        let started = Instant::now();
         let dialed = tokio::select! {
-            r = dial => r,
+            r = tokio::time::timeout(attempt, dial) => r,
             _ = s.stopping() => return,
+        };
+        let dialed = match dialed {
+            Ok(r) => r,
+            // Unanswered within a short attempt (see attempt_timeout): dial again at once.
+            Err(_) => {
+                if unanswered % 20 == 0 {
+                    warn!("cannot link to {peer}: no answer within {attempt:?}; dialing again");
+                }
+                unanswered += 1;
+                continue;
+            }
         };
         match dialed {
             Ok(est) => {
+                last_handshake = Some(started.elapsed());
+                unanswered = 0;
                 info!("link to {} ({peer}) up", est.peer.name);
                 let up_at = Instant::now();
                 let (down_tx, down_rx) = oneshot::channel();
