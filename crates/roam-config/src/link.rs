@@ -27,6 +27,9 @@ pub struct LinkFile {
     pub initial_window_bytes: Option<u64>,
     pub fec: Option<bool>,
     pub handshake_timeout_ms: Option<u64>,
+    /// A QUIC peer silent this long after being sent something is taken for dead (0: only
+    /// the idle timeout).
+    pub silence_timeout_ms: Option<u64>,
     pub max_unauthenticated: Option<usize>,
     pub max_unauthenticated_per_source: Option<usize>,
     /// What one client link may bring into this router per second (0: no limit): data
@@ -182,6 +185,16 @@ impl LinkFile {
                 "is not a usable handshake deadline: a connection not authenticated by then is closed",
             )?;
         }
+        if let Some(ms) = self.silence_timeout_ms.filter(|&ms| ms != 0) {
+            range(
+                "silence_timeout_ms",
+                ms,
+                100,
+                DAY_MS,
+                "milliseconds, or 0 for none (default 1000)",
+                "is not a usable silence limit: a peer that answers nothing this long is taken for dead",
+            )?;
+        }
         for (field, value, default) in [
             ("max_unauthenticated", self.max_unauthenticated, 256),
             (
@@ -258,6 +271,9 @@ impl LinkFile {
         }
         if let Some(ms) = self.handshake_timeout_ms {
             c.handshake_timeout = Duration::from_millis(ms);
+        }
+        if let Some(ms) = self.silence_timeout_ms {
+            c.silence_timeout = Duration::from_millis(ms);
         }
         if let Some(n) = self.max_unauthenticated {
             c.max_unauthenticated = n;

@@ -31,6 +31,7 @@
 //!   initial_window_bytes: 262144  # QUIC congestion window before the path is measured
 //!   fec: true                # QUIC links that see loss send repairs beside their messages
 //!   handshake_timeout_ms: 10000        # unauthenticated connections are closed after this
+//!   silence_timeout_ms: 1000 # a QUIC peer that answers nothing this long is dead (0: off)
 //!   max_unauthenticated: 256           # connections in their handshake at once, in total
 //!   max_unauthenticated_per_source: 16 # ... and from one address (an IPv6 /64)
 //!   client_max_messages_per_s: 500000  # what one client link may bring in per second

@@ -76,6 +76,11 @@ pub struct LinkConfig {
     /// Whether a QUIC link that sees loss sends repair datagrams beside its messages
     /// (forward error correction, [`crate::fec`]): on by default; a clean path sends none.
     pub fec: bool,
+    /// A QUIC peer that leaves what this side sent unanswered this long (or a keepalive
+    /// plus six round trips, if longer) is taken for dead and its link closed, well before
+    /// the idle timeout: routes move around a router that died within about this. Zero:
+    /// only the idle timeout ([`crate::quic`]'s `silence`).
+    pub silence_timeout: Duration,
     /// Longest a connection may take from its first packet to an authenticated Hello. A
     /// router closes connections still unauthenticated by then; a dialer gives up and retries.
     pub handshake_timeout: Duration,
@@ -155,6 +160,8 @@ impl Default for LinkConfig {
             fec: true,
             // A TLS handshake takes a few round trips: seconds even over a satellite hop.
             handshake_timeout: Duration::from_secs(10),
+            // Two keepalives unanswered: a live peer answers each within a round trip.
+            silence_timeout: Duration::from_secs(1),
             // Far below the usual 1,024 file descriptors, far above what peers reconnecting
             // after a router restart need at once.
             max_unauthenticated: 256,

@@ -13,6 +13,7 @@ mod link_socket;
 mod readers_first_tests;
 mod repair_inbox;
 mod reset_key;
+mod silence;
 mod socket_drops;
 mod streams;
 #[cfg(test)]
@@ -143,6 +144,7 @@ pub async fn establish(
     let w = tokio::spawn(write_lane(t.clone(), t.control.clone(), control));
     t.track(w);
     let reader = t.clone();
+    let peer_name = peer.name.clone();
     let start = Box::new(move || {
         let control_reader = reader.clone();
         let control_inbound = inbound.clone();
@@ -161,6 +163,13 @@ pub async fn establish(
         });
         tokio::spawn(accept_streams(reader.clone(), link, inbound.clone()));
         tokio::spawn(read_datagrams(reader.clone(), link, inbound.clone()));
+        tokio::spawn(silence::watch(
+            reader.conn.clone(),
+            reader.cfg.silence_timeout,
+            reader.cfg.keepalive,
+            reader.cfg.idle_timeout,
+            peer_name,
+        ));
         tokio::spawn(async move {
             let reason = reader.conn.closed().await;
             reader.close_lanes();

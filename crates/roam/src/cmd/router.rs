@@ -50,6 +50,12 @@ pub struct RouterArgs {
     /// link.max_unauthenticated_per_source (16).
     #[arg(long, value_name = "MS")]
     pub handshake_timeout_ms: Option<u64>,
+    /// Take a QUIC peer for dead once it has answered nothing for this many milliseconds
+    /// after being sent something (or a keepalive plus six round trips, if longer), well
+    /// before the idle timeout; 0: only the idle timeout [default: 1000;
+    /// link.silence_timeout_ms].
+    #[arg(long, value_name = "MS")]
+    pub silence_timeout_ms: Option<u64>,
     /// Data messages per second one client link may bring in (0: no limit) [default: 500000;
     /// link.client_max_messages_per_s]. Over it, the client's reliable data waits (QUIC flow
     /// control slows the client down) and its best-effort data is dropped, counted per link
@@ -167,8 +173,11 @@ pub async fn run(a: RouterArgs) -> CmdResult {
     if let Some(ms) = a.handshake_timeout_ms {
         link_file.handshake_timeout_ms = Some(ms);
     }
+    if let Some(ms) = a.silence_timeout_ms {
+        link_file.silence_timeout_ms = Some(ms);
+    }
     link_file.check().map_err(|e| {
-        format!("{e} (from --idle-timeout-ms, --handshake-timeout-ms or --congestion)")
+        format!("{e} (from --idle-timeout-ms, --handshake-timeout-ms, --silence-timeout-ms or --congestion)")
     })?;
     let (handle, mut task) = crate::boot::start_router(crate::boot::RouterBoot {
         id: &id,
