@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo test lint fuzz-smoke bench bench-build bench-full bench-mqtt bench-rules bench-plots clean
+.PHONY: setup build demo test lint fuzz-smoke bench bench-build bench-full bench-mqtt bench-rules bench-faults bench-plots clean
 
 setup:
 	@scripts/setup.sh
@@ -70,6 +70,12 @@ bench-mqtt: setup
 bench-rules: setup
 	$(CARGO) build --release -p roam -p roam-bench
 	target/release/roam-rules-bench $(if $(QUICK),--quick,)
+
+# Routers killed, restarted and cut off under a reliable stream (bench/FAULTS.md,
+# bench/results/faults.json); FULL=1 for the long campaigns and the 30-minute soak.
+bench-faults: setup
+	$(CARGO) build --release -p roam -p roam-bench
+	target/release/roam-lab faults $(if $(FULL),--full,--quick)
 
 bench-plots:
 	@python3 -c "import matplotlib" 2>/dev/null || python3 -m pip install --quiet matplotlib \

@@ -23,7 +23,7 @@ pub struct Proc {
     pub name: String,
     child: Child,
     lines: mpsc::Receiver<String>,
-    stderr: Arc<Mutex<Vec<String>>>,
+    stderr: Arc<Mutex<Stderr>>,
     /// Where a roam process keeps its metrics snapshot (what it measured at its hops).
     pub metrics_file: Option<PathBuf>,
     /// CPU ticks (utime + stime) when the current sampling window started.
@@ -67,7 +67,7 @@ impl Proc {
                 }
             }
         });
-        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let stderr = Arc::new(Mutex::new(Stderr::default()));
         let err = child.stderr.take().ok_or("no stderr")?;
         let sink = stderr.clone();
         let tag = name.to_string();
@@ -77,9 +77,7 @@ impl Proc {
                     eprintln!("    [{tag}] {l}");
                 }
                 if let Ok(mut v) = sink.lock() {
-                    if v.len() < 200 {
-                        v.push(l);
-                    }
+                    v.keep(l);
                 }
             }
         });
@@ -100,8 +98,40 @@ impl Proc {
 
     /// The last lines the process wrote to stderr, for error messages.
     pub fn log_tail(&self) -> String {
-        let v = self.stderr.lock().map(|v| v.clone()).unwrap_or_default();
+        let v = self.stderr_lines();
         v[v.len().saturating_sub(8)..].join("\n")
+    }
+
+    /// What is kept of the process's stderr: its first lines and its last (where a summary
+    /// printed on exit is).
+    pub fn stderr_lines(&self) -> Vec<String> {
+        self.stderr
+            .lock()
+            .map(|v| v.head.iter().chain(&v.tail).cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The next stdout line within `timeout`: `Ok(None)` when none came, `Err` once the
+    /// process's output has ended.
+    pub fn next_line(&self, timeout: Duration) -> Result<Option<String>, String> {
+        match self.lines.recv_timeout(timeout) {
+            Ok(l) => Ok(Some(l)),
+            Err(mpsc::RecvTimeoutError::Timeout) => Ok(None),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                Err(format!("{} exited:\n{}", self.name, self.log_tail()))
+            }
+        }
+    }
+
+    /// Sends `signal` (a name `kill -s` takes: KILL, STOP, CONT ...) to the process.
+    pub fn signal(&self, signal: &str) -> Result<(), String> {
+        let ok = Command::new("kill")
+            .args(["-s", signal, &self.pid().to_string()])
+            .status()
+            .map_err(|e| format!("kill -s {signal} {}: {e}", self.name))?
+            .success();
+        ok.then_some(())
+            .ok_or_else(|| format!("kill -s {signal} {}: refused", self.name))
     }
 
     /// Waits for a stdout line satisfying `want`; Err after `timeout` or when the process
@@ -205,6 +235,29 @@ impl Proc {
     }
 }
 
+/// A process's stderr as kept: the first lines (start-up errors) and a window of the last.
+#[derive(Default)]
+struct Stderr {
+    head: Vec<String>,
+    tail: std::collections::VecDeque<String>,
+}
+
+impl Stderr {
+    const HEAD: usize = 200;
+    const TAIL: usize = 200;
+
+    fn keep(&mut self, line: String) {
+        if self.head.len() < Self::HEAD {
+            self.head.push(line);
+            return;
+        }
+        if self.tail.len() == Self::TAIL {
+            self.tail.pop_front();
+        }
+        self.tail.push_back(line);
+    }
+}
+
 impl Drop for Proc {
     fn drop(&mut self) {
         self.stop(Duration::from_secs(3));
@@ -254,4 +307,9 @@ pub fn rss_kb(pid: u32) -> Option<u64> {
         .trim()
         .parse()
         .ok()
+}
+
+/// Open file descriptors of a process now.
+pub fn open_fds(pid: u32) -> Option<u64> {
+    Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count() as u64)
 }

@@ -8,6 +8,7 @@ mod experiments;
 mod fairness;
 mod fairness_report;
 mod fastdds;
+mod faults;
 mod floor;
 mod flows;
 mod hol;
@@ -30,6 +31,7 @@ const USAGE: &str = "\
 usage: roam-lab [--smoke|--quick|--full] [--only e1,e2,...] [--zenoh PATH|--zenoh-off]
                 [--fastdds-off] [--out FILE.json]
                 [--markdown FILE.md]
+       roam-lab faults [--smoke|--quick|--full] ...   (fault campaigns: roam-lab faults --help)
 
   --smoke        a minute: E1 and E2 with few messages, native and roam only (CI)
   --quick        every headline figure in a few minutes (default)
@@ -79,7 +81,11 @@ fn run() -> Result<(), String> {
     let mut fastdds = true;
     let mut out = None;
     let mut markdown = None;
-    let mut it = std::env::args().skip(1);
+    let mut it = std::env::args().skip(1).peekable();
+    if it.peek().map(String::as_str) == Some("faults") {
+        it.next();
+        return faults::main(it);
+    }
     while let Some(a) = it.next() {
         match a.as_str() {
             "--smoke" => suite = Suite::Smoke,
