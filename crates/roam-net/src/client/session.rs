@@ -88,7 +88,7 @@ pub(super) async fn run(
                 };
                 // Short attempts repeat: said for the first and then every 20th.
                 let repeated = wait == SHORT_PAUSE;
-                if !repeated || unanswered % 20 == 0 {
+                if !repeated || unanswered.is_multiple_of(20) {
                     warn!(
                         "cannot reach router {}: {reason}; retrying in {wait:?}",
                         cfg.router

@@ -47,7 +47,7 @@ pub(super) async fn dial_loop(s: Shared, peer: PeerAddr) {
             Ok(r) => r,
             // Unanswered within a short attempt (see attempt_timeout): dial again at once.
             Err(_) => {
-                if unanswered % 20 == 0 {
+                if unanswered.is_multiple_of(20) {
                     warn!("cannot link to {peer}: no answer within {attempt:?}; dialing again");
                 }
                 unanswered += 1;
