@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build demo test lint fuzz-smoke bench bench-build bench-full bench-mqtt bench-rules bench-faults bench-plots clean
+.PHONY: setup build demo test lint fuzz-smoke fuzz bench bench-build bench-full bench-mqtt bench-rules bench-faults bench-plots clean
 
 setup:
 	@scripts/setup.sh
@@ -28,6 +28,12 @@ lint:
 # for cargo-fuzz; skipped with a note when none is installed, the property tests still run).
 fuzz-smoke:
 	@scripts/fuzz-smoke.sh
+
+# Every fuzz target for minutes (FUZZ_SECONDS each, default 120; FUZZ_TARGETS="a b" for some),
+# keeping what it finds in fuzz/corpus/. Needs nightly (fails with a note without one); a crash
+# fails it, its input in fuzz/artifacts/. docs/security.md "Fuzzing" says what each covers.
+fuzz:
+	@scripts/fuzz.sh long $(FUZZ_TARGETS)
 
 # The performance lab. `make bench`: the quick suite (routing plane, then native DDS, roam and
 # the Zenoh bridge side by side); `make bench-full`: everything. Both build the Zenoh bridge

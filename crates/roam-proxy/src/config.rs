@@ -198,7 +198,8 @@ impl ProxyConfig {
         Ok(cfg)
     }
 
-    /// Parses and checks the text alone (no file is read).
+    /// Parses and checks the text alone: no file is read but the MQTT bridge's parameter
+    /// file, when the `mqtt:` section names one (`params: FILE`).
     pub fn parse(text: &str, origin: &str) -> Result<Self, ConfigError> {
         Self::parse_doc(&Doc::new(text, origin))
     }

@@ -56,9 +56,13 @@ pub enum Arrival<H> {
     /// After a gap: held until the gap is filled or given up.
     Held,
     /// Older than what was already delivered (a resend of what arrived, or of a gap given
-    /// up): dropped.
+    /// up), or [`NEVER_SEALED`]: dropped.
     Late,
 }
+
+/// The one sequence no sealer sends (it stops short of it, `SealError::Exhausted`): nothing
+/// can follow it in order, so a member's envelope that carries it is dropped.
+pub const NEVER_SEALED: u64 = u64::MAX;
 
 /// A request to send: the missing ranges of one session of one data name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,6 +99,8 @@ pub struct Reorder<H> {
     policy: AskPolicy,
     sessions: HashMap<u64, Session<H>>,
     ready: VecDeque<H>,
+    /// Saturating: a member's sequences may jump by nearly 2^64, and two such gaps given up
+    /// would overflow a sum.
     lost: u64,
     recovered: u64,
 }
@@ -120,6 +126,9 @@ impl<H> Reorder<H> {
         bytes: usize,
         now: Instant,
     ) -> Arrival<H> {
+        if seq == NEVER_SEALED {
+            return Arrival::Late;
+        }
         if !self.sessions.contains_key(&session) && self.sessions.len() >= MAX_SESSIONS {
             self.forget_one();
         }
@@ -158,7 +167,8 @@ impl<H> Reorder<H> {
         s.held.insert(seq, (item, bytes));
         s.held_bytes += bytes;
         while s.held.len() > self.policy.max_held || s.held_bytes > self.policy.max_held_bytes {
-            self.lost += Self::give_up_first_gap(s, &mut self.ready);
+            let lost = Self::give_up_first_gap(s, &mut self.ready);
+            self.lost = self.lost.saturating_add(lost);
         }
         Arrival::Held
     }
@@ -171,7 +181,7 @@ impl<H> Reorder<H> {
     /// Whether message `seq` of `session` would be delivered at once (not held): lets the
     /// caller keep the payload where it is for the common case.
     pub fn would_deliver(&self, session: u64, seq: u64) -> bool {
-        self.sessions.get(&session).is_none_or(|s| seq == s.next)
+        seq != NEVER_SEALED && self.sessions.get(&session).is_none_or(|s| seq == s.next)
     }
 
     /// A message released in order behind a filled or given-up gap.
@@ -197,7 +207,8 @@ impl<H> Reorder<H> {
             if s.asked >= policy.attempts {
                 // Nothing came of the last requests: every gap of the session is given up.
                 while !s.held.is_empty() {
-                    due.lost += Self::give_up_first_gap(s, &mut self.ready);
+                    let lost = Self::give_up_first_gap(s, &mut self.ready);
+                    due.lost = due.lost.saturating_add(lost);
                 }
                 continue;
             }
@@ -212,7 +223,7 @@ impl<H> Reorder<H> {
         }
         self.sessions
             .retain(|_, s| !s.held.is_empty() || now.duration_since(s.last_heard) < FORGET_AFTER);
-        self.lost += due.lost;
+        self.lost = self.lost.saturating_add(due.lost);
         due
     }
 
@@ -228,7 +239,8 @@ impl<H> Reorder<H> {
         let mut span = 0u64;
         for &k in s.held.keys() {
             if k > from {
-                let last = (k - 1).min(from + (MAX_SPAN - span) - 1);
+                // Saturating: a session may start anywhere below NEVER_SEALED.
+                let last = (k - 1).min(from.saturating_add(MAX_SPAN - span - 1));
                 span += last - from + 1;
                 ranges.push((from, last));
                 if ranges.len() == MAX_RANGES || span >= MAX_SPAN {

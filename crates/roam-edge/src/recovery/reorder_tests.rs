@@ -175,3 +175,54 @@ fn sessions_are_followed_apart_and_quiet_ones_forgotten() {
     assert!(matches!(r.arrive(NAME, 1, 2, 2, 1, t), Arrival::Deliver(2)));
     assert_eq!(drain(&mut r), vec![3]);
 }
+
+/// Found by the recovery_request fuzz target: a member's envelope with the last sequence made
+/// `next` overflow (a panic in debug builds; in release a session that asked for sequence 0).
+#[test]
+fn the_sequence_no_sealer_sends_is_dropped_and_sessions_near_it_ask_within_limits() {
+    let t = Instant::now();
+    let mut r = reorder();
+    assert!(!r.would_deliver(1, NEVER_SEALED));
+    assert_eq!(r.arrive(NAME, 1, NEVER_SEALED, 0, 1, t), Arrival::Late);
+    assert!(!r.knows(1), "a dropped arrival starts no session");
+    feed(&mut r, NEVER_SEALED - 10, t);
+    assert_eq!(r.arrive(NAME, 1, NEVER_SEALED, 0, 1, t), Arrival::Late);
+    assert!(feed(&mut r, NEVER_SEALED - 1, t).is_empty());
+    let due = r.poll(t + Duration::from_secs(1));
+    let ranges = &due.asks[0].ranges;
+    assert_eq!(ranges, &vec![(NEVER_SEALED - 9, NEVER_SEALED - 2)]);
+    let req = super::super::request::Request {
+        session: 1,
+        requester: 1,
+        ranges: ranges.clone(),
+    };
+    let mut bytes = Vec::new();
+    req.encode(&mut bytes);
+    assert_eq!(super::super::request::Request::parse(&bytes), Ok(req));
+    assert_eq!(feed(&mut r, NEVER_SEALED - 9, t), vec![NEVER_SEALED - 9]);
+}
+
+/// Found by the recovery_request fuzz target: gaps of nearly 2^64 sequences, given up, made
+/// the lost count overflow.
+#[test]
+fn gaps_as_wide_as_the_sequences_are_given_up_and_counted_without_overflow() {
+    let t = Instant::now();
+    let policy = AskPolicy {
+        attempts: 0,
+        ..AskPolicy::default()
+    };
+    let mut r: Reorder<u64> = Reorder::new(policy);
+    for session in [1, 2] {
+        assert!(matches!(
+            r.arrive(NAME, session, 1, 1, 1, t),
+            Arrival::Deliver(1)
+        ));
+        let far = NEVER_SEALED - 1;
+        assert_eq!(r.arrive(NAME, session, far, far, 1, t), Arrival::Held);
+    }
+    let due = r.poll(t + Duration::from_secs(1));
+    assert!(due.asks.is_empty());
+    assert_eq!(due.lost, u64::MAX);
+    assert_eq!(drain(&mut r), vec![NEVER_SEALED - 1; 2]);
+    assert_eq!(r.counts().0, u64::MAX);
+}
