@@ -313,3 +313,19 @@ pub fn rss_kb(pid: u32) -> Option<u64> {
 pub fn open_fds(pid: u32) -> Option<u64> {
     Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count() as u64)
 }
+
+/// Runs `roam` with `args` to completion (set-up steps: `pki init`, `pki issue`, `realm new`);
+/// Err with its stderr when it fails.
+pub fn roam_ok(roam: &Path, args: &[&str]) -> Result<(), String> {
+    let out = std::process::Command::new(roam)
+        .args(args)
+        .output()
+        .map_err(|e| format!("roam {}: {e}", args.join(" ")))?;
+    out.status.success().then_some(()).ok_or_else(|| {
+        format!(
+            "roam {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}

@@ -3,10 +3,10 @@
 //! it with the message definitions in a `msg_paths` folder. Each scenario gets a fresh gateway,
 //! so its memory and CPU figures are its own.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use roam_bench::procs::Proc;
+use roam_bench::procs::{roam_ok, Proc};
 
 use super::messages::DEFINITIONS;
 
@@ -138,18 +138,4 @@ impl Drop for Setup {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-fn roam_ok(roam: &Path, args: &[&str]) -> Result<(), String> {
-    let out = std::process::Command::new(roam)
-        .args(args)
-        .output()
-        .map_err(|e| format!("roam {}: {e}", args.join(" ")))?;
-    out.status.success().then_some(()).ok_or_else(|| {
-        format!(
-            "roam {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
 }

@@ -229,19 +229,7 @@ pub fn run_all(lab: &Lab, warmup: u64, window: u64) -> Vec<FairnessRun> {
 fn prepare(lab: &Lab, dir: &Path) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let pki = dir.join("pki").to_string_lossy().to_string();
-    let roam = |args: &[&str]| -> Result<(), String> {
-        let out = std::process::Command::new(&lab.roam)
-            .args(args)
-            .output()
-            .map_err(|e| e.to_string())?;
-        out.status.success().then_some(()).ok_or_else(|| {
-            format!(
-                "roam {}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })
-    };
+    let roam = |args: &[&str]| roam_bench::procs::roam_ok(&lab.roam, args);
     roam(&["pki", "init", "--dir", &pki])?;
     for id in ["fa0", "fb0", "fa1", "fb1"] {
         roam(&["pki", "issue", id, "--dir", &pki, "--role", "router"])?;

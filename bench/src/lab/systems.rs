@@ -249,17 +249,7 @@ impl Lab {
     }
 
     fn roam_ok(&self, args: &[&str]) -> Result<(), String> {
-        let out = std::process::Command::new(&self.roam)
-            .args(args)
-            .output()
-            .map_err(|e| e.to_string())?;
-        out.status.success().then_some(()).ok_or_else(|| {
-            format!(
-                "roam {}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })
+        roam_bench::procs::roam_ok(&self.roam, args)
     }
 
     /// The load generator program for `nodes`.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use roam_bench::machine;
-use roam_bench::procs::{cyclonedds_uri, Proc};
+use roam_bench::procs::{cyclonedds_uri, roam_ok, Proc};
 use roam_bench::ros_msgs::{self, Kind, Stamp};
 use roam_dds::{Participant, Qos, TopicInfo, Writer};
 use serde::Serialize;
@@ -344,18 +344,4 @@ fn markdown(r: &Results) -> String {
     }
     let _ = writeln!(s, "\nGoals (seed 001): under 3% added, and at least 20x less than monitoring every topic in Python. Read the added column against the noise of a shared 2-core machine: alternating the same two configurations moves the medians by a few percent either way, so an added cost within about ±5% is no cost this lab can see; the Python monitor costs as much CPU per message as the proxy's whole forwarding.");
     s
-}
-
-fn roam_ok(roam: &Path, args: &[&str]) -> Result<(), String> {
-    let out = std::process::Command::new(roam)
-        .args(args)
-        .output()
-        .map_err(|e| format!("roam {}: {e}", args.join(" ")))?;
-    out.status.success().then_some(()).ok_or_else(|| {
-        format!(
-            "roam {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
 }

@@ -4,7 +4,6 @@
 //! every message (`--keep-all`, end-to-end recovery on).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use roam_bench::procs::Proc;
@@ -64,17 +63,7 @@ impl Mesh {
     }
 
     fn roam_ok(&self, args: &[&str]) -> Result<(), String> {
-        let out = Command::new(&self.roam)
-            .args(args)
-            .output()
-            .map_err(|e| format!("roam {}: {e}", args.join(" ")))?;
-        out.status.success().then_some(()).ok_or_else(|| {
-            format!(
-                "roam {}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })
+        roam_bench::procs::roam_ok(&self.roam, args)
     }
 
     pub fn id(&self, i: usize) -> &str {
