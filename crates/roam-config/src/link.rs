@@ -37,6 +37,9 @@ pub struct LinkFile {
     /// and best-effort data dropped, counted per link.
     pub client_max_messages_per_s: Option<u64>,
     pub client_max_bytes_per_s: Option<u64>,
+    /// Names (subscriptions and publications) one client link may hold (0: no limit); over
+    /// it, further ones are refused and counted per link.
+    pub client_max_names: Option<usize>,
 }
 
 impl LinkFile {
@@ -286,6 +289,9 @@ impl LinkFile {
         }
         if let Some(n) = self.client_max_bytes_per_s {
             c.client_quota.bytes_per_s = n;
+        }
+        if let Some(n) = self.client_max_names {
+            c.client_max_names = n;
         }
         Ok(c)
     }

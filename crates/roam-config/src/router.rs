@@ -37,6 +37,8 @@
 //!   client_max_messages_per_s: 500000  # what one client link may bring in per second
 //!   client_max_bytes_per_s: 1073741824 # (0: no limit); over it, reliable data waits (the
 //!                            # client slows down) and best-effort data is dropped, counted
+//!   client_max_names: 20000  # subscriptions and publications one client link may hold
+//!                            # (0: no limit); further ones are refused, counted per link
 //! ```
 //!
 //! Mistakes are reported with the file, line and column, and what was expected.

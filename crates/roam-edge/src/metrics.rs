@@ -366,6 +366,12 @@ pub struct Link {
     pub path: Option<QuicPath>,
     /// Age of the data that arrived on the link, when it was read.
     pub data_age: Ages,
+    /// Names a client link holds (subscriptions and publications) and those refused for its
+    /// limit (absent in snapshots from before the limit).
+    #[serde(default)]
+    pub names_held: u64,
+    #[serde(default)]
+    pub names_refused: u64,
 }
 
 /// Messages a link dropped, by cause.
@@ -503,6 +509,8 @@ impl From<&LinkReport> for Link {
             },
             path: l.path.as_ref().map(QuicPath::from),
             data_age: Ages::from(&l.data_age),
+            names_held: l.names as u64,
+            names_refused: l.names_refused,
         }
     }
 }

@@ -84,6 +84,8 @@ impl<T> Queue<T> {
 pub struct Inbound {
     owner: Owner,
     pauses: Arc<Pauses>,
+    /// A router's quotas per client identity; links of other owners get one of their own.
+    quotas: Option<Arc<crate::quota::ClientQuotas>>,
 }
 
 #[derive(Clone)]
@@ -97,6 +99,7 @@ impl Inbound {
         Self {
             owner: Owner::Channel(tx),
             pauses,
+            quotas: None,
         }
     }
 
@@ -110,6 +113,26 @@ impl Inbound {
         Self {
             owner: Owner::Router(direct, queue),
             pauses,
+            quotas: None,
+        }
+    }
+
+    /// Client links of this owner share a quota per identity (a router's).
+    pub fn with_client_quotas(mut self, quotas: Arc<crate::quota::ClientQuotas>) -> Self {
+        self.quotas = Some(quotas);
+        self
+    }
+
+    /// The quota of a link to `peer`: its identity's shared one where the owner keeps them,
+    /// otherwise one of its own from `limits` (none for routers).
+    pub fn quota_for(
+        &self,
+        peer: &crate::link::PeerInfo,
+        limits: crate::quota::QuotaLimits,
+    ) -> Option<Arc<crate::quota::LinkQuota>> {
+        match &self.quotas {
+            Some(q) => q.for_peer(peer.role, &peer.name),
+            None => crate::quota::for_peer(peer.role, limits),
         }
     }
 

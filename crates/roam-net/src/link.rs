@@ -38,6 +38,9 @@ pub struct LinkConfig {
     /// What a client link may bring into this router: data messages and bytes per second
     /// ([`crate::quota`]; links to routers have none).
     pub client_quota: crate::quota::QuotaLimits,
+    /// Names (subscriptions and publications) one client link may hold in this router;
+    /// further ones are refused and counted (0: no limit).
+    pub client_max_names: usize,
     /// How QUIC links pace themselves (TCP links use the kernel's controller).
     pub congestion: Congestion,
     /// SO_RCVBUF and SO_SNDBUF of the QUIC endpoint's UDP socket. The kernel's default
@@ -167,6 +170,7 @@ impl Default for LinkConfig {
             max_unauthenticated: 256,
             max_unauthenticated_per_source: 16,
             client_quota: crate::quota::QuotaLimits::default(),
+            client_max_names: roam_routing::DEFAULT_CLIENT_MAX_NAMES,
         }
     }
 }

@@ -1,15 +1,18 @@
-//! What one client link may bring into a router: messages and bytes per second, as a token
+//! What one client may bring into a router: messages and bytes per second, as a token
 //! bucket that holds one second of either (so a robot's burst, a point cloud at once, passes
 //! untouched and only a sustained rate above the quota is held back). Pure: fed the time and
-//! each frame's size, no I/O; [`LinkQuota`] shares one bucket between a link's reader tasks.
+//! each frame's size, no I/O; [`LinkQuota`] shares one bucket between a link's reader tasks,
+//! and [`ClientQuotas`] one between every link of a client identity, so a client that opens
+//! ten links still has one quota.
 //!
 //! Over its quota, a reliable message is not dropped: its reader waits the time the bucket
 //! needs to refill, so the link's QUIC flow control (or TCP's window) pushes back on the
 //! sender, and the flooder alone slows down. A best-effort message over the quota is dropped
 //! (counted), as a full best-effort lane drops.
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 /// A quota: at most this many data messages and bytes per second (0: no limit on that one).
@@ -168,13 +171,110 @@ pub async fn admit(
 
 /// The quota of a link to `role`: client links get `limits` (unless they are none), router
 /// links none (they carry whole meshes' traffic, and routers are trusted to route).
-pub fn for_peer(role: roam_proto::frame::Role, limits: QuotaLimits) -> Option<LinkQuota> {
-    (role == roam_proto::frame::Role::Client && !limits.is_none()).then(|| LinkQuota::new(limits))
+pub fn for_peer(role: roam_proto::frame::Role, limits: QuotaLimits) -> Option<Arc<LinkQuota>> {
+    (role == roam_proto::frame::Role::Client && !limits.is_none())
+        .then(|| Arc::new(LinkQuota::new(limits)))
+}
+
+/// A router's client quotas, one bucket per client identity shared by all of its links
+/// while any is up: a client that links several times (on purpose, or a restarted one whose
+/// old link has not timed out yet) cannot multiply its quota.
+#[derive(Debug)]
+pub struct ClientQuotas {
+    limits: QuotaLimits,
+    by_identity: Mutex<Identities>,
+}
+
+#[derive(Debug, Default)]
+struct Identities {
+    buckets: HashMap<String, Weak<LinkQuota>>,
+    /// Forget the ended ones once this many are held (twice the live ones after each sweep,
+    /// so a sweep costs nothing per link on average).
+    sweep_at: usize,
+}
+
+impl ClientQuotas {
+    pub fn new(limits: QuotaLimits) -> Self {
+        Self {
+            limits,
+            by_identity: Mutex::new(Identities::default()),
+        }
+    }
+
+    /// The bucket of a link to `identity` in `role`: the one its other live links share, or
+    /// a new one; none for routers, or when there are no limits.
+    pub fn for_peer(
+        &self,
+        role: roam_proto::frame::Role,
+        identity: &str,
+    ) -> Option<Arc<LinkQuota>> {
+        if role != roam_proto::frame::Role::Client || self.limits.is_none() {
+            return None;
+        }
+        let mut ids = self.by_identity.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(q) = ids.buckets.get(identity).and_then(Weak::upgrade) {
+            return Some(q);
+        }
+        if ids.buckets.len() >= ids.sweep_at {
+            ids.buckets.retain(|_, w| w.strong_count() > 0);
+            ids.sweep_at = (ids.buckets.len() * 2).max(64);
+        }
+        let q = Arc::new(LinkQuota::new(self.limits));
+        ids.buckets.insert(identity.to_string(), Arc::downgrade(&q));
+        Some(q)
+    }
+
+    /// Identities with a bucket held now (ended ones may linger until the next sweep).
+    #[cfg(test)]
+    fn held(&self) -> usize {
+        let ids = self.by_identity.lock().unwrap_or_else(|p| p.into_inner());
+        ids.buckets.len()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use roam_proto::frame::Role;
+
+    #[test]
+    fn links_of_one_identity_share_a_bucket_and_others_have_their_own() {
+        let quotas = ClientQuotas::new(MSGS);
+        let a1 = quotas.for_peer(Role::Client, "robot").unwrap();
+        let a2 = quotas.for_peer(Role::Client, "robot").unwrap();
+        let b = quotas.for_peer(Role::Client, "laptop").unwrap();
+        assert!(Arc::ptr_eq(&a1, &a2));
+        assert!(!Arc::ptr_eq(&a1, &b));
+        // One second of the quota between both links of "robot", then they wait.
+        for i in 0..100 {
+            let q = if i % 2 == 0 { &a1 } else { &a2 };
+            assert_eq!(q.take(10, false), Admit::Now);
+        }
+        assert!(matches!(a2.take(10, false), Admit::After(_)));
+        assert_eq!(b.take(10, false), Admit::Now);
+        assert!(quotas.for_peer(Role::Router, "r2").is_none());
+        assert!(ClientQuotas::new(QuotaLimits::NONE)
+            .for_peer(Role::Client, "robot")
+            .is_none());
+    }
+
+    #[test]
+    fn an_identity_whose_links_ended_starts_afresh_and_is_forgotten() {
+        let quotas = ClientQuotas::new(MSGS);
+        let a = quotas.for_peer(Role::Client, "robot").unwrap();
+        for _ in 0..100 {
+            a.take(10, false);
+        }
+        drop(a);
+        let again = quotas.for_peer(Role::Client, "robot").unwrap();
+        assert_eq!(again.take(10, false), Admit::Now);
+        drop(again);
+        // Many short-lived identities do not pile up.
+        for i in 0..1000 {
+            let _ = quotas.for_peer(Role::Client, &format!("c{i}"));
+        }
+        assert!(quotas.held() <= 128, "{} held", quotas.held());
+    }
 
     const MSGS: QuotaLimits = QuotaLimits {
         msgs_per_s: 100,

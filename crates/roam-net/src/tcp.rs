@@ -124,7 +124,7 @@ where
         best_effort: Lane::new(Policy::BestEffort, cfg.best_effort),
         stats: LinkStats::default(),
         closed: tokio::sync::Notify::new(),
-        quota: crate::quota::for_peer(peer.role, cfg.client_quota),
+        quota: inbound.quota_for(&peer, cfg.client_quota),
     });
     let w = tokio::spawn(writer(t.clone(), BufWriter::with_capacity(64 << 10, wr)));
     if let Ok(mut slot) = t.writer.lock() {
@@ -139,7 +139,7 @@ where
                     r = read_frame(&mut rd, max_frame) => match r {
                         Ok(Some(f)) => {
                             reader.stats.count_frame_in(&f);
-                            if !crate::quota::admit(reader.quota.as_ref(), &f, &reader.stats).await {
+                            if !crate::quota::admit(reader.quota.as_deref(), &f, &reader.stats).await {
                                 continue;
                             }
                             if !inbound.frame(link, f).await {
@@ -171,7 +171,7 @@ struct TcpTransport {
     stats: LinkStats,
     closed: tokio::sync::Notify,
     /// What a client peer may bring in ([`crate::quota`]); None for routers.
-    quota: Option<crate::quota::LinkQuota>,
+    quota: Option<Arc<crate::quota::LinkQuota>>,
 }
 
 impl TcpTransport {

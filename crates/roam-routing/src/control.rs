@@ -101,8 +101,25 @@ impl Router {
             let changed = match (from_router, add) {
                 (true, true) => self.subs.add_router(n, link, expires_s),
                 (true, false) => self.subs.remove_router(&n, link),
-                (false, true) => self.subs.add_client(n, link),
-                (false, false) => self.subs.remove_client(&n, link),
+                (false, true) => {
+                    let known = self.subs.get(&n).is_some_and(|s| s.clients.contains(&link));
+                    if !known && !self.take_name(link) {
+                        continue;
+                    }
+                    let added = self.subs.add_client(n, link);
+                    if !known && !added {
+                        // The subscription table is full: nothing is held.
+                        self.give_back_name(link);
+                    }
+                    added
+                }
+                (false, false) => {
+                    let removed = self.subs.remove_client(&n, link);
+                    if removed {
+                        self.give_back_name(link);
+                    }
+                    removed
+                }
             };
             if changed {
                 self.recompute(now, n);
@@ -114,14 +131,45 @@ impl Router {
         let mut ads = Vec::new();
         for &n in names {
             let who = Source::Client(link);
-            ads.extend(if add {
-                self.add_publisher(now, n, who)
+            let held = self
+                .published
+                .get(&n)
+                .is_some_and(|p| p.clients.iter().any(|&(c, _)| c == link));
+            if add {
+                if !held && !self.take_name(link) {
+                    continue;
+                }
+                ads.extend(self.add_publisher(now, n, who));
             } else {
-                self.remove_publisher(now, n, who)
-            });
+                if held {
+                    self.give_back_name(link);
+                }
+                ads.extend(self.remove_publisher(now, n, who));
+            }
             self.recompute(now, n);
         }
         self.flood_adverts(&ads, None);
+    }
+
+    /// Counts one more name held by client `link`; false (and the refusal counted) when it
+    /// holds its limit already.
+    fn take_name(&mut self, link: LinkId) -> bool {
+        let max = self.cfg.client_max_names;
+        let Some(info) = self.links.get_mut(&link) else {
+            return false;
+        };
+        if max > 0 && info.names >= max {
+            info.names_refused += 1;
+            return false;
+        }
+        info.names += 1;
+        true
+    }
+
+    fn give_back_name(&mut self, link: LinkId) {
+        if let Some(info) = self.links.get_mut(&link) {
+            info.names = info.names.saturating_sub(1);
+        }
     }
 
     fn on_query(&mut self, now: Instant, link: LinkId, id: u64, ttl: u8, name: Name) {
@@ -237,6 +285,46 @@ mod tests {
             lifetime_s: 60,
             withdrawn,
         }
+    }
+
+    #[test]
+    fn a_client_holds_at_most_its_limit_of_names_and_gets_room_back() {
+        let now = Instant::now();
+        let mut cfg = config(1, 1);
+        cfg.client_max_names = 3;
+        let mut r = Router::new(cfg, now);
+        r.link_up(now, 100, Role::Client, 0);
+        r.link_up(now, 101, Role::Client, 0);
+        let name = |i: u8| Name([i; 32]);
+        r.handle_frame(now, 100, Frame::Subscribe(vec![name(1), name(2)]));
+        // Subscribing again to a name it holds takes no room.
+        r.handle_frame(now, 100, Frame::Subscribe(vec![name(1)]));
+        r.handle_frame(now, 100, Frame::Publish(vec![name(3), name(4), name(5)]));
+        assert_eq!(r.names_held_by(100), 3);
+        assert_eq!(r.names_refused_from(100), 2);
+        assert!(
+            !r.published.contains_key(&name(4)),
+            "a refused publication is held"
+        );
+        // Its neighbour's room is its own.
+        r.handle_frame(now, 101, Frame::Subscribe(vec![name(4), name(5), name(6)]));
+        assert_eq!((r.names_held_by(101), r.names_refused_from(101)), (3, 0));
+        // Letting a name go makes room for another; unknown names give nothing back.
+        r.handle_frame(now, 100, Frame::Unsubscribe(vec![name(2), name(9)]));
+        r.handle_frame(now, 100, Frame::Unpublish(vec![name(8)]));
+        assert_eq!(r.names_held_by(100), 2);
+        r.handle_frame(now, 100, Frame::Publish(vec![name(4)]));
+        assert_eq!(r.names_held_by(100), 3);
+        assert!(r.published.contains_key(&name(4)));
+        // A link that comes up again starts from nothing.
+        r.link_down(now, 100);
+        r.link_up(now, 100, Role::Client, 0);
+        assert_eq!((r.names_held_by(100), r.names_refused_from(100)), (0, 0));
+        // Router links have no such limit.
+        add_neighbour(&mut r, now, 12, 2);
+        let many: Vec<Name> = (10..20).map(name).collect();
+        r.handle_frame(now, 12, Frame::Subscribe(many));
+        assert_eq!(r.names_refused_from(12), 0);
     }
 
     #[test]

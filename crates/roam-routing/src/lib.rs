@@ -34,4 +34,4 @@ mod sim;
 #[cfg(test)]
 mod sim_tests;
 
-pub use router::{Config, Event, LinkId, Router, Stats, Transmit};
+pub use router::{Config, Event, LinkId, Router, Stats, Transmit, DEFAULT_CLIENT_MAX_NAMES};

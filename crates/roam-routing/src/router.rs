@@ -23,6 +23,12 @@ const MAX_RIB_NAMES: usize = 16_000_000;
 /// Names with subscription state at most.
 const MAX_SUB_NAMES: usize = 16_000_000;
 
+/// Names a client link holds at most by default: a client holds a few per topic (data,
+/// announcements, repairs), more per service and action and a few for the realm (a
+/// `roam sub` holds five), so a large robot's proxy a few thousand; a program holding this
+/// many is filling the router, not using it.
+pub const DEFAULT_CLIENT_MAX_NAMES: usize = 20_000;
+
 /// Timers and identity of one router.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -41,6 +47,10 @@ pub struct Config {
     /// sent just before leaving travels on its own stream and can be overtaken by a
     /// withdrawal on the control stream; lingering lets it reach every subscriber first.
     pub withdraw_linger: Duration,
+    /// Names one client link may hold (subscriptions and publications together); further
+    /// ones are refused and counted on the link, so one client cannot fill the router's
+    /// tables. 0: no limit beyond the tables' own.
+    pub client_max_names: usize,
 }
 
 impl Config {
@@ -57,6 +67,7 @@ impl Config {
             sub_lifetime: Duration::from_secs(120),
             query_ttl: 8,
             withdraw_linger: Duration::from_secs(2),
+            client_max_names: DEFAULT_CLIENT_MAX_NAMES,
         }
     }
 
@@ -119,6 +130,11 @@ pub(crate) struct LinkInfo {
     /// Data from this link that no one here or beyond wanted (counted per source, so a
     /// flood on names nobody subscribes to names its sender).
     pub no_route: u64,
+    /// Names a client link holds now (subscriptions and publications), against
+    /// [`Config::client_max_names`].
+    pub names: usize,
+    /// Subscriptions and publications refused for that limit.
+    pub names_refused: u64,
 }
 
 /// Who publishes a name on this router, and whether each publisher was told it is wanted.
@@ -225,6 +241,8 @@ impl Router {
                 role,
                 peer,
                 no_route: 0,
+                names: 0,
+                names_refused: 0,
             },
         );
         if role == Role::Router && peer != self.me {
@@ -363,6 +381,17 @@ impl Router {
     /// Data messages from `link` dropped for want of a route (0 for a link not up).
     pub fn no_route_from(&self, link: LinkId) -> u64 {
         self.links.get(&link).map_or(0, |i| i.no_route)
+    }
+
+    /// Subscriptions and publications refused to `link` for its name limit
+    /// ([`Config::client_max_names`]; 0 for a link not up).
+    pub fn names_refused_from(&self, link: LinkId) -> u64 {
+        self.links.get(&link).map_or(0, |i| i.names_refused)
+    }
+
+    /// Names `link` holds now (subscriptions and publications of a client link).
+    pub fn names_held_by(&self, link: LinkId) -> usize {
+        self.links.get(&link).map_or(0, |i| i.names)
     }
 
     pub fn stats(&self) -> Stats {

@@ -116,6 +116,7 @@ pub(crate) fn config(id: RouterId, initial_seq: u64) -> Config {
         sub_lifetime: Duration::from_secs(40),
         query_ttl: 16,
         withdraw_linger: Duration::from_millis(500),
+        client_max_names: crate::router::DEFAULT_CLIENT_MAX_NAMES,
     }
 }
 

@@ -512,6 +512,7 @@ fn encode_links(enc: &mut DescriptorEncoder, links: &[Link]) -> Fmt {
     let (mut queued, mut queued_bytes, mut stalls, mut stalled) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut quota_waits = Vec::new();
+    let (mut names, mut names_refused) = (Vec::new(), Vec::new());
     let (mut rtt, mut cwnd, mut sent, mut lost, mut cong) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut mtu = Vec::new();
@@ -533,6 +534,8 @@ fn encode_links(enc: &mut DescriptorEncoder, links: &[Link]) -> Fmt {
         stalls.push((base(i), l.queue.stalls));
         stalled.push((base(i), l.queue.stalled_topics as f64));
         quota_waits.push((base(i), l.queue.quota_waits));
+        names.push((base(i), l.names_held as f64));
+        names_refused.push((base(i), l.names_refused));
         if let Some(p) = &l.path {
             rtt.push((base(i), p.rtt_us as f64 / 1e6));
             cwnd.push((base(i), p.cwnd as f64));
@@ -577,6 +580,18 @@ fn encode_links(enc: &mut DescriptorEncoder, links: &[Link]) -> Fmt {
         "link_quota_waits",
         "Times a client link's reliable data was held back for its quota (back-pressure, nothing dropped).",
         &quota_waits,
+    )?;
+    gauges(
+        enc,
+        "link_names",
+        "Names a client link holds in this router (subscriptions and publications).",
+        &names,
+    )?;
+    counters(
+        enc,
+        "link_names_refused",
+        "Subscriptions and publications refused to a client link over its limit of names (link.client_max_names).",
+        &names_refused,
     )?;
     gauges(
         enc,

@@ -46,6 +46,8 @@ fn link(id: u32, peer: &str, kind: &'static str, path: Option<PathStats>) -> Lin
         quota_waits: 8,
         dropped_quota: 9,
         dropped_no_route: 11,
+        names: 12,
+        names_refused: 13,
         data_age: histogram(&[100, 200, 300]).snapshot(),
         path,
         peer_forwards: true,
@@ -209,6 +211,7 @@ fn a_router_report_becomes_routing_links_and_admission() {
         [("full", 3), ("stale", 4), ("quota", 9), ("no_route", 11)]
     );
     assert_eq!(quic.queue.quota_waits, 8);
+    assert_eq!((quic.names_held, quic.names_refused), (12, 13));
     assert_eq!(quic.path.as_ref().unwrap().lost_packets, 12);
     assert_eq!(quic.path.as_ref().unwrap().shards_rebuilt, 2);
     let p = quic.path.as_ref().unwrap();

@@ -135,7 +135,7 @@ pub async fn establish(
         path: Mutex::new(PathCache::default()),
         held_past_gaps: std::sync::atomic::AtomicUsize::new(0),
         peer_forwards: std::sync::atomic::AtomicBool::new(true),
-        quota: crate::quota::for_peer(peer.role, cfg.client_quota),
+        quota: inbound.quota_for(&peer, cfg.client_quota),
     });
     let control = Arc::new(Mutex::new(Some(LaneStream::new(
         control,
@@ -203,7 +203,7 @@ struct QuicTransport {
     /// then, yes), for the link's report.
     peer_forwards: std::sync::atomic::AtomicBool,
     /// What a client peer may bring in ([`crate::quota`]); None for routers.
-    quota: Option<crate::quota::LinkQuota>,
+    quota: Option<Arc<crate::quota::LinkQuota>>,
 }
 
 /// How often a link's view of its path takes in the connection's counters: reading them

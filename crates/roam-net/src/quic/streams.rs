@@ -373,7 +373,7 @@ async fn read_frames(
         let now = crate::latency::now_us();
         for frame in frames.drain(..) {
             t.stats.count_frame_in_at(&frame, now);
-            if !crate::quota::admit(t.quota.as_ref(), &frame, &t.stats).await {
+            if !crate::quota::admit(t.quota.as_deref(), &frame, &t.stats).await {
                 continue;
             }
             if !inbound.frame(link, frame).await {
@@ -516,7 +516,7 @@ pub(super) async fn read_datagrams(t: Arc<QuicTransport>, link: LinkId, inbound:
             Ok(frames) => {
                 for f in frames {
                     t.stats.record_age(&f);
-                    if !crate::quota::admit(t.quota.as_ref(), &f, &t.stats).await {
+                    if !crate::quota::admit(t.quota.as_deref(), &f, &t.stats).await {
                         continue;
                     }
                     if !inbound.frame(link, f).await {

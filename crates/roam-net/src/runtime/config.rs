@@ -46,7 +46,11 @@ pub struct RouterConfig {
     pub stall_timeout: Duration,
 }
 
-pub(super) fn routing_config(id: RouterId, t: &RoutingTimers) -> roam_routing::Config {
+pub(super) fn routing_config(
+    id: RouterId,
+    t: &RoutingTimers,
+    client_max_names: usize,
+) -> roam_routing::Config {
     let now_us = crate::latency::now_us().max(1);
     roam_routing::Config {
         router_id: id,
@@ -59,5 +63,6 @@ pub(super) fn routing_config(id: RouterId, t: &RoutingTimers) -> roam_routing::C
         sub_lifetime: t.sub_refresh * 3,
         query_ttl: 16,
         withdraw_linger: Duration::from_secs(2),
+        client_max_names,
     }
 }

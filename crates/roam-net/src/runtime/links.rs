@@ -118,6 +118,18 @@ impl Runtime {
         // Otherwise they are dropped, which tells them to dial again.
     }
 
+    /// Says once per link that a client reached its limit of names: from then on the
+    /// refusals are only counted (`names_refused` in its status and metrics).
+    pub(super) fn warn_names_refused(&self, link: LinkId) {
+        let peer = self.links.get(&link).map_or("?", |l| l.peer.name.as_str());
+        warn!(
+            peer,
+            link,
+            held = self.core.names_held_by(link),
+            "client holds its limit of names (link.client_max_names): further subscriptions and publications refused"
+        );
+    }
+
     /// Takes a link down: its routes, what waited for it, its final figures kept for the
     /// report. `None` if it was not up (already replaced).
     pub(super) fn remove_link(
@@ -137,6 +149,8 @@ impl Runtime {
         let mut last = report::link_report(link, &entry);
         last.closed = true;
         last.dropped_no_route = self.core.no_route_from(link);
+        last.names = self.core.names_held_by(link);
+        last.names_refused = self.core.names_refused_from(link);
         self.closed.push_back(last);
         // Whatever waited for this link is moot now.
         let stalled: Vec<_> = self

@@ -44,6 +44,8 @@ mod local_stall_tests;
 #[cfg(test)]
 mod local_tests;
 #[cfg(test)]
+mod names_limit_tests;
+#[cfg(test)]
 mod report_tests;
 #[cfg(test)]
 mod test_support;
@@ -144,7 +146,10 @@ pub async fn start(
     let (stopping_tx, stopping) = watch::channel(false);
     let (router_links_down_tx, router_links_down) = watch::channel(0u64);
     let rt = Runtime {
-        core: Router::new(config::routing_config(id, &config.timers), Instant::now()),
+        core: Router::new(
+            config::routing_config(id, &config.timers, config.link.client_max_names),
+            Instant::now(),
+        ),
         links: HashMap::new(),
         peers: replace::Links::new(id, replace::Policy::default()),
         replacements: ReplaceStats::default(),
@@ -168,7 +173,10 @@ pub async fn start(
         config: config.clone(),
         ep: ep.clone(),
         cmd: cmd_tx.clone(),
-        inbound: Inbound::routed(direct.clone(), Queue::new(in_tx, queued), pauses.clone()),
+        inbound: Inbound::routed(direct.clone(), Queue::new(in_tx, queued), pauses.clone())
+            .with_client_quotas(Arc::new(crate::quota::ClientQuotas::new(
+                config.link.client_quota,
+            ))),
         next_link,
         gate: gate.clone(),
         stopping,
@@ -392,9 +400,13 @@ impl Runtime {
             LinkInput::Frame(f) => {
                 tracing::debug!(link, frame = ?f, "control frame");
                 let lsa = matches!(f, roam_proto::Frame::Lsa(_));
+                let refused = self.core.names_refused_from(link);
                 self.core.handle_frame(now, link, f);
                 if lsa {
                     self.tell_links_who_forwards();
+                }
+                if refused == 0 && self.core.names_refused_from(link) > 0 {
+                    self.warn_names_refused(link);
                 }
             }
             LinkInput::Closed(reason) => {

@@ -32,6 +32,10 @@ pub struct LinkReport {
     pub dropped_quota: u64,
     /// Data from this link that nobody wanted (no route), counted against its sender.
     pub dropped_no_route: u64,
+    /// Names a client link holds (subscriptions and publications), and those refused for
+    /// its limit (`LinkConfig::client_max_names`).
+    pub names: usize,
+    pub names_refused: u64,
     /// Age of the data that arrived on the link (see [`crate::latency`]): every bucket, so
     /// an export format loses nothing; `.summary()` gives the quantiles.
     pub data_age: crate::latency::LatencySnapshot,
@@ -85,6 +89,8 @@ impl Runtime {
                 let mut r = link_report(*id, l);
                 r.stalled_topics = self.stalls.keys().filter(|(k, _)| k == id).count();
                 r.dropped_no_route = self.core.no_route_from(*id);
+                r.names = self.core.names_held_by(*id);
+                r.names_refused = self.core.names_refused_from(*id);
                 r
             })
             .collect();
@@ -120,6 +126,8 @@ pub(super) fn link_report(link: LinkId, l: &LinkEntry) -> LinkReport {
         quota_waits: g(&s.quota_waits),
         dropped_quota: g(&s.dropped_quota),
         dropped_no_route: 0,
+        names: 0,
+        names_refused: 0,
         data_age: s.data_age.snapshot(),
         path: l.tx.path(),
         peer_forwards: l.tx.peer_forwards(),

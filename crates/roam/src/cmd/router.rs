@@ -66,6 +66,11 @@ pub struct RouterArgs {
     /// link.client_max_bytes_per_s].
     #[arg(long, value_name = "BYTES")]
     pub client_max_bytes_per_s: Option<u64>,
+    /// Names (subscriptions and publications together) one client link may hold (0: no
+    /// limit) [default: 20000; link.client_max_names]. Further ones are refused, logged once
+    /// per link and counted (names_refused), so one client cannot fill the router's tables.
+    #[arg(long, value_name = "N")]
+    pub client_max_names: Option<usize>,
     /// Congestion controller of QUIC links: tolerant (default: Cubic that keeps its rate
     /// through random loss on radio links and backs off where a queue builds), cubic,
     /// new_reno, or bbr (quinn's experimental BBR: not fair to other traffic).
@@ -169,6 +174,9 @@ pub async fn run(a: RouterArgs) -> CmdResult {
     }
     if let Some(n) = a.client_max_bytes_per_s {
         link_file.client_max_bytes_per_s = Some(n);
+    }
+    if let Some(n) = a.client_max_names {
+        link_file.client_max_names = Some(n);
     }
     if let Some(ms) = a.handshake_timeout_ms {
         link_file.handshake_timeout_ms = Some(ms);

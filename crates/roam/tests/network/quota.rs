@@ -143,3 +143,84 @@ fn data_on_a_name_nobody_subscribes_to_is_counted_against_its_sender() {
     let dropped = link_figure(&r1, "robot", "dropped_no_route");
     assert!(dropped >= 300, "{dropped} counted: {}", r1.logs());
 }
+
+#[test]
+fn links_of_one_identity_share_its_quota() {
+    // Two unpaced `roam pub`s with one identity, each its own link and topic: the quota is
+    // the identity's, so together they are held to it.
+    let net = Net::new("quota-identity");
+    let (mut r1, a1) = net.router_with(
+        "r1",
+        "127.0.0.1:0",
+        &[],
+        &["--client-max-messages-per-s", QUOTA],
+    );
+    let subs = [
+        net.sub("/flood/a", "cloud", &a1, &[]),
+        net.sub("/flood/b", "laptop", &a1, &[]),
+    ];
+    subs.iter().for_each(wait_subscribed);
+    let count = 1000;
+    let started = Instant::now();
+    let mut pubs = ["/flood/a", "/flood/b"].map(|topic| {
+        net.publisher(
+            topic,
+            "robot",
+            &a1,
+            &["--size", "100", "--count", &count.to_string()],
+        )
+    });
+    let end = Instant::now() + T;
+    let mut got = [0usize; 2];
+    while got.iter().any(|&n| n < count) && Instant::now() < end {
+        for (i, sub) in subs.iter().enumerate() {
+            if got[i] < count
+                && sub
+                    .line(Duration::from_millis(20))
+                    .as_deref()
+                    .and_then(parse_line)
+                    .is_some()
+            {
+                got[i] += 1;
+            }
+        }
+    }
+    let took = started.elapsed();
+    assert_eq!(got, [count; 2], "every message of both");
+    // 2,000 messages against one quota of 500 a second (a second's worth at once): at least
+    // 3 s. Each link on a quota of its own would have taken about 1 s.
+    assert!(
+        took >= Duration::from_millis(2900),
+        "both floods together took only {took:?}"
+    );
+    for p in &mut pubs {
+        p.wait_exit(T);
+    }
+    r1.terminate();
+    assert!(link_figure(&r1, "robot", "quota_waits") > 0);
+}
+
+#[test]
+fn a_client_past_its_limit_of_names_is_refused_counted_and_logged_once() {
+    // A `roam sub` holds several names from the start (its topic's data and announcement
+    // names, the realm's own): with room for one, the rest are refused, counted on its link
+    // and said once. The accounting itself is tested in roam-routing and roam-net.
+    let net = Net::new("names-limit");
+    let (mut r1, a1) = net.router_with("r1", "127.0.0.1:0", &[], &["--client-max-names", "1"]);
+    let mut sub = net.sub("/odom", "cloud", &a1, &[]);
+    assert!(
+        r1.wait_log("client holds its limit of names", T),
+        "no warning: {}",
+        r1.logs()
+    );
+    r1.terminate();
+    sub.terminate();
+    assert_eq!(link_figure(&r1, "cloud", "names"), 1);
+    assert!(link_figure(&r1, "cloud", "names_refused") >= 1);
+    assert_eq!(
+        r1.logs().matches("client holds its limit of names").count(),
+        1,
+        "logged once: {}",
+        r1.logs()
+    );
+}

@@ -113,6 +113,8 @@ fn snapshot(topics: Vec<Topic>) -> Snapshot {
             ..QuicPath::default()
         }),
         data_age: ages(),
+        names_held: 40,
+        names_refused: 3,
     }];
     s.trust = Some(Trust {
         list_number: 4,
@@ -177,6 +179,11 @@ fn counters_gauges_and_families_follow_the_conventions() {
         4096.0
     );
     assert_eq!(v(r#"roam_link_stalls_total{peer="cloud",link="3"}"#), 9.0);
+    assert_eq!(v(r#"roam_link_names{peer="cloud",link="3"}"#), 40.0);
+    assert_eq!(
+        v(r#"roam_link_names_refused_total{peer="cloud",link="3"}"#),
+        3.0
+    );
     assert_eq!(
         v(r#"roam_link_quota_waits_total{peer="cloud",link="3"}"#),
         6.0
