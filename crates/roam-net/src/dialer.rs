@@ -58,23 +58,33 @@ impl Backoff {
     }
 }
 
+/// The handshake that paces a dialer's attempts: the quickest one to that peer so far (the
+/// first is often slow, made while the machine starts everything at once, and a slow one
+/// later is the machine's moment, not the path's; a peer that moved farther away gets
+/// longer attempts by [`attempt_timeout`]'s doubling).
+pub(crate) fn quickest(so_far: Option<Duration>, handshake: Duration) -> Duration {
+    so_far.map_or(handshake, |q| q.min(handshake))
+}
+
 /// How long one dial attempt waits for an answer. Before the router was ever reached: the
-/// link's handshake timeout. Once it was: four times that handshake plus 250 ms, at least
-/// 500 ms, doubled after each 8 attempts in a row went unanswered, at most the timeout; an
+/// link's handshake timeout. Once it was: four times its quickest handshake plus 100 ms, at least
+/// 200 ms, doubled after each 8 attempts in a row went unanswered, at most the timeout; an
 /// unanswered attempt is followed by the next at once. A router that died and comes back on
-/// its address is then reached within about that long, where one attempt left to QUIC's own
-/// retransmissions of its first packet (1 s, then 2 s, ...) could wait for seconds more; a
-/// far router keeps an attempt as long as its handshake needs, and one slowed down (a
-/// loaded machine) gets longer attempts until one is long enough.
+/// its address is then reached within about that long (a restart of a second: back within a
+/// fifth of one on a LAN), where one attempt left to QUIC's own retransmissions of its first
+/// packet (1 s, then 2 s, ...) could wait for seconds more; a far router keeps an attempt as
+/// long as its handshake needs, and one slowed down (a loaded machine) gets longer attempts
+/// until one is long enough. An attempt costs one small packet (and the peer, once up, a
+/// handshake it may abandon), so five a second to a router that is down cost nothing.
 pub(crate) fn attempt_timeout(
-    last_handshake: Option<Duration>,
+    quickest_handshake: Option<Duration>,
     timeout: Duration,
     unanswered: u32,
 ) -> Duration {
-    match last_handshake {
+    match quickest_handshake {
         None => timeout,
-        Some(h) => (h * 4 + Duration::from_millis(250))
-            .max(Duration::from_millis(500))
+        Some(h) => (h * 4 + Duration::from_millis(100))
+            .max(Duration::from_millis(200))
             .saturating_mul(1 << (unanswered / 8).min(6))
             .min(timeout),
     }
@@ -144,18 +154,30 @@ mod tests {
         let ms = Duration::from_millis;
         let t = ms(3000);
         assert_eq!(attempt_timeout(None, t, 0), t);
-        // Loopback or a LAN: half a second.
-        assert_eq!(attempt_timeout(Some(ms(2)), t, 0), ms(500));
-        // A 150 ms WAN handshake: 850 ms; a satellite's 900 ms: the whole timeout.
-        assert_eq!(attempt_timeout(Some(ms(150)), t, 0), ms(850));
+        // Loopback or a LAN: a fifth of a second.
+        assert_eq!(attempt_timeout(Some(ms(2)), t, 0), ms(200));
+        // A 150 ms WAN handshake: 700 ms; a satellite's 900 ms: the whole timeout.
+        assert_eq!(attempt_timeout(Some(ms(150)), t, 0), ms(700));
         assert_eq!(attempt_timeout(Some(ms(900)), t, 0), t);
         // Never longer than the timeout.
         assert_eq!(attempt_timeout(Some(ms(1)), ms(200), 0), ms(200));
         // Unanswered again and again: twice as long after each 8, up to the timeout.
-        let n: Vec<u64> = [7, 8, 16, 24, 1000]
+        let n: Vec<u64> = [7, 8, 16, 24, 32, 1000]
             .map(|u| attempt_timeout(Some(ms(2)), t, u).as_millis() as u64)
             .into();
-        assert_eq!(n, [500, 1000, 2000, 3000, 3000]);
+        assert_eq!(n, [200, 400, 800, 1600, 3000, 3000]);
+    }
+
+    #[test]
+    fn attempts_are_paced_by_the_quickest_handshake_so_far() {
+        let ms = Duration::from_millis;
+        // A first handshake made while the machine was busy starting, then quicker ones.
+        let mut q = quickest(None, ms(120));
+        assert_eq!(q, ms(120));
+        q = quickest(Some(q), ms(10));
+        q = quickest(Some(q), ms(40));
+        assert_eq!(q, ms(10));
+        assert_eq!(attempt_timeout(Some(q), ms(3000), 0), ms(200));
     }
 
     #[test]

@@ -40,8 +40,8 @@ pub(super) async fn run(
     let mut backoff = Backoff::new(cfg.max_backoff);
     let mut link_id = 0;
     let mut announce = true;
-    // How long the last successful dial took: it paces the attempts once the router is lost.
-    let mut last_handshake = None;
+    // The quickest successful dial so far: it paces the attempts once the router is lost.
+    let mut quickest_handshake = None;
     let mut unanswered = 0u32;
     loop {
         link_id += 1;
@@ -63,16 +63,17 @@ pub(super) async fn run(
             link_id,
             Inbound::unpaused(in_tx),
         );
-        let attempt = dialer::attempt_timeout(last_handshake, cfg.link.idle_timeout, unanswered);
+        let attempt =
+            dialer::attempt_timeout(quickest_handshake, cfg.link.idle_timeout, unanswered);
         let started = tokio::time::Instant::now();
         let mut est = match tokio::time::timeout(attempt, dial).await {
             Ok(Ok(e)) => {
-                last_handshake = Some(started.elapsed());
+                quickest_handshake = Some(dialer::quickest(quickest_handshake, started.elapsed()));
                 unanswered = 0;
                 e
             }
             failed => {
-                let short = last_handshake.is_some() && attempt < cfg.link.idle_timeout;
+                let short = quickest_handshake.is_some() && attempt < cfg.link.idle_timeout;
                 let (reason, wait) = match failed {
                     Ok(Err(e)) => (
                         dialer::why_unreachable(&cfg.router, &e, cfg.link.idle_timeout),

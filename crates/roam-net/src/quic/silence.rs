@@ -16,6 +16,11 @@ use std::time::Duration;
 /// How often the watch reads the counters: the detection's resolution.
 pub const TICK: Duration = Duration::from_millis(100);
 
+/// A look at the counters this much later than the one before means this process was not
+/// running (a loaded machine, a debugger, a suspended VM): what the peer sent meanwhile may
+/// not be counted yet, so the silence so far is not the peer's, and is not counted.
+pub const LATE: Duration = Duration::from_millis(300);
+
 /// What the watch knows of a peer's silence.
 #[derive(Debug, Default)]
 pub struct Silence {
@@ -23,6 +28,8 @@ pub struct Silence {
     tx: u64,
     /// When we first found something sent since the last datagram came.
     unanswered_since: Option<Duration>,
+    /// When the counters were last looked at.
+    looked: Option<Duration>,
 }
 
 impl Silence {
@@ -35,11 +42,16 @@ impl Silence {
         tx: u64,
         limit: Duration,
     ) -> Option<Duration> {
-        if rx != self.rx {
+        let late = self
+            .looked
+            .replace(now)
+            .is_some_and(|t| now.saturating_sub(t) > LATE);
+        if rx != self.rx || late {
             *self = Silence {
                 rx,
                 tx,
                 unanswered_since: None,
+                looked: Some(now),
             };
             return None;
         }
@@ -111,12 +123,34 @@ mod tests {
             assert_eq!(s.observe(t * 100 * MS, n, n, limit), None);
         }
         // Nothing comes any more; we go on sending from 5.1 s.
-        assert_eq!(s.observe(5100 * MS, 49, 50, limit), None);
-        assert_eq!(s.observe(5900 * MS, 49, 58, limit), None);
-        assert_eq!(s.observe(6100 * MS, 49, 60, limit), Some(1000 * MS));
+        for t in 51..61u32 {
+            assert_eq!(s.observe(t * 100 * MS, 49, u64::from(t), limit), None);
+        }
+        assert_eq!(s.observe(6100 * MS, 49, 61, limit), Some(1000 * MS));
         // A datagram at last: the count starts over.
         assert_eq!(s.observe(6200 * MS, 50, 61, limit), None);
         assert_eq!(s.observe(9000 * MS, 50, 61, limit), None);
+    }
+
+    #[test]
+    fn a_stall_of_this_process_does_not_count_as_the_peer_s_silence() {
+        let mut s = Silence::default();
+        let limit = 1000 * MS;
+        for t in 0..10u32 {
+            let n = u64::from(t);
+            s.observe(t * 100 * MS, n, n, limit);
+        }
+        // Sending, unanswered from 1.0 s; then this process stops for 2 s (the peer's
+        // answers wait unread in the socket).
+        assert_eq!(s.observe(1000 * MS, 9, 10, limit), None);
+        assert_eq!(s.observe(1100 * MS, 9, 11, limit), None);
+        assert_eq!(s.observe(3100 * MS, 9, 12, limit), None);
+        // The count starts over from the late look: the peer is silent only 1 s after it.
+        assert_eq!(s.observe(3200 * MS, 9, 13, limit), None);
+        for t in 33..41u32 {
+            assert_eq!(s.observe(t * 100 * MS, 9, u64::from(t), limit), None);
+        }
+        assert_eq!(s.observe(4200 * MS, 9, 41, limit), Some(1000 * MS));
     }
 
     #[test]

@@ -20,8 +20,8 @@ const STABLE: Duration = Duration::from_secs(1);
 /// that is not "lost" and is not redialled.
 pub(super) async fn dial_loop(s: Shared, peer: PeerAddr) {
     let mut backoff = Backoff::new(s.config.max_backoff);
-    // How long the last successful dial took: it paces the attempts once the peer is lost.
-    let mut last_handshake = None;
+    // The quickest successful dial so far: it paces the attempts once the peer is lost.
+    let mut quickest_handshake = None;
     let mut unanswered = 0u32;
     loop {
         let downs = *s.router_links_down.borrow();
@@ -36,8 +36,11 @@ pub(super) async fn dial_loop(s: Shared, peer: PeerAddr) {
             link,
             s.inbound.clone(),
         );
-        let attempt =
-            dialer::attempt_timeout(last_handshake, s.config.link.handshake_timeout, unanswered);
+        let attempt = dialer::attempt_timeout(
+            quickest_handshake,
+            s.config.link.handshake_timeout,
+            unanswered,
+        );
         let started = Instant::now();
         let dialed = tokio::select! {
             r = tokio::time::timeout(attempt, dial) => r,
@@ -56,7 +59,7 @@ pub(super) async fn dial_loop(s: Shared, peer: PeerAddr) {
         };
         match dialed {
             Ok(est) => {
-                last_handshake = Some(started.elapsed());
+                quickest_handshake = Some(dialer::quickest(quickest_handshake, started.elapsed()));
                 unanswered = 0;
                 info!("link to {} ({peer}) up", est.peer.name);
                 let up_at = Instant::now();
