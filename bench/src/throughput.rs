@@ -80,7 +80,12 @@ async fn start_router(
         listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         listen_tcp: None,
         connect: connect.map(PeerAddr::Quic).into_iter().collect(),
-        link: LinkConfig::default(),
+        // What the routing plane carries, not what a router lets one client bring in: the
+        // unpaced clients here pass the default client quota many times over.
+        link: LinkConfig {
+            client_quota: roam_net::quota::QuotaLimits::NONE,
+            ..LinkConfig::default()
+        },
         timers: RoutingTimers::default(),
         max_backoff: Duration::from_millis(500),
         stall_timeout: Duration::from_secs(5),

@@ -34,7 +34,7 @@
 //!   silence_timeout_ms: 1000 # a QUIC peer that answers nothing this long is dead (0: off)
 //!   max_unauthenticated: 256           # connections in their handshake at once, in total
 //!   max_unauthenticated_per_source: 16 # ... and from one address (an IPv6 /64)
-//!   client_max_messages_per_s: 500000  # what one client link may bring in per second
+//!   client_max_messages_per_s: 20000   # what one client identity may bring in per second
 //!   client_max_bytes_per_s: 1073741824 # (0: no limit); over it, reliable data waits (the
 //!                            # client slows down) and best-effort data is dropped, counted
 //!   client_max_names: 20000  # subscriptions and publications one client link may hold

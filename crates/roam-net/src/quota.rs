@@ -35,12 +35,15 @@ impl QuotaLimits {
 }
 
 impl Default for QuotaLimits {
-    /// Far above what a robot's client link carries, and above what the benchmark's unpaced
-    /// client reaches through a router (about 250,000 small messages a second on two cores):
-    /// a program that reaches it is flooding.
+    /// Far above what a client program carries (a `roam pub`, a gateway and its web
+    /// clients, an edge program: thousands of messages a second; robots' proxies link as
+    /// routers and have no quota), and a small share of what a router routes (about 250,000
+    /// small messages a second on two cores): a program that reaches it is flooding, and its
+    /// neighbours keep their latency (bench/FAULTS.md, "flood"). The bytes allow a client a
+    /// gigabyte a second of large messages.
     fn default() -> Self {
         Self {
-            msgs_per_s: 500_000,
+            msgs_per_s: 20_000,
             bytes_per_s: 1 << 30,
         }
     }
@@ -121,22 +124,50 @@ impl TokenBucket {
     }
 }
 
-/// A client link's bucket, shared by its reader tasks, and what it held back.
+/// A client's bucket, shared by its links' reader tasks.
 #[derive(Debug)]
 pub struct LinkQuota {
     bucket: Mutex<TokenBucket>,
+    /// Who it belongs to, for the one warning when it first holds something back.
+    identity: String,
+    warned: std::sync::atomic::AtomicBool,
 }
 
 impl LinkQuota {
     pub fn new(limits: QuotaLimits) -> Self {
+        Self::of("a client", limits)
+    }
+
+    /// The bucket of client `identity`.
+    pub fn of(identity: &str, limits: QuotaLimits) -> Self {
         Self {
             bucket: Mutex::new(TokenBucket::new(limits, Instant::now())),
+            identity: identity.to_string(),
+            warned: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
     pub fn take(&self, bytes: usize, best_effort: bool) -> Admit {
         let mut b = self.bucket.lock().unwrap_or_else(|p| p.into_inner());
         b.take(Instant::now(), bytes, best_effort)
+    }
+
+    /// Says once that this client went over its quota: from then on it is counted only.
+    fn warn_once(&self) {
+        if self.warned.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let limits = self
+            .bucket
+            .lock()
+            .map(|b| b.limits)
+            .unwrap_or(QuotaLimits::NONE);
+        tracing::warn!(
+            client = %self.identity,
+            msgs_per_s = limits.msgs_per_s,
+            bytes_per_s = limits.bytes_per_s,
+            "client over its quota (link.client_max_messages_per_s, link.client_max_bytes_per_s): its reliable data is held back, its best-effort data dropped, counted as quota_waits and dropped_quota on its links"
+        );
     }
 }
 
@@ -158,11 +189,13 @@ pub async fn admit(
         Admit::Now => true,
         Admit::After(wait) if wait < LEAST_WAIT => true,
         Admit::After(wait) => {
+            q.warn_once();
             stats.quota_waits.fetch_add(1, Ordering::Relaxed);
             tokio::time::sleep(wait).await;
             true
         }
         Admit::Drop => {
+            q.warn_once();
             stats.dropped_quota.fetch_add(1, Ordering::Relaxed);
             false
         }
@@ -219,7 +252,7 @@ impl ClientQuotas {
             ids.buckets.retain(|_, w| w.strong_count() > 0);
             ids.sweep_at = (ids.buckets.len() * 2).max(64);
         }
-        let q = Arc::new(LinkQuota::new(self.limits));
+        let q = Arc::new(LinkQuota::of(identity, self.limits));
         ids.buckets.insert(identity.to_string(), Arc::downgrade(&q));
         Some(q)
     }

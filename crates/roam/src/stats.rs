@@ -116,7 +116,7 @@ pub fn log(s: &Snapshot) {
             queued_bytes = l.queue.bytes,
             stalls = l.queue.stalls,
             quota_waits = l.queue.quota_waits,
-            names = l.names_held,
+            names_held = l.names_held,
             names_refused = l.names_refused,
             closed = l.closed,
             path = ?path_field(l.path.as_ref()),
@@ -436,8 +436,8 @@ mod tests {
         let expected = [
             " INFO roam::stats: status names=4 routers=2 data_in=100 forwarded=90 no_route=2 rpf_drop=1",
             " INFO roam::stats: unauthenticated connections pending=1 admitted=2 authenticated=3 failed=4 timed_out=5 evicted=6 refused_per_source=7 refused_total=8 retried=9",
-            " INFO roam::stats: link peer=edge-2 kind=\"quic\" frames_in=41873 frames_out=41000 bytes_in=5000000 bytes_out=4900000 dropped_full=3 dropped_stale=4 dropped_quota=9 dropped_no_route=11 queued=5 queued_bytes=5000 stalls=6 quota_waits=8 names=12 names_refused=13 closed=false path=\"rtt_us 70210 cwnd 1510821 sent_packets 16253 lost_packets 0 congestion_events 0 mtu 1452\" data_age_us=\"n 6 mean 914 std 1434 min 95 p50 188 p90 4100 p99 4100 max 4100\"",
-            " INFO roam::stats: link peer=backup kind=\"tcp+tls\" frames_in=41873 frames_out=41000 bytes_in=5000000 bytes_out=4900000 dropped_full=3 dropped_stale=4 dropped_quota=9 dropped_no_route=11 queued=5 queued_bytes=5000 stalls=6 quota_waits=8 names=12 names_refused=13 closed=true path=\"-\" data_age_us=\"n 6 mean 914 std 1434 min 95 p50 188 p90 4100 p99 4100 max 4100\"",
+            " INFO roam::stats: link peer=edge-2 kind=\"quic\" frames_in=41873 frames_out=41000 bytes_in=5000000 bytes_out=4900000 dropped_full=3 dropped_stale=4 dropped_quota=9 dropped_no_route=11 queued=5 queued_bytes=5000 stalls=6 quota_waits=8 names_held=12 names_refused=13 closed=false path=\"rtt_us 70210 cwnd 1510821 sent_packets 16253 lost_packets 0 congestion_events 0 mtu 1452\" data_age_us=\"n 6 mean 914 std 1434 min 95 p50 188 p90 4100 p99 4100 max 4100\"",
+            " INFO roam::stats: link peer=backup kind=\"tcp+tls\" frames_in=41873 frames_out=41000 bytes_in=5000000 bytes_out=4900000 dropped_full=3 dropped_stale=4 dropped_quota=9 dropped_no_route=11 queued=5 queued_bytes=5000 stalls=6 quota_waits=8 names_held=12 names_refused=13 closed=true path=\"-\" data_age_us=\"n 6 mean 914 std 1434 min 95 p50 188 p90 4100 p99 4100 max 4100\"",
             " INFO roam::stats: export topic=rt/scan samples=3 failed=0 unattributed=1 ruled=0 overwritten=0 dds_age_us=\"n 3 mean 62 std 6 min 55 p50 60 p90 70 p99 70 max 70\"",
             " INFO roam::stats: import topic=rt/chatter samples=2 refused=1 unannounced=1 failed=1 ruled=0 opened_age_us=\"n 2 mean 310 std 10 min 300 p50 300 p90 320 p99 320 max 320\" written_age_us=\"n 2 mean 370 std 28 min 340 p50 344 p90 400 p99 400 max 400\"",
         ];

@@ -56,13 +56,14 @@ pub struct RouterArgs {
     /// link.silence_timeout_ms].
     #[arg(long, value_name = "MS")]
     pub silence_timeout_ms: Option<u64>,
-    /// Data messages per second one client link may bring in (0: no limit) [default: 500000;
-    /// link.client_max_messages_per_s]. Over it, the client's reliable data waits (QUIC flow
-    /// control slows the client down) and its best-effort data is dropped, counted per link
-    /// (quota_waits, dropped_quota). Links to routers have no quota.
+    /// Data messages per second one client identity may bring in over all its links (0: no
+    /// limit) [default: 20000; link.client_max_messages_per_s]. Over it, the client's
+    /// reliable data waits (QUIC flow control slows the client down) and its best-effort data
+    /// is dropped, logged once and counted per link (quota_waits, dropped_quota). Links to
+    /// routers (and robots' proxies) have no quota.
     #[arg(long, value_name = "N")]
     pub client_max_messages_per_s: Option<u64>,
-    /// Bytes of data per second one client link may bring in (0: no limit) [default: 1 GiB;
+    /// Bytes of data per second one client identity may bring in (0: no limit) [default: 1 GiB;
     /// link.client_max_bytes_per_s].
     #[arg(long, value_name = "BYTES")]
     pub client_max_bytes_per_s: Option<u64>,

@@ -72,6 +72,13 @@ fn a_reliable_flood_is_slowed_to_the_quota_and_loses_nothing() {
     r1.terminate();
     assert!(link_figure(&r1, "robot", "quota_waits") > 0);
     assert_eq!(link_figure(&r1, "robot", "dropped_quota"), 0);
+    // Said once, then only counted.
+    assert_eq!(
+        r1.logs().matches("client over its quota").count(),
+        1,
+        "{}",
+        r1.logs()
+    );
     // The subscriber's link carries data out, not in: no quota applies to it.
     assert_eq!(link_figure(&r1, "cloud", "quota_waits"), 0);
 }
@@ -215,7 +222,7 @@ fn a_client_past_its_limit_of_names_is_refused_counted_and_logged_once() {
     );
     r1.terminate();
     sub.terminate();
-    assert_eq!(link_figure(&r1, "cloud", "names"), 1);
+    assert_eq!(link_figure(&r1, "cloud", "names_held"), 1);
     assert!(link_figure(&r1, "cloud", "names_refused") >= 1);
     assert_eq!(
         r1.logs().matches("client holds its limit of names").count(),
