@@ -3,7 +3,9 @@
 //! (SIGSTOP) while a `roam pub --keep-all` streams to `roam sub`s. Asserts what end-to-end
 //! recovery promises, never a time: nothing duplicated, nothing lost where the outage was
 //! shorter than the resend window, and what a partition longer than it loses is counted
-//! exactly at both ends. The gaps are in the report (bench/FAULTS.md from `--quick`).
+//! exactly at both ends. The gaps are in the report (bench/FAULTS.md from `--quick`). Then a
+//! member floods a topic next to another's: held to its quota and counted, the neighbour
+//! losing nothing (its latency is in the report).
 
 use std::process::Command;
 
@@ -75,4 +77,24 @@ fn routers_dying_restarting_and_cut_off_lose_nothing_that_can_be_resent() {
         "the publisher's count: {}",
         p["publisher"]
     );
+    // The flood: held to the quota (a rate can only come out lower on a slow machine) and
+    // counted where a quota is in force, never where none is; the neighbour misses nothing.
+    let flood = &report["flood"];
+    assert!(flood["error"].is_null(), "flood: {}", flood["error"]);
+    let runs = flood["runs"].as_array().expect("flood runs");
+    let names: Vec<&str> = runs.iter().filter_map(|r| r["name"].as_str()).collect();
+    assert_eq!(names, ["alone", "flood, no quota", "flood, quota"]);
+    for r in runs {
+        assert!(u(&r["neighbour_messages"]) > 0, "{r}");
+        assert_eq!(u(&r["neighbour_missing"]), 0, "{r}");
+    }
+    assert_eq!(u(&runs[1]["flood_quota_waits"]), 0, "{}", runs[1]);
+    let held = &runs[2];
+    let quota = u(&held["quota_in_force"]) as f64;
+    let rate = held["flood_per_s"].as_f64().expect("a flood rate");
+    assert!(
+        rate <= quota * 1.2,
+        "flooded at {rate:.0} msg/s over {quota}: {held}"
+    );
+    assert!(u(&held["flood_quota_waits"]) > 0, "not counted: {held}");
 }

@@ -281,7 +281,7 @@ impl Sampler {
 }
 
 /// Every message line of `sub`, timed as it comes, until `stop` and 2 s without one.
-fn read(
+pub(super) fn read(
     sub: Proc,
     origin: Instant,
     stop: &AtomicBool,
@@ -349,7 +349,7 @@ fn stop_publisher(p: &mut Proc) -> Result<PublisherCounts, String> {
 }
 
 /// The numbers of the stderr line of `p` that contains `marker`, in order.
-fn numbers(p: &Proc, marker: &str) -> Vec<u64> {
+pub(super) fn numbers(p: &Proc, marker: &str) -> Vec<u64> {
     p.stderr_lines()
         .iter()
         .rev()

@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use super::campaign::Outcome;
+use super::flood::FloodOutcome;
 use super::stream::EventDelivery;
 
 #[derive(Clone, Debug, Serialize)]
@@ -135,6 +136,30 @@ pub fn judge(outcomes: &[Outcome]) -> Vec<Goal> {
         });
     }
     goals
+}
+
+/// The flood goal, judged on the run under the quota against the run alone: the neighbour's
+/// p99 within 2x, the flood held to its quota (10% for the bucket's one-second burst and
+/// the timing of the flooder's own count) and counted on its link.
+pub fn flood(f: &FloodOutcome) -> Option<Goal> {
+    if f.error.is_some() {
+        return None;
+    }
+    let alone = f.runs.iter().find(|r| !r.flood)?;
+    let held = f.runs.iter().find(|r| r.flood && r.quota_in_force > 0)?;
+    let quota = held.quota_in_force as f64;
+    let rate = held.flood_per_s.unwrap_or(f64::NAN);
+    let waits = held.flood_quota_waits.unwrap_or(0) + held.flood_dropped_quota.unwrap_or(0);
+    let ratio = held.neighbour_p99_ms / alone.neighbour_p99_ms;
+    Some(Goal {
+        name: "a member flooding one topic".into(),
+        target: "the other topic's p99 within 2x of unloaded; the flood throttled to its quota and counted".into(),
+        figure: format!(
+            "p99 {:.2} ms alone, {:.2} ms flooded ({ratio:.2}x); flood {rate:.0} msg/s against a quota of {quota:.0}, {waits} waits counted",
+            alone.neighbour_p99_ms, held.neighbour_p99_ms
+        ),
+        met: ratio <= 2.0 && rate <= quota * 1.1 && waits > 0 && held.neighbour_missing == 0,
+    })
 }
 
 /// Distinct sequences lost to any subscriber.

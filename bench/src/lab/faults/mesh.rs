@@ -29,6 +29,8 @@ pub struct Mesh {
     pki: String,
     realm: String,
     routers: Vec<Router>,
+    /// Given to every router besides its identity, address and peers.
+    router_args: Vec<String>,
 }
 
 impl Mesh {
@@ -46,6 +48,7 @@ impl Mesh {
             pki,
             realm,
             routers: Vec::new(),
+            router_args: Vec::new(),
         };
         mesh.roam_ok(&["pki", "init", "--dir", &mesh.pki])?;
         mesh.roam_ok(&["realm", "new", "faults", "--out", &mesh.realm])?;
@@ -88,7 +91,10 @@ impl Mesh {
             .map(String::from)
             .into();
         args.push(self.addr(i));
-        args.extend(["--status-interval".into(), "0".into()]);
+        if !self.router_args.iter().any(|a| a == "--status-interval") {
+            args.extend(["--status-interval".into(), "0".into()]);
+        }
+        args.extend(self.router_args.iter().map(|a| a.replace("{id}", &r.id)));
         for &d in &r.dials {
             args.push("--connect".into());
             args.push(self.addr(d));
@@ -135,10 +141,32 @@ impl Mesh {
         self.router(i)?.signal(if frozen { "STOP" } else { "CONT" })
     }
 
+    /// Arguments every router started from now on gets (a quota, a status interval);
+    /// `{id}` in one stands for the router's identity.
+    pub fn set_router_args(&mut self, args: &[&str]) {
+        self.router_args = args.iter().map(|a| a.to_string()).collect();
+    }
+
+    /// A file in the mesh's scratch directory.
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
     fn endpoint(&self, cmd: &str, id: &str, router: usize, extra: &[&str]) -> Vec<String> {
+        self.endpoint_on(cmd, TOPIC, id, router, extra)
+    }
+
+    fn endpoint_on(
+        &self,
+        cmd: &str,
+        topic: &str,
+        id: &str,
+        router: usize,
+        extra: &[&str],
+    ) -> Vec<String> {
         let mut a: Vec<String> = [
             cmd,
-            TOPIC,
+            topic,
             "--type",
             "test_msgs/msg/Blob",
             "--realm",
@@ -174,6 +202,23 @@ impl Mesh {
             "robot",
             &self.roam,
             &self.endpoint("pub", "robot", router, &extra),
+        )
+    }
+
+    /// `roam pub` or `roam sub` (`cmd`) on `topic` as a new client `id` on router `router`.
+    pub fn client(
+        &self,
+        cmd: &str,
+        topic: &str,
+        id: &str,
+        router: usize,
+        extra: &[&str],
+    ) -> Result<Proc, String> {
+        self.roam_ok(&["pki", "issue", id, "--dir", &self.pki, "--role", "client"])?;
+        Proc::start(
+            id,
+            &self.roam,
+            &self.endpoint_on(cmd, topic, id, router, extra),
         )
     }
 

@@ -6,6 +6,7 @@
 //! bench/FAULTS.md and bench/results/faults.json.
 
 mod campaign;
+mod flood;
 mod goals;
 mod mesh;
 mod report;
@@ -28,7 +29,7 @@ usage: roam-lab faults [--smoke|--quick|--full] [--only LIST] [--seed N]
   --full         the issue's campaigns: kill -9 every 15 s for 10 minutes, 19 graceful
                  restarts, a 30 s partition, a 30-minute soak
   --only LIST    run only these campaigns: ring-kill, ring-restart, chain-kill,
-                 partition, soak
+                 partition, soak, flood
   --seed N       the schedule's seed (which router, how long it stays down) [1]
   --out FILE     results JSON [bench/results/faults.json; --smoke: none]
   --markdown F   report [bench/FAULTS.md; --smoke: none]";
@@ -51,6 +52,9 @@ pub struct Report {
     pub date: String,
     pub seconds: f64,
     pub campaigns: Vec<Outcome>,
+    /// A member flooding a topic next to another's (run with the campaigns, reported apart:
+    /// it measures latency, not loss).
+    pub flood: Option<flood::FloodOutcome>,
     pub goals: Vec<goals::Goal>,
 }
 
@@ -103,7 +107,7 @@ pub fn main(args: impl Iterator<Item = String>) -> Result<(), String> {
     }
     let campaigns = plan(size, seed);
     for o in &only {
-        if !campaigns.iter().any(|c| c.name == o) {
+        if o != "flood" && !campaigns.iter().any(|c| c.name == o) {
             return Err(format!("--only: no campaign {o:?}\n{USAGE}"));
         }
     }
@@ -118,6 +122,18 @@ pub fn main(args: impl Iterator<Item = String>) -> Result<(), String> {
         eprintln!("{}", report::summary_line(&o));
         outcomes.push(o);
     }
+    let flood = (only.is_empty() || only.iter().any(|o| o == "flood")).then(|| {
+        let window = Duration::from_secs(match size {
+            Size::Smoke => 5,
+            Size::Quick => 15,
+            Size::Full => 60,
+        });
+        let f = flood::run(&roam, window, size == Size::Smoke);
+        eprintln!("{}", report::flood_line(&f));
+        f
+    });
+    let mut goals = goals::judge(&outcomes);
+    goals.extend(flood.as_ref().and_then(goals::flood));
     let report = Report {
         suite: size,
         seed,
@@ -125,8 +141,9 @@ pub fn main(args: impl Iterator<Item = String>) -> Result<(), String> {
         commit: roam_bench::machine::commit(),
         date: roam_bench::machine::date(),
         seconds: started.elapsed().as_secs_f64(),
-        goals: goals::judge(&outcomes),
+        goals,
         campaigns: outcomes,
+        flood,
     };
     if let Some(out) = &out {
         if let Some(d) = out.parent() {
@@ -153,6 +170,12 @@ pub fn main(args: impl Iterator<Item = String>) -> Result<(), String> {
         .campaigns
         .iter()
         .filter_map(|c| c.error.as_ref().map(|e| format!("{}: {e}", c.name)))
+        .chain(
+            report
+                .flood
+                .iter()
+                .filter_map(|f| f.error.as_ref().map(|e| format!("flood: {e}"))),
+        )
         .collect();
     if !failed.is_empty() {
         return Err(failed.join("\n"));

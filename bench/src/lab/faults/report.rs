@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use super::campaign::Outcome;
+use super::flood::FloodOutcome;
 use super::Report;
 
 /// One line: the campaign and, per subscriber, lost / duplicated / longest gap.
@@ -22,6 +23,64 @@ pub fn summary_line(o: &Outcome) -> String {
         })
         .collect();
     format!("  {}: {}", o.name, subs.join("; "))
+}
+
+/// One line for the flood campaign: per run, the neighbour's p99 and the flood's rate.
+pub fn flood_line(f: &FloodOutcome) -> String {
+    if let Some(e) = &f.error {
+        return format!("  flood: failed: {e}");
+    }
+    let runs: Vec<String> = f
+        .runs
+        .iter()
+        .map(|r| {
+            format!(
+                "{}: p99 {:.2} ms, flood {}",
+                r.name,
+                r.neighbour_p99_ms,
+                r.flood_per_s
+                    .map_or("-".into(), |v| format!("{v:.0} msg/s"))
+            )
+        })
+        .collect();
+    format!("  flood: {}", runs.join("; "))
+}
+
+fn flood(m: &mut String, f: &FloodOutcome) {
+    let _ = writeln!(
+        m,
+        "\n## flood\n\n{}; the neighbour measured over {:.0} s.",
+        f.what, f.window_s
+    );
+    if let Some(e) = &f.error {
+        let _ = writeln!(m, "\n**Failed:** {e}");
+    }
+    let _ = writeln!(
+        m,
+        "\n| run | client quota | neighbour messages | p50 | p99 | max | missing | flood sent | flood rate | quota waits | dropped over quota |\n|---|---|---|---|---|---|---|---|---|---|---|"
+    );
+    for r in &f.runs {
+        let _ = writeln!(
+            m,
+            "| {} | {} | {} | {:.2} ms | {:.2} ms | {:.2} ms | {} | {} | {} | {} | {} |",
+            r.name,
+            match (r.quota_msgs_per_s, r.quota_in_force) {
+                (_, 0) => "none".to_string(),
+                (None, q) => format!("{q} msg/s (default)"),
+                (Some(q), _) => format!("{q} msg/s"),
+            },
+            r.neighbour_messages,
+            r.neighbour_p50_ms,
+            r.neighbour_p99_ms,
+            r.neighbour_max_ms,
+            r.neighbour_missing,
+            opt(r.flood_sent),
+            r.flood_per_s
+                .map_or("-".into(), |v| format!("{v:.0} msg/s")),
+            opt(r.flood_quota_waits),
+            opt(r.flood_dropped_quota)
+        );
+    }
 }
 
 fn opt(v: Option<u64>) -> String {
@@ -68,12 +127,14 @@ pub fn markdown(r: &Report) -> String {
     for o in &r.campaigns {
         campaign(&mut m, o);
     }
+    if let Some(f) = &r.flood {
+        flood(&mut m, f);
+    }
     let _ = writeln!(
         m,
         "\n## Not yet in this suite\n\n\
          A robot whose address changes every 10 s, link flaps and loss through the WAN relay,\n\
-         proxies killed while transient-local, service and action traffic flows, and a member\n\
-         flooding one topic (the quotas are measured in bench/ROUTING-PLANE.md)."
+         and proxies killed while transient-local, service and action traffic flows."
     );
     m
 }
