@@ -230,13 +230,14 @@ fn two_routers_dialing_each_other_settle_on_one_link() {
     wait_subscribed(&sub);
     let _p = net.publisher("/odom", "robot", &a1, &["--size", "64", "--rate", "200"]);
     assert_eq!(collect(&sub, 100, T).len(), 100, "no traffic between them");
-    let links_up = |r: &Proc| r.logs().matches("link up peer=r").count();
+    let links_up =
+        |r: &Proc, peer: &str| r.logs().matches(&format!("link up peer={peer} ")).count();
     // A dial still in flight when the other side's link came up (its first packet sent
     // before that side listened, resent by QUIC a second later) may complete within the
     // simultaneous-dial window (2 s) and replace the link once, alike at both ends. Settled
     // is no change for longer than that window; a link that keeps changing never settles.
     let deadline = Instant::now() + T;
-    let mut before = (links_up(&r1), links_up(&r2));
+    let mut before = (links_up(&r1, "r2"), links_up(&r2, "r1"));
     let mut since = Instant::now();
     while since.elapsed() < Duration::from_millis(2500) {
         assert!(
@@ -246,7 +247,7 @@ fn two_routers_dialing_each_other_settle_on_one_link() {
             r2.logs()
         );
         std::thread::sleep(Duration::from_millis(100));
-        let now = (links_up(&r1), links_up(&r2));
+        let now = (links_up(&r1, "r2"), links_up(&r2, "r1"));
         if now != before {
             (before, since) = (now, Instant::now());
         }
@@ -260,7 +261,7 @@ fn two_routers_dialing_each_other_settle_on_one_link() {
     // Longer than the simultaneous-dial window and a dialer's longest backoff.
     let seen = seqs(&sub, Duration::from_secs(4));
     assert_eq!(
-        (links_up(&r1), links_up(&r2)),
+        (links_up(&r1, "r2"), links_up(&r2, "r1")),
         before,
         "the link kept changing: r1: {}\nr2: {}",
         r1.logs(),
