@@ -152,10 +152,6 @@ impl Mesh {
         self.dir.join(name)
     }
 
-    fn endpoint(&self, cmd: &str, id: &str, router: usize, extra: &[&str]) -> Vec<String> {
-        self.endpoint_on(cmd, TOPIC, id, router, extra)
-    }
-
     fn endpoint_on(
         &self,
         cmd: &str,
@@ -186,23 +182,15 @@ impl Mesh {
 
     /// `roam sub` as `id` on router `router`.
     pub fn subscriber(&self, id: &str, router: usize) -> Result<Proc, String> {
-        self.roam_ok(&["pki", "issue", id, "--dir", &self.pki, "--role", "client"])?;
-        Proc::start(id, &self.roam, &self.endpoint("sub", id, router, &[]))
+        self.client("sub", TOPIC, id, router, &[])
     }
 
     /// `roam pub --keep-all` at [`RATE_HZ`] on router `router`: it waits for a subscriber,
     /// then sends until stopped.
     pub fn publisher(&self, router: usize) -> Result<Proc, String> {
-        self.roam_ok(&[
-            "pki", "issue", "robot", "--dir", &self.pki, "--role", "client",
-        ])?;
         let (size, rate) = (SIZE.to_string(), RATE_HZ.to_string());
         let extra = ["--keep-all", "--size", &size, "--rate", &rate];
-        Proc::start(
-            "robot",
-            &self.roam,
-            &self.endpoint("pub", "robot", router, &extra),
-        )
+        self.client("pub", TOPIC, "robot", router, &extra)
     }
 
     /// `roam pub` or `roam sub` (`cmd`) on `topic` as a new client `id` on router `router`.
